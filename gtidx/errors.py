@@ -1,0 +1,94 @@
+"""The one exception hierarchy of gtidx.
+
+Every error a user can meet is a ``GtidxError``: it carries what went wrong,
+where (path, binlog offset or index page) and a hint, renders as one line, and
+maps to the CLI's exit code:
+
+    0 found, 1 not found, 2 bad input or usage, 3 corrupt data or I/O error.
+"""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+EXIT_BAD_INPUT = 2
+EXIT_CORRUPT = 3
+
+
+class GtidxError(Exception):
+    """Base class. ``str(err)`` is the one line shown to users."""
+
+    exit_code = EXIT_CORRUPT
+
+    def __init__(self, message: str, *, path=None, offset: int | None = None,
+                 page: int | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.offset = offset
+        self.page = page
+        self.hint = hint
+
+    def __str__(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(self.path)
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        if self.page is not None:
+            where.append(f"page {self.page}")
+        text = f"{', '.join(where)}: {self.message}" if where else self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class BadInputError(GtidxError):
+    """The user gave something that cannot be right: a malformed GTID, a bad option."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class GtidSyntaxError(BadInputError):
+    """A GTID, binlog state or replication position that does not parse."""
+
+
+class UnsupportedBinlogError(BadInputError):
+    """A file that is not a MariaDB binlog gtidx can read: not a binlog at all,
+    binlog format v1/v3, a MySQL binlog, an encrypted binlog."""
+
+
+class EncryptedBinlogError(UnsupportedBinlogError):
+    """The binlog is encrypted (START_ENCRYPTION event): its events cannot be read."""
+
+
+class MySQLBinlogError(UnsupportedBinlogError):
+    """A MySQL binlog (GTID_LOG / PREVIOUS_GTIDS events): not supported yet."""
+
+
+class NotFoundError(GtidxError):
+    """The thing asked for is not there: an offset that is not an event
+    boundary, a GTID that is not in these binlogs."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class CorruptBinlogError(GtidxError):
+    """The binlog's bytes contradict its own framing (bad length, bad CRC)."""
+
+    exit_code = EXIT_CORRUPT
+
+
+class CorruptIndexError(GtidxError):
+    """An ``.idx`` file that is damaged, incomplete or not an index."""
+
+    exit_code = EXIT_CORRUPT
+
+
+class GtidxIOError(GtidxError):
+    """The operating system refused: missing file, permission, disk full."""
+
+    exit_code = EXIT_CORRUPT
+
+    @classmethod
+    def from_os(cls, err: OSError, path=None) -> "GtidxIOError":
+        return cls(err.strerror or str(err), path=path if path is not None else err.filename)

@@ -1,0 +1,256 @@
+"""MariaDB GTIDs, binlog states and replication positions.
+
+Three values, as the server has them:
+
+* ``Gtid``: ``domain-server-seq`` (u32, u32, u64; seq 0 is invalid).
+* ``BinlogState``: what a binlog holds up to some point: the latest seq_no
+  logged per (domain, server) pair, and per domain which GTID was logged last
+  (``@@gtid_binlog_state``, the GTID_LIST event, an ``.idx`` record).
+* ``Position``: where a replica is: one GTID per domain
+  (``@@gtid_slave_pos``, what ``BINLOG_GTID_POS`` prints).
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Iterator, NamedTuple
+
+from .errors import GtidSyntaxError
+
+U32_MAX = 0xFFFFFFFF
+U64_MAX = 0xFFFFFFFFFFFFFFFF
+
+# ASCII digits only: Python's \d would also accept other scripts' digits.
+_GTID_RE = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
+
+
+class Gtid(NamedTuple):
+    domain: int
+    server: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.domain}-{self.server}-{self.seq}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Gtid":
+        """Strict: exactly ``D-S-N`` in decimal, no spaces, in range, seq > 0."""
+        if not isinstance(text, str):
+            raise GtidSyntaxError(f"GTID must be text like 0-1-100, not {type(text).__name__}")
+        m = _GTID_RE.fullmatch(text)
+        if m is None:
+            raise GtidSyntaxError(f"bad GTID {text!r}", hint="expected domain-server-seq, e.g. 0-1-100")
+        domain, server, seq = (int(x) for x in m.groups())
+        if domain > U32_MAX:
+            raise GtidSyntaxError(f"bad GTID {text!r}: domain id {domain} exceeds {U32_MAX}")
+        if server > U32_MAX:
+            raise GtidSyntaxError(f"bad GTID {text!r}: server id {server} exceeds {U32_MAX}")
+        if seq > U64_MAX:
+            raise GtidSyntaxError(f"bad GTID {text!r}: seq_no {seq} exceeds {U64_MAX}")
+        if seq == 0:
+            raise GtidSyntaxError(f"bad GTID {text!r}: seq_no 0 is not a valid GTID")
+        return cls(domain, server, seq)
+
+
+def _split_list(text: str, what: str) -> list[str]:
+    """Comma-separated items; whitespace around an item is allowed (as the
+    server allows it in gtid_slave_pos), an empty item is not."""
+    if not isinstance(text, str):
+        raise GtidSyntaxError(f"{what} must be text, not {type(text).__name__}")
+    if not text.strip():
+        return []
+    items = [item.strip() for item in text.split(",")]
+    if any(not item for item in items):
+        raise GtidSyntaxError(f"bad {what} {text!r}: empty item", hint="items are comma-separated GTIDs")
+    return items
+
+
+class Position:
+    """A replication position: at most one GTID per domain.
+
+    Compares as a set of GTIDs; prints like ``BINLOG_GTID_POS`` (domains in
+    ascending order, the server prints them in hash order).
+    """
+
+    __slots__ = ("_by_domain",)
+
+    def __init__(self, gtids: Iterable[Gtid] = ()):
+        self._by_domain: dict[int, Gtid] = {}
+        for g in gtids:
+            if g.domain in self._by_domain:
+                raise GtidSyntaxError(
+                    f"position has two GTIDs for domain {g.domain}: {self._by_domain[g.domain]} and {g}",
+                    hint="a replication position holds one GTID per domain")
+            self._by_domain[g.domain] = g
+
+    @classmethod
+    def parse(cls, text: str) -> "Position":
+        return cls(Gtid.parse(item) for item in _split_list(text, "position"))
+
+    def get(self, domain: int) -> Gtid | None:
+        return self._by_domain.get(domain)
+
+    def __contains__(self, domain: int) -> bool:
+        return domain in self._by_domain
+
+    def __iter__(self) -> Iterator[Gtid]:
+        return iter(sorted(self._by_domain.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_domain)
+
+    def domains(self):
+        return self._by_domain.keys()
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Position):
+            return NotImplemented
+        return self._by_domain == other._by_domain
+
+    __hash__ = None
+
+    def __str__(self) -> str:
+        return ",".join(str(g) for g in self)
+
+    def __repr__(self) -> str:
+        return f"Position({str(self)!r})"
+
+
+class BinlogState:
+    """Latest seq_no per (domain, server), and each domain's last GTID.
+
+    Stored as ``{domain: {server: seq}}`` where each inner dict's last key is
+    the server whose GTID that domain logged last: applying a GTID moves its
+    server to the end. This is the order MariaDB lists a state in (GTID_LIST
+    events, ``@@gtid_binlog_state``, ``.idx`` keys): each domain's last GTID
+    last, which is how readers recover "the last GTID" per domain.
+
+    Seq numbers are assigned, not maxed: with gtid_strict_mode off a domain
+    may go backwards, and the server records what was logged last.
+    """
+
+    __slots__ = ("_domains",)
+
+    def __init__(self, gtids: Iterable[Gtid] = ()):
+        self._domains: dict[int, dict[int, int]] = {}
+        for g in gtids:
+            self.apply(g[0], g[1], g[2])
+
+    @classmethod
+    def parse(cls, text: str) -> "BinlogState":
+        """``@@gtid_binlog_state`` text: the last GTID listed per domain is its last."""
+        return cls(Gtid.parse(item) for item in _split_list(text, "binlog state"))
+
+    def apply(self, domain: int, server: int, seq: int) -> None:
+        """Log one GTID (the hot path of every scan: three ints, no Gtid object)."""
+        servers = self._domains.get(domain)
+        if servers is None:
+            self._domains[domain] = {server: seq}
+        else:
+            servers.pop(server, None)   # re-insert: this server becomes the domain's last
+            servers[server] = seq
+
+    def update(self, gtids: Iterable[Gtid]) -> "BinlogState":
+        apply = self.apply
+        for g in gtids:
+            apply(g[0], g[1], g[2])
+        return self
+
+    def copy(self) -> "BinlogState":
+        new = BinlogState()
+        new._domains = {d: dict(s) for d, s in self._domains.items()}
+        return new
+
+    def get(self, domain: int, server: int) -> int | None:
+        servers = self._domains.get(domain)
+        return None if servers is None else servers.get(server)
+
+    def last(self, domain: int) -> Gtid | None:
+        servers = self._domains.get(domain)
+        if not servers:
+            return None
+        server = next(reversed(servers))
+        return Gtid(domain, server, servers[server])
+
+    def domains(self) -> list[int]:
+        return sorted(self._domains)
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._domains.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._domains)
+
+    def __iter__(self) -> Iterator[Gtid]:
+        """Every entry, in MariaDB order: domains ascending; within a domain the
+        other servers ascending, then the domain's last GTID."""
+        for domain in sorted(self._domains):
+            servers = self._domains[domain]
+            last = next(reversed(servers))
+            for server in sorted(servers):
+                if server != last:
+                    yield Gtid(domain, server, servers[server])
+            yield Gtid(domain, last, servers[last])
+
+    def gtids(self) -> list[Gtid]:
+        return list(self)
+
+    def position(self) -> Position:
+        """What ``BINLOG_GTID_POS`` prints: each domain's last GTID."""
+        return Position(self.last(d) for d in self._domains)
+
+    def delta(self, older: "BinlogState") -> list[Gtid]:
+        """GTIDs that turn ``older`` into ``self`` when applied in order.
+
+        Holds whenever every (domain, server) of ``older`` is also in ``self``
+        (a binlog state only grows). Per domain: the entries whose seq differs,
+        then the domain's last GTID, listed last, whenever anything in the
+        domain changed (applying any entry makes it the domain's last).
+        """
+        out: list[Gtid] = []
+        for domain in sorted(self._domains):
+            servers = self._domains[domain]
+            old = older._domains.get(domain, {})
+            last = next(reversed(servers))
+            old_last = next(reversed(old)) if old else None
+            changed = [s for s in sorted(servers) if s != last and old.get(s) != servers[s]]
+            out.extend(Gtid(domain, s, servers[s]) for s in changed)
+            if changed or old.get(last) != servers[last] or old_last != last:
+                out.append(Gtid(domain, last, servers[last]))
+        return out
+
+    def is_before(self, pos: Position) -> bool:
+        """MariaDB's "state is before position" (rpl_binlog_state is_before_pos).
+
+        True when a replica at ``pos`` has not yet seen anything past this
+        state: for every GTID D-S-N of the position, the state's (D, S) entry
+        is absent, or has seq < N, or seq == N and is domain D's last GTID;
+        and the state has no domain the position lacks.
+        """
+        for g in pos:
+            servers = self._domains.get(g.domain)
+            if servers is None:
+                continue
+            seq = servers.get(g.server)
+            if seq is None:
+                continue
+            if seq > g.seq:
+                return False
+            if seq == g.seq and next(reversed(servers)) != g.server:
+                return False
+        return all(domain in pos for domain in self._domains)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, BinlogState):
+            return NotImplemented
+        if self._domains != other._domains:
+            return False
+        return all(next(reversed(s)) == next(reversed(other._domains[d]))
+                   for d, s in self._domains.items())
+
+    __hash__ = None
+
+    def __str__(self) -> str:
+        return ",".join(str(g) for g in self)
+
+    def __repr__(self) -> str:
+        return f"BinlogState({str(self)!r})"

@@ -1,0 +1,77 @@
+"""Shared test fixtures: the reference binlogs and the private live server."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+sys.path.insert(0, str(ROOT / "tools"))
+
+from mariadb import MariaDB  # noqa: E402  (tools/mariadb.py)
+
+
+def fixture_sets() -> list[Path]:
+    """Every scenario folder with an oracle.json, 10.11 and 11.8."""
+    return sorted(p.parent for p in FIXTURES.glob("mariadb-*/*/oracle.json"))
+
+
+def fixture_files() -> list[tuple[Path, dict]]:
+    """(binlog path, its oracle entry) for every fixture binlog."""
+    out = []
+    for d in fixture_sets():
+        oracle = json.loads((d / "oracle.json").read_text())
+        for f in oracle["files"]:
+            out.append((d / f["name"], f))
+    return out
+
+
+def fixture_id(path: Path) -> str:
+    return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
+
+
+@pytest.fixture(scope="session")
+def oracle_files():
+    files = fixture_files()
+    assert len(files) >= 20, f"fixtures missing under {FIXTURES}"
+    return files
+
+
+class AttachedServer(MariaDB):
+    """A private server started outside the tests (by .ci/run), reached by its socket."""
+
+    def __init__(self, socket_path: str):
+        super().__init__(Path(socket_path).parent)
+        self.socket = socket_path
+        basename = self.sql("SELECT @@log_bin_basename")[0][0]
+        self.binlog_dir = Path(basename).parent
+
+    def start(self, timeout: float = 0):
+        return self
+
+    def stop(self, timeout: float = 0):
+        pass
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory):
+    """The private MariaDB 10.11: the one .ci/run started (GTIDX_TEST_SOCKET),
+    or one of our own in a temp dir. Never skipped: without a server these
+    tests fail and say how to get one."""
+    sock = os.environ.get("GTIDX_TEST_SOCKET")
+    if sock:
+        yield AttachedServer(sock)
+        return
+    srv = MariaDB(tmp_path_factory.mktemp("mariadb"))
+    try:
+        srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start the private MariaDB server: {e}", pytrace=False)
+    try:
+        yield srv
+    finally:
+        srv.stop()
