@@ -1,17 +1,38 @@
 """The library API: what the CLI, the Spark job and the tail sidecar call.
 
-Every function takes paths and plain values and returns typed results; every
+    import gtidx
+    with gtidx.open("/var/lib/mysql/binlogs") as logs:     # a file, a directory or master-bin.index
+        logs.locate("0-1-100")            # Location(file, start, end, resume, ...)
+        logs.state_at("master-bin.000042", 1234)           # StateAt: as BINLOG_GTID_POS
+        logs.replica_start("0-1-100,1-2-50")               # ReplicaStart: where a replica begins
+
+Every lookup uses the file's ``.idx`` when it is usable (complete, intact,
+current) and otherwise answers by a sequential scan, logging one warning
+(logger ``gtidx``); each result says which path answered (``via``). Every
 failure is a ``GtidxError``.
 """
 from __future__ import annotations
 
+import builtins
+import logging
 import os
+import re
+from collections import OrderedDict
 from typing import Iterator, NamedTuple
 
-from .binlog import CHECKSUM_CRC32, Binlog, Group
-from .errors import BadInputError, NotFoundError
-from .gtid import BinlogState, Position
+from . import idxformat as fmt
+from .binlog import CHECKSUM_CRC32, HEADER_LEN, Binlog, Group
+from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError
+from .gtid import BinlogState, Gtid, Position
+from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
+                        open_index, verify_index)
 
+log = logging.getLogger("gtidx")
+
+_BINLOG_NAME = re.compile(r".+\.[0-9]{6,}$")
+
+
+# -- results ------------------------------------------------------------------------------
 
 class BinlogInfo(NamedTuple):
     file: str
@@ -28,7 +49,7 @@ class StateAt(NamedTuple):
     file: str
     offset: int
     state: BinlogState       # every (domain, server) entry
-    via: str                 # "scan" (or "index")
+    via: str                 # "index" or "scan"
 
     @property
     def position(self) -> Position:
@@ -36,15 +57,43 @@ class StateAt(NamedTuple):
         return self.state.position()
 
 
-def _info(b: Binlog) -> BinlogInfo:
-    return BinlogInfo(b.path, b.size, b.fde.server_version,
-                      "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
-                      b.growing, b.start_state.copy(), b.body_start)
+class Location(NamedTuple):
+    """Where a GTID's event group is: its GTID event at ``start``, its last
+    event ending at ``end``; a reader resuming after it continues at ``resume``."""
+    gtid: Gtid
+    file: str
+    start: int
+    end: int
+    resume: int
+    timestamp: int
+    via: str
 
+
+class ReplicaStart(NamedTuple):
+    """Where the server starts sending to a replica at ``position``: it reads
+    ``file`` from ``offset`` (state there: ``state``), skipping per domain
+    every group up to and including the position's GTID (``skip``); the first
+    group it sends is ``first`` (None when the replica is up to date)."""
+    position: Position
+    file: str
+    offset: int
+    state: BinlogState
+    skip: Position
+    first: Location | None
+    via: str
+
+
+# -- one file -------------------------------------------------------------------------
 
 def binlog_info(path: str | os.PathLike) -> BinlogInfo:
     with Binlog(path) as b:
         return _info(b)
+
+
+def _info(b: Binlog) -> BinlogInfo:
+    return BinlogInfo(b.path, b.size, b.fde.server_version,
+                      "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
+                      b.growing, b.start_state.copy(), b.body_start)
 
 
 def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
@@ -61,18 +110,439 @@ def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
     return info, groups()
 
 
-def state_at(path: str | os.PathLike, offset: int) -> StateAt:
-    """The binlog state at ``offset`` of ``path``, as the server's
-    ``BINLOG_GTID_POS`` gives it. ``NotFoundError`` when the offset is not the
-    start of an event or the end of the file (the server returns NULL)."""
-    if offset < 0:
-        raise BadInputError(f"offset {offset} is negative")
-    with Binlog(path) as b:
-        state = b.state_at(offset)
+class _File:
+    """An open binlog with its index status, as one lookup set keeps it."""
+
+    def __init__(self, path: str, use_index: bool):
+        self.binlog = Binlog(path)
+        self.index: IndexStatus | None = None
+        if use_index:
+            self.index = open_index(self.binlog)
+            if not self.index.usable:
+                self._fallback(f"{self.index.state}: {self.index.reason}")
+
+    @property
+    def path(self) -> str:
+        return self.binlog.path
+
+    def _fallback(self, why: str) -> None:
+        log.warning("%s: no usable index (%s); answering by scan", self.path, why)
+        if self.index is not None:
+            self.index.close()
+            self.index = IndexStatus(self.index.path, "stale", why)
+
+    @property
+    def reader(self):
+        return self.index.reader if self.index is not None and self.index.usable else None
+
+    def start_record(self) -> tuple[int, BinlogState]:
+        b = self.binlog
+        return b.body_start, b.start_state.copy()
+
+    def trusted(self, offset: int) -> bool:
+        """An index record's offset must be the end of the GTID_LIST, the end
+        of the file, or hold a real event: a cheap guard against a stale index."""
+        b = self.binlog
+        return offset == b.body_start or (offset == b.size and not b.growing) or b.event_ok(offset)
+
+    def record(self, search) -> tuple[int, BinlogState, str]:
+        """(offset, state, via) to scan from: the index record ``search``
+        picks, or the start of the file."""
+        r = self.reader
+        if r is not None:
+            try:
+                rec = search(r)
+            except GtidxError as e:
+                self._fallback(f"index failed: {e}")
+                rec = None
+            else:
+                if rec is None:
+                    return (*self.start_record(), "index")
+                if rec.offset >= self.binlog.body_start and self.trusted(rec.offset):
+                    return rec.offset, rec.state.copy(), "index"
+                if rec.offset < self.binlog.body_start:
+                    return (*self.start_record(), "index")
+                self._fallback(f"record at offset {rec.offset} is not an event in this binlog (stale index)")
+        return (*self.start_record(), "scan")
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+        self.binlog.close()
+
+
+def _contains(state: BinlogState, g: Gtid) -> bool:
+    """Has the binlog logged ``g`` by this state (seq per (domain, server) grows)?"""
+    seq = state.get(g.domain, g.server)
+    return seq is not None and seq >= g.seq
+
+
+# -- a set of binlogs -----------------------------------------------------------------------
+
+def list_binlogs(path: str | os.PathLike) -> list[str]:
+    """The binlog files named by ``path``: one file; a ``*.index`` file (the
+    server's list, relative names resolved against its directory); or a
+    directory (its ``*.index`` if there is exactly one, else every file named
+    like ``name.000001``), in binlog order."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+        if len(indexes) == 1:
+            return list_binlogs(os.path.join(path, indexes[0]))
+        if len(indexes) > 1:
+            raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
+                                path=path, hint="name one of them")
+        names = sorted(f for f in os.listdir(path) if _BINLOG_NAME.fullmatch(f))
+        if not names:
+            raise NotFoundError("no binlog files here", path=path)
+        return [os.path.join(path, n) for n in names]
+    if path.endswith(".index") and os.path.isfile(path):
+        base = os.path.dirname(path)
+        try:
+            with builtins.open(path) as f:         # this module's open() is gtidx.open
+                lines = [ln.strip() for ln in f if ln.strip()]
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
+        files = [ln if os.path.isabs(ln) else os.path.normpath(os.path.join(base, ln)) for ln in lines]
+        if not files:
+            raise NotFoundError("binlog index lists no files", path=path)
+        return files
+    if not os.path.exists(path):
+        raise GtidxIOError("No such file or directory", path=path)
+    return [path]
+
+
+class Binlogs:
+    """A set of binlog files in order (one file, or a server's whole list)."""
+
+    def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32):
+        if not files:
+            raise BadInputError("no binlog files")
+        self.files = list(files)
+        self.use_index = use_index
+        self._open: OrderedDict[str, _File] = OrderedDict()
+        self._cache = cache
+        self._start: dict[str, BinlogState] = {}
+        self._end = None
+        self._names = {os.path.basename(f): f for f in self.files}
+
+    @classmethod
+    def from_path(cls, path, **kw) -> "Binlogs":
+        return cls(list_binlogs(path), **kw)
+
+    def __enter__(self) -> "Binlogs":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open.clear()
+
+    # -- files ------------------------------------------------------------------
+    def resolve(self, file: str | os.PathLike) -> str:
+        file = os.fspath(file)
+        if file in self.files:
+            return file
+        name = os.path.basename(file)
+        if name in self._names and (os.path.dirname(file) == "" or
+                                    os.path.samefile(file, self._names[name])):
+            return self._names[name]
+        if os.path.exists(file):
+            return file
+        raise NotFoundError(f"{file} is not one of these binlogs", hint=f"{len(self.files)} files")
+
+    def _file(self, path: str) -> _File:
+        f = self._open.get(path)
+        if f is not None:
+            self._open.move_to_end(path)
+            return f
+        f = _File(path, self.use_index)
+        self._open[path] = f
+        if len(self._open) > self._cache:
+            _, old = self._open.popitem(last=False)
+            old.close()
+        return f
+
+    def start_state(self, path: str) -> BinlogState:
+        """The file's GTID_LIST state (cached: cheap to ask for many files)."""
+        st = self._start.get(path)
+        if st is None:
+            if path in self._open:
+                st = self._open[path].binlog.start_state.copy()
+            else:
+                with Binlog(path) as b:
+                    st = b.start_state.copy()
+            self._start[path] = st
+        return st
+
+    def end_state(self) -> BinlogState:
+        """The state after the last complete event of the last file."""
+        f = self._file(self.files[-1])
+        b = f.binlog
+        if self._end is None or self._end[0] != (b.path, b.size):
+            offset, state, via = f.record(lambda r: r.last_record())
+            end = b.complete_end(offset)
+            state, _ = self._apply(f, state, offset, end, via)
+            self._end = ((b.path, b.size), state)
+        return self._end[1].copy()
+
+    # -- lookups ------------------------------------------------------------------
+    def state_at(self, file, offset: int) -> StateAt:
+        """The binlog state at ``offset`` of ``file``, as BINLOG_GTID_POS gives it.
+        NotFoundError when the offset is not the start of an event or the end of
+        the file (the server returns NULL)."""
+        if offset < 0:
+            raise BadInputError(f"offset {offset} is negative")
+        f = self._file(self.resolve(file))
+        b = f.binlog
+        if offset > b.size:
+            raise NotFoundError(f"offset {offset} is past the end of the file (size {b.size})",
+                                path=b.path, offset=offset)
+        if offset < b.body_start:
+            state = b.state_at(offset)     # inside the preamble: no index needed
+            via = "index" if f.reader is not None else "scan"
+        else:
+            start, state, via = f.record(lambda r: r.at_offset(offset))
+            state, via = self._apply(f, state, start, offset, via)
         if state is None:
-            if offset > b.size:
-                raise NotFoundError(f"offset {offset} is past the end of the file (size {b.size})",
-                                    path=b.path, offset=offset)
             raise NotFoundError("not the start of an event", path=b.path, offset=offset,
                                 hint="BINLOG_GTID_POS returns NULL here too")
-        return StateAt(b.path, offset, state, "scan")
+        return StateAt(b.path, offset, state, via)
+
+    def _apply(self, f: _File, state: BinlogState, start: int, target: int, via: str):
+        """(state at ``target`` or None if it is not a boundary, via)."""
+        try:
+            return (state if f.binlog.apply_until(state, start, target) else None), via
+        except CorruptBinlogError:
+            if via != "index":
+                raise
+        # The scan from an index record broke: the index does not match this
+        # binlog after all. Answer from the start of the file.
+        f._fallback(f"scan from the record at {start} broke (stale index)")
+        state = f.binlog.start_state.copy()
+        return (state if f.binlog.apply_until(state, f.binlog.body_start, target) else None), "scan"
+
+    def locate(self, gtid: Gtid | str) -> Location:
+        """The event group of ``gtid``. NotFoundError, naming the earliest and
+        latest states, when these binlogs do not hold it.
+
+        As the server decides whether a GTID is in its binlog: it is when the
+        latest state has it (seq per (domain, server) at least its seq) and
+        the earliest does not (else it was purged); the file is the last one
+        whose GTID_LIST state does not have it yet.
+        """
+        g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
+        if not _contains(self.end_state(), g):
+            raise self._not_here(f"GTID {g}", "never written")
+        path = self._file_for(g)
+        if path is None:
+            raise self._not_here(f"GTID {g}", "purged: the earliest binlog starts after it")
+        f = self._file(path)
+        start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
+        loc = self._find_group(f, g, start, None, via)
+        if loc is None and start > f.binlog.body_start:
+            # seq_no went backwards in this binlog (gtid_strict_mode=OFF) and
+            # the descent passed the group: look in the part it skipped.
+            loc = self._find_group(f, g, f.binlog.body_start, start, "scan")
+        if loc is None:
+            raise self._not_here(f"GTID {g}", f"no such group in {os.path.basename(path)}")
+        return loc
+
+    def _find_group(self, f: _File, g: Gtid, start: int, stop: int | None, via: str) -> Location | None:
+        key = (g.seq, g.domain)
+        for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
+            if stop is not None and begin >= stop:
+                break
+            if (seq, domain) == key and server == g.server:
+                return Location(g, f.path, begin, end, end, ts, via if f.reader else "scan")
+        return None
+
+    def replica_start(self, position: Position | str, *, strict: bool = False) -> ReplicaStart:
+        """Where the server starts sending to a replica at ``position`` (one GTID
+        per domain), as MariaDB's binlog dump does it:
+
+        * each requested GTID must be in the binlog (the latest state has its
+          (domain, server) at that seq or later) or its domain must be absent;
+          otherwise "not in the master's binlog" ("diverged" when the domain
+          went past the seq on another server);
+        * the file is the newest whose GTID_LIST state is before the position
+          (none: the position is older than every file, binlogs purged);
+        * the offset is the last index record before the position (offset 4,
+          the whole file, without an index);
+        * per domain, groups are skipped until the requested GTID's server logs
+          a seq at least the requested one: equal is skipped too, greater is
+          the first sent (with ``strict``, the replica's gtid_strict_mode, a
+          greater seq is the "hole" error); domains the start state already
+          ends with the requested GTID skip nothing.
+        """
+        pos = Position.parse(position) if isinstance(position, str) else position
+        latest = self.end_state()
+        for g in pos:
+            seq = latest.get(g.domain, g.server)
+            if (seq is not None and seq >= g.seq) or latest.last(g.domain) is None:
+                continue
+            diverged = latest.last(g.domain).seq >= g.seq
+            raise NotFoundError(
+                f"connecting replica requested to start from GTID {g}, which is not in the "
+                f"master's binlog{' (the replica has probably diverged: the binlog has higher seq_no)' if diverged else ''}",
+                hint=f"latest state {latest or '(empty)'}")
+        path = next((p for p in reversed(self.files) if self.start_state(p).is_before(pos)), None)
+        if path is None:
+            raise NotFoundError(
+                "could not find the GTID state requested by the replica in any binlog file: the "
+                "replica's position is too old and the binlogs it needs have been purged",
+                hint=f"earliest state {self.start_state(self.files[0]) or '(empty)'}")
+        f = self._file(path)
+        offset, state, via = f.record(lambda r: r.before_position(pos))
+        if via == "scan":
+            offset, state = 4, f.binlog.start_state.copy()   # the server reads the whole file
+        skip = {g.domain: g for g in pos}
+        for g in state:
+            if skip.get(g.domain) == g:
+                del skip[g.domain]        # the replica stops exactly here in that domain
+        first = self._first_sent(path, offset, dict(skip), strict, via)
+        return ReplicaStart(pos, path, offset, state, Position(skip.values()), first, via)
+
+    def _first_sent(self, path: str, offset: int, skip: dict, strict: bool, via: str) -> Location | None:
+        for i in range(self.files.index(path), len(self.files)):
+            f = self._file(self.files[i])
+            start = max(offset, f.binlog.body_start) if self.files[i] == path else None
+            for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
+                want = skip.get(domain)
+                if want is None:
+                    return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
+                if server != want.server or seq < want.seq:
+                    continue                           # before the replica's position
+                del skip[domain]
+                if seq == want.seq:
+                    continue                           # the replica's last GTID in this domain
+                if strict:
+                    raise NotFoundError(
+                        f"the binlog is missing the GTID {want} requested by the replica (a prior "
+                        f"and a later seq_no exist, {Gtid(domain, server, seq)} follows), and GTID "
+                        "strict mode is enabled", path=f.path, offset=begin)
+                return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
+        return None
+
+    def _file_for(self, g: Gtid) -> str | None:
+        """The file that holds ``g``: the last one whose start state does not
+        have it yet (binary search: seq numbers grow per (domain, server))."""
+        lo, hi = 0, len(self.files)       # first file whose start state has g
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _contains(self.start_state(self.files[mid]), g):
+                hi = mid
+            else:
+                lo = mid + 1
+        return None if lo == 0 else self.files[lo - 1]
+
+    def _not_here(self, what: str, why: str) -> NotFoundError:
+        earliest = self.start_state(self.files[0])
+        try:
+            latest = self.end_state()
+        except GtidxError:
+            latest = None
+        return NotFoundError(f"{what} is not in these binlogs ({why})",
+                             hint=f"earliest state {earliest or '(empty)'}; latest {latest or '(unknown)'}")
+
+
+def open(path: str | os.PathLike, **kw) -> Binlogs:  # noqa: A001 (gtidx.open)
+    """A file, a directory of binlogs or a ``master-bin.index``."""
+    return Binlogs.from_path(path, **kw)
+
+
+def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
+    """One-shot: the state at ``offset`` of one binlog file."""
+    with Binlogs([os.fspath(path)], **kw) as logs:
+        return logs.state_at(os.fspath(path), offset)
+
+
+def build(paths, **kw) -> Iterator[BuildResult | GtidxError]:
+    """Build the index of every binlog named by ``paths`` (files, directories,
+    .index files), in order. Yields each file's BuildResult, or the
+    GtidxError that stopped that file (the others still get built)."""
+    for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        for f in list_binlogs(p):
+            try:
+                yield build_index(f, **kw)
+            except GtidxError as e:
+                yield e
+
+
+class IndexInfo(NamedTuple):
+    index: str
+    binlog: str
+    status: str              # ok / incomplete / corrupt / stale / missing
+    reason: str
+    owner: str               # "gtidx" (fingerprinted) or "server/unknown"
+    page_size: int
+    pages: int
+    records: int
+    levels: int
+    size: int
+    binlog_size: int
+
+    @property
+    def ratio(self) -> float:
+        return self.size / self.binlog_size if self.binlog_size else 0.0
+
+
+def _binlog_of(index: str) -> str:
+    index = os.fspath(index)
+    if not index.endswith(".idx"):
+        raise BadInputError(f"{index} is not an .idx file", hint="the index of FILE is FILE.idx")
+    return index[:-4]
+
+
+def _read_index(index: str):
+    from .reader import IndexReader
+    try:
+        with builtins.open(index, "rb") as f:     # this module's open() is gtidx.open
+            data = f.read()
+    except OSError as e:
+        raise GtidxIOError.from_os(e, index) from None
+    return IndexReader(data, path=index), len(data)
+
+
+def index_info(index: str | os.PathLike) -> IndexInfo:
+    """Facts about an .idx file and whether it can serve its binlog."""
+    index = os.fspath(index)
+    binlog = _binlog_of(index)
+    r, size = _read_index(index)
+    stats = r.check()
+    with Binlog(binlog) as b:
+        status = open_index(b, index, deep=True)
+        status.close()
+        return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
+                         stats["pages"], stats["records"], stats["levels"], size, b.size)
+
+
+def index_records(index: str | os.PathLike):
+    """(page_size, iterator of Record(offset, state)) of an .idx file, in binlog order."""
+    r, _ = _read_index(os.fspath(index))
+    return r.page_size, r.records()
+
+
+def verify(index: str | os.PathLike) -> dict:
+    """Check every page, the tree, and every record against a scan of the binlog."""
+    index = os.fspath(index)
+    return verify_index(_binlog_of(index), index)
+
+
+def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
+    """``spec`` is one GTID (-> Location) or a replication position with
+    several domains (-> ReplicaStart)."""
+    pos = Position.parse(spec)
+    with Binlogs.from_path(path) as logs:
+        if len(pos) == 1:
+            return logs.locate(next(iter(pos)))
+        return logs.replica_start(pos, strict=strict)
+
+
+__all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
+           "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "ReplicaStart",
+           "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek",
+           "DEFAULT_MAX_RATIO", "fmt"]

@@ -312,12 +312,7 @@ class Binlog:
     # -- lifecycle ---------------------------------------------------------
     def close(self) -> None:
         if self._mm is not None:
-            try:
-                self._mm.close()
-            except BufferError:
-                # Event bodies (memoryviews) still point into the mapping:
-                # it is unmapped when the last of them is gone.
-                pass
+            close_mapping(self._mm)
             self._mm = None
         if self._file is not None:
             self._file.close()
@@ -486,6 +481,23 @@ class Binlog:
             raise self._corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
                                 f"(stored {stored:08x}, computed {computed:08x})", off)
 
+    def event_ok(self, offset: int) -> bool:
+        """Is there a complete event at ``offset`` (and does its CRC32 check
+        out, when the binlog has checksums)? A cheap test that an offset
+        taken from elsewhere (an index record) really is an event boundary:
+        a random offset passes with probability 2**-32."""
+        if offset < 4 or offset + HEADER_LEN > self.size:
+            return False
+        etype, ln = TYPE_LENGTH.unpack_from(self._mm, offset)
+        if ln < HEADER_LEN + self.checksum_len or offset + ln > self.size:
+            return False
+        if self.checksum_len:
+            try:
+                self._verify_crc(offset, ln, etype)
+            except CorruptBinlogError:
+                return False
+        return True
+
     def verify_checksums(self, start: int = 4) -> int:
         """Check the CRC32 of every complete event; returns how many were checked
         (0 for a binlog written with binlog_checksum=NONE)."""
@@ -526,16 +538,31 @@ class Binlog:
 
     def group_spans(self, start: int | None = None) -> Iterator[tuple[int, int, tuple]]:
         """The raw group walk: ``(start, end, (timestamp, server_id, seq,
-        domain, flags2))`` per group, no objects. What indexing uses."""
-        return self._walk_groups(self.body_start if start is None else start)
+        domain, flags2))`` per group, no objects."""
+        return self._walk(self.body_start if start is None else start, None, 0)
 
-    def _walk_groups(self, off: int):
+    def group_batches(self, span: int, start: int | None = None, previous: int = 0):
+        """The walk an index build needs, without per-group yields: yields
+        ``(end, gtids)`` at the end of the first group at least ``span`` bytes
+        past the previous yield (which starts at ``previous``), where ``gtids``
+        are the GTID_HEAD tuples (timestamp, server_id, seq, domain, flags2) of
+        the groups since then, in file order. Afterwards it yields one last
+        ``(None, gtids)`` with the groups that did not reach a span."""
+        return self._walk(self.body_start if start is None else start, span, previous)
+
+    def _walk(self, off: int, span: int | None, previous: int):
+        """The one event walk behind ``group_spans`` (``span`` None: a yield
+        per group) and ``group_batches`` (a yield per ``span`` bytes)."""
         mm = self._mm
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         cold = _COLD_TYPE
         body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
         size = self.size
+        per_group = span is None
+        due = 0 if per_group else previous + span   # the group end that closes a batch
+        batch = []
+        add = batch.append
         cur = None          # GTID_HEAD fields of the open group
         cur_start = 0
         mark = off          # a boundary we know is good: the tail check restarts here
@@ -549,7 +576,15 @@ class Binlog:
                     if ln < HEADER_LEN:
                         raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
                     if cur is not None:
-                        yield cur_start, off, cur
+                        if per_group:
+                            yield cur_start, off, cur
+                        else:
+                            add(cur)
+                            if off >= due:
+                                yield off, batch
+                                batch = []
+                                add = batch.append
+                                due = off + span
                         cur = None
                     mark = off
                     if etype == GTID:
@@ -565,9 +600,28 @@ class Binlog:
         except struct.error:
             pass
         # Cold tail: where do complete events end, and is the open group done?
+        end = self._tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
+        if per_group:
+            if end is not None:
+                yield cur_start, end, cur
+            return
+        if end is not None:
+            add(cur)
+            if end >= due:
+                yield end, batch
+                batch = []
+        yield None, batch
+
+    def _tail_end(self, mark: int, open_start: int | None, flags2: int) -> int | None:
+        """After a walk: check the framing from ``mark`` to the end, and return
+        where the open group (started at ``open_start``) ends, or None when
+        there is none or it is not complete yet (a file still being written)."""
         end = self.complete_end(mark)
-        if cur is not None and (not self.fde.in_use or self._group_terminated(cur_start, end, cur[4])):
-            yield cur_start, end, cur
+        if open_start is None:
+            return None
+        if not self.fde.in_use or self._group_terminated(open_start, end, flags2):
+            return end
+        return None
 
     def _group_terminated(self, start: int, end: int, flags2: int) -> bool:
         """Is the last event of the group [start, end) a terminator?"""
@@ -637,5 +691,10 @@ class Binlog:
         return state if self.apply_until(state, self.body_start, offset) else None
 
 
-def open_binlog(path) -> Binlog:
-    return Binlog(path)
+def close_mapping(mm) -> None:
+    """Close an mmap, unless memoryviews (event bodies, index pages) still
+    point into it: then it is unmapped when the last of them is gone."""
+    try:
+        mm.close()
+    except BufferError:
+        pass

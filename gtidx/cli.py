@@ -8,6 +8,7 @@ should not pay for what they do not use.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 
@@ -55,11 +56,24 @@ def _emit_json(obj) -> None:
         out.write(json.dumps(obj) + "\n")
 
 
+class _WarningLine(logging.Handler):
+    """Library warnings (an index that cannot be used) as one stderr line each."""
+
+    def emit(self, record):
+        click.echo(f"gtidx: warning: {record.getMessage()}", err=True)
+
+
 class GtidxGroup(click.Group):
     """Turns every failure into one line on stderr and an exit code, for the
     console script and click's CliRunner alike."""
 
     def invoke(self, ctx):
+        # Library warnings become "gtidx: warning: ..." lines for this command
+        # only: the logger is process-wide state (tests run many commands).
+        logger = logging.getLogger("gtidx")
+        handler = _WarningLine()
+        logger.addHandler(handler)
+        propagate, logger.propagate = logger.propagate, False
         try:
             return super().invoke(ctx)
         except GtidxError as e:
@@ -82,6 +96,9 @@ class GtidxGroup(click.Group):
             click.echo(f"gtidx: internal error: {type(e).__name__}: {e} "
                        "(set GTIDX_DEBUG=1 for a traceback, and please report it)", err=True)
             ctx.exit(EXIT_CORRUPT)
+        finally:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
 
 
 @click.group(cls=GtidxGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -131,17 +148,156 @@ def _write_groups(out, info, groups, as_json) -> None:
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("offset", type=Offset())
+@click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: {file, offset, position, state, via}.")
-def pos(file, offset, as_json):
+def pos(file, offset, no_index, as_json):
     """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it."""
     from . import api
-    r = api.state_at(file, offset)
+    r = api.state_at(file, offset, use_index=not no_index)
     if as_json:
         _emit_json({"file": r.file, "offset": r.offset, "position": str(r.position),
                     "state": str(r.state), "via": r.via})
     else:
         with _Output() as out:
             out.write(f"{r.position}\n")
+
+
+def _location_json(loc) -> dict:
+    return {"gtid": str(loc.gtid), "file": loc.file, "start": loc.start, "end": loc.end,
+            "resume": loc.resume, "timestamp": loc.timestamp, "via": loc.via}
+
+
+@cli.command()
+@click.option("--gtid", "spec", required=True, metavar="GTID[,GTID...]",
+              help="One GTID (where is its event group?) or a replication position with one GTID "
+                   "per domain (where does a replica at that position start?).")
+@click.argument("path", default=".", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def seek(spec, path, as_json):
+    """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
+    a master-bin.index (default: the current directory)."""
+    from . import api
+    r = api.seek(spec, path)
+    if isinstance(r, api.Location):
+        if as_json:
+            _emit_json(_location_json(r))
+        else:
+            with _Output() as out:
+                out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via})\n")
+        return
+    first = None if r.first is None else _location_json(r.first)
+    if as_json:
+        _emit_json({"position": str(r.position), "file": r.file, "offset": r.offset,
+                    "state": str(r.state), "skip": str(r.skip), "first": first, "via": r.via})
+        return
+    with _Output() as out:
+        out.write(f"replica at {r.position or '(empty)'} starts in {r.file} at offset {r.offset} (via {r.via})\n"
+                  f"  state there: {r.state or '(empty)'}\n"
+                  f"  skips, per domain, groups up to and including: {r.skip or '(nothing)'}\n")
+        out.write(f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
+                  else "  first group sent: none yet (the replica is up to date)\n")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--page-size", type=click.IntRange(64, 16 * 1024 * 1024), default=4096, show_default=True,
+              help="Index page size in bytes (the server accepts 64 .. 16 MiB).")
+@click.option("--span-min", type=click.IntRange(1), default=65536, show_default=True,
+              help="At most one record per this many binlog bytes (the server's binlog_gtid_index_span_min).")
+@click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=0.02, show_default=True,
+              help="Size budget: the index is at most this fraction of its binlog.")
+@click.option("--no-budget", is_flag=True, help="Exactly the server's layout, whatever its size.")
+@click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: {results: [...]}.")
+def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
+    """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
+    index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current."""
+    from . import api
+    worst = 0
+    results = []
+    for r in api.build(paths, page_size=page_size, span_min=span_min,
+                       max_ratio=None if no_budget else max_ratio, force=force,
+                       progress=_progress()):
+        if isinstance(r, GtidxError):
+            click.echo(f"gtidx: {r}", err=True)
+            worst = max(worst, r.exit_code)
+            results.append({"error": str(r), "exit_code": r.exit_code})
+            continue
+        if r.warning:
+            click.echo(f"gtidx: warning: {r.index}: {r.warning}", err=True)
+        results.append({"binlog": r.binlog, "index": r.index, "action": r.action, "reason": r.reason,
+                        "records": r.records, "pages": r.pages, "page_size": r.page_size,
+                        "size": r.size, "binlog_size": r.binlog_size, "ratio": round(r.ratio, 6),
+                        "server_layout": r.server_layout, "over_budget": r.over_budget,
+                        "seconds": round(r.seconds, 4)})
+        if not as_json:
+            with _Output() as out:
+                if r.action == "skipped":
+                    out.write(f"{r.index}: skipped ({r.reason})\n")
+                else:
+                    out.write(f"{r.index}: {r.records} records, {r.pages} pages of {r.page_size} "
+                              f"({r.size} bytes, {r.ratio:.2%} of the binlog) in {r.seconds:.2f} s"
+                              f"{'' if r.server_layout else ' [fitted to the size budget]'}\n")
+    if as_json:
+        _emit_json({"results": results})
+    if worst:
+        click.get_current_context().exit(worst)
+
+
+def _progress():
+    """A progress callback for big binlogs, drawn on stderr when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def tick(offset: int) -> None:
+        click.echo(f"\r  {offset / 2**20:,.0f} MiB indexed", err=True, nl=False)
+    return tick
+
+
+@cli.command()
+@click.argument("index", type=click.Path(dir_okay=False))
+def verify(index):
+    """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
+    record's state against a scan of FILE."""
+    from . import api
+    st = api.verify(index)
+    with _Output() as out:
+        out.write(f"{index}: OK: {st['records']} records in {st['pages']} pages of {st['page_size']}, "
+                  f"{st['levels']} levels; every record matches a scan of the binlog\n")
+
+
+@cli.command()
+@click.argument("index", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def info(index, as_json):
+    """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
+    from . import api
+    i = api.index_info(index)
+    doc = {"index": i.index, "binlog": i.binlog, "status": i.status, "reason": i.reason, "owner": i.owner,
+           "page_size": i.page_size, "pages": i.pages, "records": i.records, "levels": i.levels,
+           "size": i.size, "binlog_size": i.binlog_size, "ratio": round(i.ratio, 6)}
+    if as_json:
+        _emit_json(doc)
+        return
+    with _Output() as out:
+        for k, v in doc.items():
+            out.write(f"{k:<12} {v}\n")
+
+
+@cli.command()
+@click.argument("index", type=click.Path(dir_okay=False))
+def dump(index):
+    """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
+    full binlog state there (every (domain, server) entry)."""
+    from . import api
+    page_size, records = api.index_records(index)
+    with _Output() as out:
+        out.write(f'{{"page_size": {page_size}, "records": [')
+        sep = ""
+        for rec in records:
+            out.write(f'{sep}{{"offset": {rec.offset}, "state": "{rec.state}"}}')
+            sep = ", "
+        out.write("]}\n")
 
 
 def main(argv=None) -> None:

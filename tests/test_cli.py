@@ -26,7 +26,7 @@ def oracle_groups(path):
 def test_scan_json_shape():
     r = run("scan", "--json", XA)
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert doc["file"] == str(XA)
     assert [[g["gtid"], g["start"], g["end"]] for g in doc["groups"]] == oracle_groups(XA)["groups"]
     assert doc["count"] == len(doc["groups"]) == 600
@@ -47,8 +47,9 @@ def test_pos_json_shape():
     offset, answer = next((o, a) for o, a in entry["pos"] if a is not None and o > 10000)
     r = run("pos", "--json", XA, offset)
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
-    assert doc["file"] == str(XA) and doc["offset"] == offset and doc["via"] == "scan"
+    doc = json.loads(r.stdout)
+    # the 11.8 fixture carries the server's own .idx: gtidx reads it
+    assert doc["file"] == str(XA) and doc["offset"] == offset and doc["via"] == "index"
     assert Position.parse(doc["position"]) == Position.parse(answer)
     state = BinlogState.parse(doc["state"])
     assert state.position() == Position.parse(answer)
@@ -102,3 +103,104 @@ def test_console_script_end_to_end_and_closed_pipe():
     assert p.stdout.startswith("# ") and p.stderr == ""
     p = subprocess.run([sys.executable, "-m", "gtidx", "pos", str(XA), "5"], capture_output=True, text=True)
     assert p.returncode == 1 and p.stderr.startswith("gtidx: ") and p.stdout == ""
+
+
+# -- the index commands ------------------------------------------------------------------
+
+import shutil  # noqa: E402
+
+from gtidx.binlog import Binlog  # noqa: E402
+
+
+@pytest.fixture
+def multifile(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(M118 / "multifile", d)
+    for p in d.iterdir():
+        p.chmod(0o644)
+        if p.suffix == ".idx":
+            p.unlink()
+    return d
+
+
+def test_build_json_then_skip(multifile):
+    r = run("build", "--json", multifile)
+    assert r.exit_code == 0, r.output
+    results = json.loads(r.stdout)["results"]
+    assert [x["action"] for x in results] == ["built"] * 5
+    for x in results:
+        assert x["index"] == x["binlog"] + ".idx" and x["size"] == x["pages"] * x["page_size"]
+        assert set(x) >= {"records", "ratio", "server_layout", "over_budget", "seconds"}
+    assert results[-1]["over_budget"] is True      # the 487-byte file: smallest valid index
+    r = run("build", multifile)
+    assert r.exit_code == 0 and r.output.count("skipped (index is valid and current)") == 5
+    r = run("build", "--force", "--no-budget", "--page-size", "512", multifile / "master-bin.000020")
+    assert r.exit_code == 0 and "pages of 512" in r.output
+
+
+def test_build_reports_a_bad_file_and_goes_on(multifile, tmp_path):
+    (multifile / "master-bin.index").unlink()
+    (multifile / "master-bin.000024").write_bytes(b"not a binlog at all" * 10)
+    r = run("build", multifile)
+    assert r.exit_code == 2
+    assert r.stdout.count(" records, ") == 5            # the five real binlogs still got indexes
+    assert "master-bin.000024" in r.stderr and "not a binlog" in r.stderr
+
+
+def test_seek_gtid_json_shape(multifile):
+    run("build", multifile)
+    r = run("seek", "--json", "--gtid", "0-2-7998", multifile)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert {k: doc[k] for k in ("gtid", "start", "end", "resume", "via")} == {
+        "gtid": "0-2-7998", "start": 1289, "end": 3621, "resume": 3621, "via": "index"}
+    assert doc["file"].endswith("master-bin.000022")
+    r = run("seek", "--gtid", "0-2-7998", multifile)
+    assert r.output.startswith("0-2-7998 ") and "start 1289 end 3621" in r.output
+
+
+def test_seek_position_gives_the_replica_start(multifile):
+    r = run("seek", "--json", "--gtid", "0-1-7997,1-2-1878,2-1-1566,5-1-301", multifile)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["file"].endswith("master-bin.000022") and doc["via"] == "scan"
+    assert doc["first"]["gtid"] == "0-2-7998" and doc["first"]["start"] == 1289
+    assert Position.parse(doc["skip"]) == Position.parse("0-1-7997")
+
+
+def test_seek_not_found_and_bad_gtid(multifile):
+    r = run("seek", "--gtid", "0-1-5", multifile)
+    assert r.exit_code == 1 and "purged" in r.output and "earliest state" in r.output
+    r = run("seek", "--gtid", "0-1-", multifile)
+    assert r.exit_code == 2 and "bad GTID" in r.output
+
+
+def test_info_verify_dump(multifile):
+    run("build", "--no-budget", multifile)
+    idx = multifile / "master-bin.000020.idx"
+    r = run("info", "--json", idx)
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["status"] == "ok" and doc["owner"] == "gtidx"
+    assert doc["records"] == 11 and doc["levels"] == 1 and doc["page_size"] == 4096
+    assert doc["ratio"] == pytest.approx(4096 / doc["binlog_size"], rel=1e-3)
+    r = run("verify", idx)
+    assert r.exit_code == 0 and "every record matches a scan" in r.output
+    r = run("dump", idx)
+    doc = json.loads(r.stdout)
+    assert doc["page_size"] == 4096 and len(doc["records"]) == 11
+    with Binlog(multifile / "master-bin.000020") as b:
+        for rec in doc["records"]:
+            assert BinlogState.parse(rec["state"]) == b.state_at(rec["offset"])
+
+
+def test_verify_and_info_on_a_damaged_index(multifile):
+    run("build", "--no-budget", multifile)
+    idx = multifile / "master-bin.000021.idx"
+    data = bytearray(idx.read_bytes())
+    data[100] ^= 1
+    idx.write_bytes(bytes(data))
+    r = run("verify", idx)
+    assert r.exit_code == 3 and "CRC32" in r.output and "Traceback" not in r.output
+    r = run("pos", multifile / "master-bin.000021", 1295)
+    assert r.exit_code == 0
+    assert "gtidx: warning:" in r.output and "answering by scan" in r.output

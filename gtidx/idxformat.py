@@ -1,0 +1,152 @@
+"""The binlog GTID index file, format 1.0 (MariaDB 11.4+'s ``<binlog>.idx``).
+
+Pure bytes in, bytes out: page layout, sealing, node cursors. The writer
+and reader build on this; neither opens a file here.
+
+Layout (all little-endian; see docs/index-format.md for the worked example):
+
+* pages of ``page_size`` bytes, numbered from 1; each ends with the CRC32 of
+  its other bytes; page 1 starts with the 12-byte file header;
+* each page then has a 4-byte page header: flags (IS_LEAF, IS_CONT, LAST,
+  ROOT) and 3 unused bytes;
+* a node is one or more pages (continuation pages carry IS_CONT, the last
+  one LAST); its payload is a stream of units that never straddle a page:
+  key headers (8 bytes: GTID count + 1, binlog offset), GTIDs (16 bytes) and,
+  in interior nodes, child pointers (4 bytes, page numbers);
+* a key count of 0, or too few bytes left on the node's last page, ends it.
+"""
+from __future__ import annotations
+
+import functools
+import struct
+import zlib
+
+MAGIC = b"\xfe\xfe\x0c\x01"
+VERSION_MAJOR = 1
+VERSION_MINOR = 0
+
+# Every byte width of the format, named once.
+FILE_HEADER = struct.Struct("<4sBBxxI")   # magic, major, minor, 2 unused, page_size
+PAGE_HEADER = struct.Struct("<B3x")       # flags, 3 unused
+KEY_HEADER = struct.Struct("<II")         # GTID count + 1 (0 ends the node), binlog offset
+GTID_ENTRY = struct.Struct("<IIQ")        # domain_id, server_id, seq_no
+CHILD_PTR = struct.Struct("<I")           # page number of the child's first page
+CHECKSUM = struct.Struct("<I")            # CRC32 of the page's other bytes
+
+FILE_HEADER_SIZE = FILE_HEADER.size       # 12
+PAGE_HEADER_SIZE = PAGE_HEADER.size       # 4
+KEY_HEADER_SIZE = KEY_HEADER.size         # 8
+GTID_SIZE = GTID_ENTRY.size               # 16
+CHILD_PTR_SIZE = CHILD_PTR.size           # 4
+CHECKSUM_SIZE = CHECKSUM.size             # 4
+
+IS_LEAF = 0x01
+IS_CONT = 0x02
+LAST = 0x04
+ROOT = 0x08
+
+MIN_PAGE_SIZE = 64                        # the server's accepted range
+MAX_PAGE_SIZE = 16 * 1024 * 1024
+DEFAULT_PAGE_SIZE = 4096
+DEFAULT_SPAN_MIN = 65536
+MAX_OFFSET = 0xFFFFFFFF                   # offsets are u32: nothing past 4 GiB is indexed
+
+
+@functools.lru_cache(maxsize=64)
+def gtid_block(count: int) -> struct.Struct:
+    """``count`` consecutive GTID entries, for packing a whole key at once."""
+    return struct.Struct("<" + "IIQ" * count)
+
+
+def flags_at(page_no: int) -> int:
+    """Byte position of the flags inside page ``page_no`` (after the file header on page 1)."""
+    return FILE_HEADER_SIZE if page_no == 1 else 0
+
+
+def payload_start(page_no: int) -> int:
+    return flags_at(page_no) + PAGE_HEADER_SIZE
+
+
+def file_header(page_size: int) -> bytes:
+    return FILE_HEADER.pack(MAGIC, VERSION_MAJOR, VERSION_MINOR, page_size)
+
+
+def seal(page: bytearray) -> bytearray:
+    """Store the CRC32 of the page's first ``len - 4`` bytes in its last 4."""
+    end = len(page) - CHECKSUM_SIZE
+    CHECKSUM.pack_into(page, end, zlib.crc32(memoryview(page)[:end]))
+    return page
+
+
+def crc_ok(buf, start: int, page_size: int) -> bool:
+    end = start + page_size - CHECKSUM_SIZE
+    return zlib.crc32(memoryview(buf)[start:end]) == CHECKSUM.unpack_from(buf, end)[0]
+
+
+def valid_page_size(page_size: int) -> bool:
+    return MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
+
+
+class NodeCursor:
+    """Reads a node's units across its pages, as the server's reader does:
+    a unit that does not fit before the page's CRC is on the next page; when
+    there is no next page the node has ended.
+
+    ``pages`` are ``(buffer, payload_start, payload_end)`` for each page of
+    the node, in order (the caller has checked CRCs and flags).
+    """
+
+    __slots__ = ("pages", "index", "buf", "pos", "end")
+
+    def __init__(self, pages: list[tuple[object, int, int]]):
+        self.pages = pages
+        self.index = 0
+        self.buf, self.pos, self.end = pages[0]
+
+    def need(self, n: int) -> bool:
+        """Make ``n`` bytes available at ``pos``; False at the end of the node."""
+        if self.pos + n <= self.end:
+            return True
+        while self.index + 1 < len(self.pages):
+            self.index += 1
+            self.buf, self.pos, self.end = self.pages[self.index]
+            if self.pos + n <= self.end:
+                return True
+        return False
+
+    def remaining_units(self, unit: int) -> int:
+        """How many units of ``unit`` bytes the rest of the node can hold at most."""
+        total = (self.end - self.pos) // unit
+        for buf, start, end in self.pages[self.index + 1:]:
+            total += (end - start) // unit
+        return total
+
+    def key(self):
+        """(gtid_count, offset) of the next key, or None at the end of the node."""
+        if not self.need(KEY_HEADER_SIZE):
+            return None
+        count1, offset = KEY_HEADER.unpack_from(self.buf, self.pos)
+        if count1 == 0:
+            return None
+        self.pos += KEY_HEADER_SIZE
+        return count1 - 1, offset
+
+    def gtids(self, count: int) -> list[tuple[int, int, int]] | None:
+        """``count`` GTIDs as (domain, server, seq); None if the node ends first."""
+        if count > self.remaining_units(GTID_SIZE):
+            return None
+        out = []
+        unpack = GTID_ENTRY.unpack_from
+        for _ in range(count):
+            if not self.need(GTID_SIZE):
+                return None
+            out.append(unpack(self.buf, self.pos))
+            self.pos += GTID_SIZE
+        return out
+
+    def child(self) -> int | None:
+        if not self.need(CHILD_PTR_SIZE):
+            return None
+        (page,) = CHILD_PTR.unpack_from(self.buf, self.pos)
+        self.pos += CHILD_PTR_SIZE
+        return page

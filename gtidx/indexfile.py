@@ -1,0 +1,445 @@
+"""``<binlog>.idx`` files on disk: build one, open one, decide whether to trust it.
+
+Building walks the binlog once, places records with the server's policy
+(``RecordPolicy``) and packs them with the server's tree writer, so with the
+server's settings the result equals the server's own index record for record.
+The file is written under a temporary name, fsynced and renamed: a crash
+never leaves a half index under the real name.
+
+Size budget: the finished index must be at most ``max_ratio`` of the binlog.
+When the server's layout is bigger (big GTID states: 400 domains make every
+record ~6 KB), gtidx keeps fewer records (a subset of the server's, each
+carrying the GTIDs of the ones it replaces) and picks the page size that
+packs them best, keeping as many records as fit. When not even record 0 fits
+(a big state in a tiny binlog), it writes the smallest valid index and says so.
+
+Trust: an index is used only when it is complete (root at the end), its
+pages check out, and it is current for this binlog: record 0 must equal the
+binlog's GTID_LIST (offset and state), no record may lie past the end, and
+the fingerprint gtidx stores with its own indexes (user xattr: binlog size
+and CRC32 of its first and last 64 KiB) must match. Server-written indexes
+carry no fingerprint; for those the tail after the last record must look
+like what the server's policy leaves there.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import idxformat as fmt
+from .binlog import Binlog, close_mapping
+from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
+from .reader import IndexReader
+from .writer import RecordPolicy, write_records
+
+XATTR = "user.gtidx"
+FINGERPRINT_SPAN = 65536
+DEFAULT_MAX_RATIO = 0.02
+# Page sizes tried when fitting a budget (with the requested one): small
+# pages waste less of a tiny index; past 4 KiB the per-page overhead (8 of
+# 4096 bytes) no longer matters, and separators grow with the page.
+FIT_PAGE_SIZES = (64, 256, 1024, 4096)
+
+
+def index_path(binlog_path: str | os.PathLike) -> str:
+    return os.fspath(binlog_path) + ".idx"
+
+
+# -- fingerprint -------------------------------------------------------------------
+
+def fingerprint(b: Binlog, size: int | None = None) -> dict:
+    """Size and CRC32 of the first and last 64 KiB of ``b`` up to ``size``."""
+    size = b.size if size is None else size
+    mm = b.buffer
+    head = zlib.crc32(mm[:min(size, FINGERPRINT_SPAN)])
+    tail = zlib.crc32(mm[max(0, size - FINGERPRINT_SPAN):size])
+    return {"v": 1, "size": size, "head_crc32": head, "tail_crc32": tail}
+
+
+def read_fingerprint(path: str) -> dict | None:
+    try:
+        return json.loads(os.getxattr(path, XATTR))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_fingerprint(fd: int, fp: dict) -> bool:
+    try:
+        os.setxattr(fd, XATTR, json.dumps(fp, separators=(",", ":")).encode())
+        return True
+    except OSError:          # a filesystem without user xattrs: content checks remain
+        return False
+
+
+# -- opening -------------------------------------------------------------------------
+
+@dataclass
+class IndexStatus:
+    """Whether an index can be used for a binlog, and why not."""
+    path: str
+    state: str                       # "ok", "missing", "incomplete", "corrupt", "stale"
+    reason: str = ""
+    reader: IndexReader | None = None
+    owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
+    _mm: object = field(default=None, repr=False)
+
+    @property
+    def usable(self) -> bool:
+        return self.state == "ok"
+
+    def close(self) -> None:
+        self.reader = None
+        if self._mm is not None:
+            close_mapping(self._mm)
+            self._mm = None
+
+
+def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
+               deep: bool = False) -> IndexStatus:
+    """Open ``b``'s index and judge it; never raises for a bad index.
+
+    Lookups open lazily, as the server does: the header, the root and
+    record 0 here, every other page's CRC when a search first reads it (a
+    lookup that meets a damaged page falls back to a scan). ``deep`` checks
+    every page and the whole tree now (what ``build`` and ``info`` do)."""
+    path = path or index_path(b.path)
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return IndexStatus(path, "missing", "no index file")
+    except OSError as e:
+        return IndexStatus(path, "missing", f"cannot open: {e.strerror}")
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return IndexStatus(path, "incomplete", "empty index file (a writer has not flushed a page yet)")
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    status = IndexStatus(path, "ok", _mm=mm)
+    try:
+        status.reader = IndexReader(mm, path=path)
+        if deep:
+            status.reader.check()
+        fp = read_fingerprint(path)
+        status.owner = "gtidx" if fp else "server/unknown"
+        problem = _staleness(status.reader, b, fp, check_tail)
+        if problem:
+            status.state, status.reason = "stale", problem
+    except CorruptIndexError as e:
+        status.state = "incomplete" if getattr(e, "incomplete", False) else "corrupt"
+        status.reason = e.message + (f" (page {e.page})" if e.page else "")
+    except CorruptBinlogError as e:
+        status.state, status.reason = "stale", f"binlog does not match the index: {e.message}"
+    if not status.usable:
+        status.reader = None
+    return status
+
+
+def _staleness(r: IndexReader, b: Binlog, fp: dict | None, check_tail: bool) -> str:
+    """Why the index does not belong to this binlog as it is now; '' if it does."""
+    first = r.first_record()
+    expected = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+    if first.offset != expected:
+        return f"record 0 is at offset {first.offset}, the binlog's GTID_LIST ends at {expected}"
+    if first.state != b.start_state:
+        return "record 0's state differs from the binlog's GTID_LIST"
+    last = r.last_record()
+    if last.offset > b.size:
+        return f"last record at offset {last.offset} lies past the end of the binlog ({b.size} bytes)"
+    if fp is not None:
+        if fp.get("size") != b.size:
+            return f"made for a binlog of {fp.get('size')} bytes, this one has {b.size}"
+        if fingerprint(b) != fp:
+            return "binlog content differs from the one the index was made for"
+        return ""
+    if check_tail and not b.growing:
+        return _tail_problem(r, b, last)
+    return ""
+
+
+def _tail_problem(r: IndexReader, b: Binlog, last) -> str:
+    """A server index of a closed binlog: past the last record the server
+    writes no further record only while no group end is a full span away.
+    The span is at most the gap between the last two records."""
+    prev = r.at_offset(last.offset - 1) if last.offset > 0 else None
+    gap = last.offset - prev.offset if prev is not None and prev.offset > 0 else fmt.DEFAULT_SPAN_MIN
+    for _, end, _ in b.group_spans(last.offset if last.offset >= b.body_start else None):
+        if end - last.offset >= gap:
+            return (f"index ends at offset {last.offset} but the binlog goes on to {b.size} "
+                    "(made for a shorter binlog)")
+    return ""
+
+
+# -- building ------------------------------------------------------------------------
+
+@dataclass
+class BuildResult:
+    binlog: str
+    index: str
+    action: str                  # "built", "skipped"
+    reason: str = ""
+    records: int = 0
+    pages: int = 0
+    page_size: int = 0
+    span_min: int = 0
+    size: int = 0
+    binlog_size: int = 0
+    seconds: float = 0.0
+    server_layout: bool = True   # records and pages as the server would write them
+    over_budget: bool = False    # not even the smallest valid index fits max_ratio
+    warning: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.size / self.binlog_size if self.binlog_size else 0.0
+
+
+def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | None = None) -> list:
+    """The records the server would write for this binlog (``RecordPolicy``):
+    record 0 at the end of the GTID_LIST, then at the end of the first group
+    at least ``span_min`` bytes past the previous record (starting from 0),
+    holding the GTIDs logged since, each domain's newest last; none past 4 GiB."""
+    start = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+    records = [RecordPolicy.first(start, b.start_state)]
+    add = records.append
+    next_tick = 1 << 24
+    for end, batch in b.group_batches(span_min):
+        if end is None or end > fmt.MAX_OFFSET:
+            break              # u32 offsets: lookups past the last record scan from it
+        pending: dict[tuple[int, int], int] = {}
+        for _, server, seq, domain, _ in batch:
+            key = (domain, server)
+            pending.pop(key, None)          # re-insert: the domain's newest GTID goes last
+            pending[key] = seq
+        add((end, [(d, s, q) for (d, s), q in pending.items()]))
+        if progress is not None and end >= next_tick:
+            progress(end)
+            next_tick = end + (1 << 24)
+    return records
+
+
+def coarsen(records: list, span: int) -> list:
+    """A subset of ``records`` at least ``span`` bytes apart, record 0 always
+    kept: the server's policy again, over the server's records. Each kept
+    record carries the GTIDs of the ones dropped before it, so it still
+    holds the exact state at its offset."""
+    out = [records[0]]
+    segment: list = []
+    previous = 0
+    for offset, gtids in records[1:]:
+        segment.append(gtids)
+        if offset - previous >= span:
+            out.append((offset, _merge(segment)))
+            segment = []
+            previous = offset
+    return out
+
+
+def _merge(lists: list) -> list:
+    """The GTIDs of consecutive records as one record's: the latest seq per
+    (domain, server), ordered by when each was last logged (so each domain's
+    newest GTID stays last)."""
+    if len(lists) == 1:
+        return lists[0]
+    seen: dict = {}
+    setdefault = seen.setdefault
+    for gtids in reversed(lists):
+        for d, s, q in reversed(gtids):
+            setdefault((d, s), q)
+    return [(d, s, q) for (d, s), q in reversed(seen.items())]
+
+
+def _packed_size(records: list, page_size: int) -> int:
+    return len(write_records(records, page_size)) * page_size
+
+
+def fit_budget(records: list, page_size: int, budget: int):
+    """Choose (records, page_size) within ``budget`` bytes, keeping as many
+    records as possible. Returns (records, page_size, fits)."""
+    full = _packed_size(records, page_size)
+    sizes = set(FIT_PAGE_SIZES) | {page_size}
+    if full > 64 * page_size:
+        sizes = {page_size}     # small pages only pay off for an index of a few pages
+    best = None
+    for ps in sorted(sizes):
+        if _packed_size(records[:1], ps) > budget:
+            continue
+        chosen = _fit_span(records, ps, budget, full)
+        size = _packed_size(chosen, ps)
+        key = (len(chosen), -size)
+        if best is None or key > best[0]:
+            best = (key, chosen, ps)
+    if best is not None:
+        return best[1], best[2], True
+    # Nothing fits: record 0 alone at the page size that makes it smallest.
+    ps = min(FIT_PAGE_SIZES, key=lambda p: (_packed_size(records[:1], p), p))
+    return records[:1], ps, False
+
+
+def _fit_span(records: list, page_size: int, budget: int, full: int) -> list:
+    """The coarsening (span between kept records) that keeps the most records
+    within ``budget``. Size is not monotone in the span: a shorter span may
+    keep an early record with a small delta where a longer one keeps a late
+    record that carries nearly the whole state. So up to 256 records every
+    span that starts at a record is tried; beyond that (where size does grow
+    with the records kept) start from the span that would shrink the full
+    layout to the budget, bracket by doubling and bisect to 3%: a handful of
+    packings even for 4096 records of 400-domain states."""
+    last = records[-1][0]
+    if len(records) == 1 or last <= 0:
+        return records[:1]
+    if len(records) <= 256:
+        best = records[:1]
+        for span in sorted({o for o, _ in records[1:] if o > 0}):
+            cand = coarsen(records, span)
+            if len(cand) > len(best) and _packed_size(cand, page_size) <= budget:
+                best = cand
+        return best
+
+    def attempt(span):
+        cand = coarsen(records, span)
+        return cand if _packed_size(cand, page_size) <= budget else None
+
+    guess = max(1, int(last / len(records) * full / budget))
+    fits_at, fitting = None, None
+    span = guess
+    while span <= 2 * last:              # grow until it fits (one record left at the most)
+        got = attempt(span)
+        if got is not None:
+            fits_at, fitting = span, got
+            break
+        span *= 2
+    if fitting is None:
+        return records[:1]
+    lo = max(1, fits_at // 2)            # may fit too: shrink while it does
+    while lo > 1 and attempt(lo) is not None:
+        fits_at, fitting = lo, attempt(lo)
+        lo //= 2
+    hi = fits_at
+    while hi - lo > max(1, hi // 32):
+        mid = (lo + hi) // 2
+        got = attempt(mid)
+        if got is not None:
+            hi, fitting = mid, got
+        else:
+            lo = mid
+    return fitting
+
+
+def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
+                span_min: int = fmt.DEFAULT_SPAN_MIN, max_ratio: float | None = DEFAULT_MAX_RATIO,
+                force: bool = False, out: str | None = None,
+                progress: Callable[[int], None] | None = None) -> BuildResult:
+    """Write ``<binlog>.idx``. Skips a binlog whose index is already valid and
+    current (whoever wrote it) unless ``force``; never touches the index of a
+    binlog that is still being written unless ``force`` (its server owns it).
+    ``max_ratio=None`` writes the server's layout whatever its size."""
+    if not fmt.valid_page_size(page_size):
+        raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
+    if span_min < 1:
+        raise BadInputError(f"span_min must be at least 1, not {span_min}")
+    if max_ratio is not None and not 0 < max_ratio <= 1:
+        raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
+    t0 = time.perf_counter()
+    with Binlog(binlog_path) as b:
+        target = out or index_path(b.path)
+        result = BuildResult(b.path, target, "built", page_size=page_size, span_min=span_min,
+                             binlog_size=b.size)
+        if not force and os.path.exists(target):
+            if b.growing:
+                result.action, result.reason = "skipped", "binlog still being written; its server owns the index"
+                return result
+            status = open_index(b, target, deep=True)
+            status.close()
+            if status.usable:
+                result.action, result.reason = "skipped", "index is valid and current"
+                return result
+        records = server_records(b, span_min, progress)
+        pages = write_records(records, page_size)
+        budget = None if max_ratio is None else int(max_ratio * b.size)
+        if budget is not None and len(pages) * page_size > budget:
+            records, page_size, fits = fit_budget(records, page_size, budget)
+            pages = write_records(records, page_size)
+            result.server_layout = False
+            result.page_size = page_size
+            if not fits:
+                result.over_budget = True
+                result.warning = (f"even the smallest valid index ({len(pages) * page_size} bytes: "
+                                  f"the GTID_LIST state alone) exceeds {max_ratio:.1%} of this "
+                                  f"{b.size}-byte binlog; wrote that one")
+        fp = fingerprint(b)
+    result.records = len(records)
+    result.pages = len(pages)
+    result.size = len(pages) * page_size
+    _write_atomically(target, pages, fp)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _write_atomically(target: str, pages: list[bytes], fp: dict) -> None:
+    directory = os.path.dirname(os.path.abspath(target))
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as f:
+                f.write(b"".join(pages))
+                f.flush()
+            _write_fingerprint(fd, fp)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise GtidxIOError.from_os(e, target) from None
+
+
+def verify_index(binlog_path, index: str | None = None) -> dict:
+    """Full check: every page, the tree, and every record's state equal to a
+    scan of the binlog. Raises CorruptIndexError on the first problem."""
+    with Binlog(binlog_path) as b:
+        path = index or index_path(b.path)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
+        r = IndexReader(data, path=path)
+        stats = r.check()
+        problem = _staleness(r, b, read_fingerprint(path), check_tail=True)
+        if problem:
+            raise CorruptIndexError(f"stale: {problem}", path=path)
+        state = b.start_state.copy()
+        pos = b.body_start
+        for rec in r.records():
+            if rec.offset < pos:
+                if rec.offset != b.gtid_list_end or rec.state != b.start_state:
+                    raise CorruptIndexError(f"record at {rec.offset} does not match the binlog", path=path)
+                continue
+            if not b.apply_until(state, pos, rec.offset):
+                raise CorruptIndexError(f"record offset {rec.offset} is not an event boundary", path=path)
+            pos = rec.offset
+            if state != rec.state:
+                raise CorruptIndexError(f"record at {rec.offset}: state {rec.state} differs from the "
+                                        f"binlog's {state}", path=path)
+        stats["page_size"] = r.page_size
+        stats["binlog_size"] = b.size
+        stats["index_size"] = len(data)
+        return stats
+
+
+__all__ = ["index_path", "open_index", "build_index", "verify_index", "IndexStatus", "BuildResult",
+           "server_records", "coarsen", "fit_budget", "fingerprint", "GtidxError"]

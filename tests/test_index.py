@@ -1,0 +1,395 @@
+"""The .idx writer and reader: the spec's golden bytes, MariaDB 11.8's own
+index files, every server answer through gtidx's indexes, size budgets,
+and the fallback to a scan when an index cannot be trusted."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import FIXTURES, fixture_files, fixture_id
+from gtidx import api
+from gtidx import idxformat as fmt
+from gtidx.binlog import Binlog
+from gtidx.errors import BadInputError, CorruptIndexError, NotFoundError
+from gtidx.gtid import BinlogState, Gtid, Position
+from gtidx.indexfile import (build_index, coarsen, open_index, server_records, verify_index)
+from gtidx.reader import IndexReader
+from gtidx.writer import IndexWriter, RecordPolicy, write_records
+
+M118 = FIXTURES / "mariadb-11.8"
+M1011 = FIXTURES / "mariadb-10.11"
+SERVER_INDEXES = sorted(M118.glob("*/*.idx"))
+READABLE = [(p, e) for p, e in fixture_files() if p.parent.name != "encrypted"]
+
+
+def copy_set(tmp_path: Path, scenario_dir: Path, keep_idx: bool = False) -> list[Path]:
+    dest = tmp_path / f"{scenario_dir.parent.name}-{scenario_dir.name}"
+    shutil.copytree(scenario_dir, dest)
+    for p in dest.iterdir():
+        p.chmod(0o644)
+        if p.suffix == ".idx" and not keep_idx:
+            p.unlink()
+    return sorted(p for p in dest.iterdir() if p.name[-6:].isdigit())
+
+
+def answers_equal(path: Path, expected: dict, logs: api.Binlogs, via: str | None) -> list:
+    wrong = []
+    for offset, answer in expected["pos"]:
+        try:
+            r = logs.state_at(path, offset)
+            mine = r.position
+            if via and r.via != via:
+                wrong.append((offset, "via", r.via))
+        except NotFoundError:
+            mine = None
+        theirs = None if answer is None else Position.parse(answer)
+        if mine != theirs:
+            wrong.append((offset, str(mine), answer))
+    return wrong
+
+
+# -- the format -------------------------------------------------------------------------
+
+GOLDEN = {  # the spec's worked example: page_size 64, three records
+    1: "fefe0c01 01000000 40000000 05000000 01000000 1d010000 02000000 0e020000 "
+       "00000000 01000000 01000000 00000000",
+    2: "05000000 02000000 ad020000 00000000 01000000 02000000 00000000",
+    3: "0c000000 01000000 02000000 ad020000 00000000 01000000 02000000 00000000 02000000",
+}
+GOLDEN_CRC = {1: "0e4fac43", 2: "0c4ec2b9", 3: "8155a3c7"}
+
+
+def test_worked_example_golden_bytes():
+    pages = write_records([(0x11d, []), (0x20e, [(0, 1, 1)]), (0x2ad, [(0, 1, 2)])], 64)
+    assert len(pages) == 3
+    for n, page in enumerate(pages, 1):
+        body = bytes.fromhex(GOLDEN[n].replace(" ", ""))
+        assert page[:len(body)] == body
+        assert page[len(body):60] == bytes(60 - len(body))
+        assert page[60:].hex() == GOLDEN_CRC[n]
+    r = IndexReader(b"".join(pages))
+    assert [(rec.offset, str(rec.state)) for rec in r.records()] == [
+        (0x11d, ""), (0x20e, "0-1-1"), (0x2ad, "0-1-2")]
+    assert r.check()["levels"] == 2
+
+
+record_streams = st.lists(
+    st.tuples(st.integers(1, 5000),
+              st.lists(st.tuples(st.integers(0, 30), st.integers(1, 3), st.integers(1, 10**6)), max_size=40)),
+    min_size=1, max_size=60)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 3), st.integers(1, 10**6)), max_size=50),
+       record_streams, st.sampled_from([64, 96, 128, 512, 4096]))
+def test_write_read_round_trip_against_brute_force(first, stream, page_size):
+    """Any record stream, any page size: the reader's records, and its searches,
+    equal a brute-force replay of the stream."""
+    records, offset = [(100, [tuple(g) for g in BinlogState(first)])], 100
+    for gap, gtids in stream:
+        offset += gap
+        records.append((offset, [tuple(g) for g in BinlogState(gtids)]))
+    r = IndexReader(b"".join(write_records(records, page_size)))
+    r.check()
+    state, expected = BinlogState(), []
+    for off, gtids in records:
+        state.update(gtids)
+        expected.append((off, state.copy()))
+    assert [(rec.offset, rec.state) for rec in r.records()] == expected
+    for target in {expected[0][0] - 1, expected[-1][0] + 1, *(o for o, _ in expected[::7]),
+                   *(o + 1 for o, _ in expected[::5])}:
+        brute = [e for e in expected if e[0] <= target]
+        got = r.at_offset(target)
+        assert (got is None and not brute) or (got.offset, got.state) == brute[-1]
+
+
+def test_writer_rejects_offsets_past_4_gib_and_policy_stops_there():
+    w = IndexWriter(4096, lambda page: None)
+    with pytest.raises(BadInputError):
+        w.add(2**32, [])
+    p = RecordPolicy(10, max_offset=1000)
+    assert p.group(500, 0, 1, 1) is not None
+    assert p.group(1001, 0, 1, 2) is None      # past the u32 limit: no more records
+    with pytest.raises(BadInputError):
+        IndexWriter(32, lambda page: None)
+
+
+def test_coarsen_keeps_exact_states():
+    with Binlog(M118 / "mixed" / "master-bin.000002") as b:
+        recs = server_records(b, 65536)
+    full = [(o, s.copy()) for o, s in _replay(recs)]
+    for span in (1, 100000, 400000, 10**9):
+        sub = coarsen(recs, span)
+        assert sub[0] == recs[0]
+        got = _replay(sub)
+        by_offset = dict(full)
+        assert all(by_offset[o] == s for o, s in got)
+
+
+def _replay(records):
+    state, out = BinlogState(), []
+    for off, gtids in records:
+        state.update(gtids)
+        out.append((off, state.copy()))
+    return out
+
+
+# -- MariaDB 11.8's own index files -----------------------------------------------------------
+
+def _tree_shape(data: bytes) -> list:
+    """Per page: flags; per node: key offsets and GTID sets (orders inside a key are the
+    server's hash order, so compare sets)."""
+    r = IndexReader(data)
+    shape = []
+    for p in range(1, r.npages + 1):
+        shape.append(r._flags(p))
+    return shape
+
+
+@pytest.mark.parametrize("idx", SERVER_INDEXES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_server_index_reads_and_checks(idx):
+    r = IndexReader(idx.read_bytes(), path=str(idx))
+    stats = r.check()
+    assert stats["records"] >= 1
+    with Binlog(idx.with_suffix("")) as b:
+        st = open_index(b, str(idx))
+        assert st.usable, st.reason
+        st.close()
+    assert verify_index(idx.with_suffix(""), str(idx))["records"] == stats["records"]
+
+
+@pytest.mark.parametrize("idx", SERVER_INDEXES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_gtidx_build_equals_the_server_index(idx, tmp_path):
+    """Record for record (offset and full state), and the same tree: same pages, same flags."""
+    binlog = idx.with_suffix("")
+    out = tmp_path / "ours.idx"
+    res = build_index(binlog, out=str(out), max_ratio=None, force=True)
+    assert res.server_layout
+    theirs = IndexReader(idx.read_bytes())
+    ours = IndexReader(out.read_bytes())
+    assert [(r.offset, r.state) for r in ours.records()] == [(r.offset, r.state) for r in theirs.records()]
+    assert out.stat().st_size == idx.stat().st_size
+    assert _tree_shape(out.read_bytes()) == _tree_shape(idx.read_bytes())
+
+
+def test_server_indexes_give_the_server_answers():
+    for idx in SERVER_INDEXES:
+        path = idx.with_suffix("")
+        expected = next(f for f in json.loads((path.parent / "oracle.json").read_text())["files"]
+                        if f["name"] == path.name)
+        with api.Binlogs([str(path)]) as logs:
+            assert answers_equal(path, expected, logs, via="index") == []
+
+
+# -- every server answer through gtidx's own indexes ----------------------------------------------
+
+@pytest.mark.parametrize("page_size", [64, 512, 4096, 16384])
+@pytest.mark.parametrize("span_min", [1, 2048, 65536])
+def test_every_oracle_answer_through_gtidx_indexes(tmp_path, page_size, span_min):
+    wrong = {}
+    for path, expected in READABLE:
+        dest = tmp_path / path.parent.parent.name / path.parent.name
+        dest.mkdir(parents=True, exist_ok=True)
+        copy = dest / path.name
+        shutil.copyfile(path, copy)
+        res = build_index(copy, page_size=page_size, span_min=span_min, max_ratio=None)
+        assert res.action == "built" and res.page_size == page_size
+        with api.Binlogs([str(copy)]) as logs:
+            bad = answers_equal(copy, expected, logs, via="index")
+        if bad:
+            wrong[fixture_id(path)] = bad[:3]
+    assert not wrong
+
+
+# -- size budget --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scenario", [M118 / "manydomains", M1011 / "manydomains"], ids=["11.8", "10.11"])
+def test_budget_beats_the_server_on_manydomains(tmp_path, scenario):
+    (binlog,) = copy_set(tmp_path, scenario)
+    server = build_index(binlog, out=str(tmp_path / "server-layout.idx"), max_ratio=None)
+    assert server.ratio > 0.10          # the server's layout: ~11-15% of the binlog
+    res = build_index(binlog)
+    assert res.size <= 0.02 * res.binlog_size and not res.over_budget
+    assert res.records >= 2 and not res.server_layout
+    verify_index(binlog)
+    expected = next(f for f in json.loads((scenario / "oracle.json").read_text())["files"])
+    with api.Binlogs([str(binlog)]) as logs:
+        assert answers_equal(binlog, expected, logs, via="index") == []
+
+
+def test_budget_for_a_tiny_binlog_writes_the_smallest_valid_index(tmp_path):
+    (binlog,) = copy_set(tmp_path, M118 / "empty")
+    res = build_index(binlog)
+    assert res.over_budget and "smallest valid index" in res.warning
+    assert res.records == 1
+    smallest = min(len(write_records(server_records(Binlog(binlog), 65536)[:1], ps)) * ps
+                   for ps in (64, 128, 256, 512, 1024, 4096))
+    assert res.size == smallest
+    verify_index(binlog)
+
+
+# -- build behaviour ------------------------------------------------------------------------------------
+
+def test_build_skips_a_current_index_and_force_rebuilds(tmp_path):
+    binlogs = copy_set(tmp_path, M118 / "multifile", keep_idx=True)
+    before = {p: (p.parent / (p.name + ".idx")).read_bytes() for p in binlogs}
+    results = list(api.build(str(binlogs[0].parent)))
+    assert [r.action for r in results] == ["skipped"] * 5
+    assert all((p.parent / (p.name + ".idx")).read_bytes() == before[p] for p in binlogs)
+    forced = build_index(binlogs[1], force=True, max_ratio=None)
+    assert forced.action == "built"
+    assert not [f for f in os.listdir(binlogs[0].parent) if f.endswith(".tmp")]
+
+
+def test_build_leaves_a_growing_binlogs_index_to_its_server(tmp_path):
+    (binlog,) = copy_set(tmp_path, M118 / "xa")
+    data = bytearray(binlog.read_bytes())
+    data[4 + 17] |= 1            # IN_USE: the server is still writing it
+    binlog.write_bytes(bytes(data))
+    idx = Path(str(binlog) + ".idx")
+    idx.write_bytes(b"")         # the server's hot index: nothing flushed yet
+    assert build_index(binlog).action == "skipped"
+    assert idx.read_bytes() == b""
+
+
+def test_build_replaces_a_stale_index(tmp_path):
+    a, = copy_set(tmp_path, M118 / "xa")
+    b, = copy_set(tmp_path, M118 / "nonmono")
+    build_index(a)
+    shutil.copyfile(str(a) + ".idx", str(b) + ".idx")
+    assert build_index(b).action == "built"
+    verify_index(b)
+
+
+# -- fallback -------------------------------------------------------------------------------------------
+
+def _damage(kind: str, idx: Path, binlog: Path, other: Path):
+    data = bytearray(idx.read_bytes())
+    if kind == "flipped byte":
+        data[len(data) // 2] ^= 0x10
+        idx.write_bytes(bytes(data))
+    elif kind == "crc byte at EOF-2":
+        data[-2] ^= 0xFF
+        idx.write_bytes(bytes(data))
+    elif kind == "truncated":
+        idx.write_bytes(bytes(data[:len(data) - 100]))
+    elif kind == "missing root":
+        ps = struct.unpack_from("<I", data, 8)[0]
+        idx.write_bytes(bytes(data[:-ps]))
+    elif kind == "empty file":
+        idx.write_bytes(b"")
+    elif kind == "not an index":
+        idx.write_bytes(b"hello" * 1000)
+    elif kind == "another binlog's index":
+        build_index(other, out=str(idx), force=True, max_ratio=None, page_size=512, span_min=2048)
+    elif kind == "binlog truncated":
+        with open(binlog, "r+b") as f:
+            f.truncate(binlog.stat().st_size // 2)
+    elif kind == "index of a shorter binlog":
+        short = binlog.parent / "short"
+        short.mkdir()
+        cut = binlog.parent / "short" / binlog.name
+        with Binlog(binlog) as b:
+            spans = list(b.group_spans())
+        end = spans[len(spans) // 2][1]
+        raw = bytearray(binlog.read_bytes()[:end])
+        raw[4 + 17] |= 1        # an index built while the file was growing
+        cut.write_bytes(bytes(raw))
+        build_index(cut, out=str(idx), force=True, page_size=512, span_min=2048, max_ratio=None)
+
+
+FAULTS = ["flipped byte", "crc byte at EOF-2", "truncated", "missing root", "empty file", "not an index",
+          "another binlog's index", "binlog truncated", "index of a shorter binlog"]
+
+
+@pytest.mark.parametrize("kind", FAULTS)
+def test_unusable_index_gives_identical_answers_by_scan(tmp_path, kind, caplog):
+    binlog, = copy_set(tmp_path, M118 / "mixed")
+    other, = copy_set(tmp_path, M118 / "xa")
+    build_index(binlog, page_size=512, span_min=2048, max_ratio=None)
+    idx = Path(str(binlog) + ".idx")
+    expected = next(f for f in json.loads((M118 / "mixed" / "oracle.json").read_text())["files"])
+    _damage(kind, idx, binlog, other)
+    size = binlog.stat().st_size
+    with caplog.at_level(logging.WARNING, logger="gtidx"):
+        with api.Binlogs([str(binlog)]) as logs:
+            wrong = []
+            fell_back = False
+            for offset, answer in expected["pos"]:
+                if offset > size:
+                    continue
+                try:
+                    r = logs.state_at(binlog, offset)
+                except NotFoundError:
+                    r = None
+                except Exception as e:       # binlog truncated: corruption past the cut
+                    assert kind == "binlog truncated" and "closed binlog" in str(e), e
+                    continue
+                mine = None if r is None else r.position
+                theirs = None if answer is None else Position.parse(answer)
+                # Like the server, lookups check index pages as they read them: a
+                # damaged page the search never touched cannot change an answer.
+                # Once damage is seen, every later answer comes from a scan.
+                fell_back = fell_back or any("no usable index" in rec.getMessage() for rec in caplog.records)
+                if mine != theirs or (r is not None and fell_back and r.via != "scan"):
+                    wrong.append((offset, str(mine), answer, r and r.via))
+    assert not wrong, wrong[:3]
+    warnings = [rec for rec in caplog.records if "no usable index" in rec.getMessage()]
+    assert len(warnings) == 1
+    # build sees every kind of damage (it checks every page) and rebuilds
+    if kind not in ("binlog truncated",):
+        assert build_index(binlog, page_size=512, span_min=2048, max_ratio=None).action == "built"
+        verify_index(binlog)
+
+
+# -- locate ---------------------------------------------------------------------------------------------
+
+LOCATE_SETS = [M1011 / s for s in ("mixed", "xa", "nonmono", "multifile", "nochecksum", "compressed")] + \
+              [M118 / s for s in ("xa", "nonmono", "multifile", "bigtrx")]
+
+
+@pytest.mark.parametrize("scenario", LOCATE_SETS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_locate_every_gtid_index_equals_scan(tmp_path, scenario):
+    files = copy_set(tmp_path, scenario)
+    for f in files:
+        build_index(f, page_size=64, span_min=1, max_ratio=None)
+    expected = {}
+    for o in [json.loads((scenario / "oracle.json").read_text())]:
+        for f in o["files"]:
+            for g, start, end in f["groups"]:
+                expected.setdefault(g, (f["name"], start, end))
+    with api.Binlogs([str(f) for f in files], use_index=False) as scan, \
+            api.Binlogs([str(f) for f in files]) as idx:
+        for g, (name, start, end) in expected.items():
+            a, b = scan.locate(g), idx.locate(g)
+            assert (os.path.basename(a.file), a.start, a.end) == (name, start, end)
+            assert (b.file, b.start, b.end, b.resume) == (a.file, a.start, a.end, a.end)
+            assert a.via == "scan"
+
+
+def test_locate_outside_the_binlogs(tmp_path):
+    files = copy_set(tmp_path, M118 / "multifile")
+    with api.open(files[0].parent) as logs:
+        with pytest.raises(NotFoundError, match="purged") as e:
+            logs.locate("0-1-5")
+        assert "earliest state" in str(e.value) and "latest" in str(e.value)
+        with pytest.raises(NotFoundError, match="never written"):
+            logs.locate("0-1-99999999")
+        with pytest.raises(NotFoundError, match="never written"):
+            logs.locate("77-1-1")
+
+
+def test_directory_and_index_file_listing(tmp_path):
+    files = copy_set(tmp_path, M118 / "multifile")
+    d = files[0].parent
+    assert api.list_binlogs(d) == [str(f) for f in files]
+    assert api.list_binlogs(d / "master-bin.index") == [str(f) for f in files]
+    (d / "master-bin.index").unlink()
+    assert api.list_binlogs(d) == [str(f) for f in files]
