@@ -140,10 +140,10 @@ class _File:
         return b.body_start, b.start_state.copy()
 
     def trusted(self, offset: int) -> bool:
-        """An index record's offset must be the end of the GTID_LIST, the end
-        of the file, or hold a real event: a cheap guard against a stale index."""
+        """An index record's offset must be the end of the file or hold a real
+        event (its CRC checks out): a cheap guard against a stale index."""
         b = self.binlog
-        return offset == b.body_start or (offset == b.size and not b.growing) or b.event_ok(offset)
+        return (offset == b.size and not b.growing) or b.event_ok(offset)
 
     def record(self, search) -> tuple[int, BinlogState, str]:
         """(offset, state, via) to scan from: the index record ``search``
@@ -154,14 +154,11 @@ class _File:
                 rec = search(r)
             except GtidxError as e:
                 self._fallback(f"index failed: {e}")
-                rec = None
             else:
-                if rec is None:
-                    return (*self.start_record(), "index")
-                if rec.offset >= self.binlog.body_start and self.trusted(rec.offset):
+                if rec is None or rec.offset <= self.binlog.body_start:
+                    return (*self.start_record(), "index")    # record 0: checked at open
+                if self.trusted(rec.offset):
                     return rec.offset, rec.state.copy(), "index"
-                if rec.offset < self.binlog.body_start:
-                    return (*self.start_record(), "index")
                 self._fallback(f"record at offset {rec.offset} is not an event in this binlog (stale index)")
         return (*self.start_record(), "scan")
 

@@ -196,7 +196,7 @@ class MariaDB:
 
     def connection_settings(self) -> dict:
         """For mysql-replication's BinLogStreamReader."""
-        return {"unix_socket": self.socket, "user": "root", "passwd": ""}
+        return {"unix_socket": self.socket, "user": "root", "password": ""}
 
 
 def main(argv=None) -> int:
