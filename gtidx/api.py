@@ -529,6 +529,57 @@ def verify(index: str | os.PathLike) -> dict:
     return verify_index(_binlog_of(index), index)
 
 
+class FileStatus(NamedTuple):
+    """Where one binlog's index stands (``gtidx status``)."""
+    file: str
+    size: int
+    state: str           # complete / partial / stale / corrupt / incomplete / missing / server-owned
+    indexed_to: int      # binlog offset the index (or the tail following it) has reached
+    lag_bytes: int
+    lag_seconds: float
+    detail: str
+
+
+def status(directory: str | os.PathLike) -> list[FileStatus]:
+    """Per binlog of ``directory``: its index state and how far behind it is."""
+    import time
+    from .indexfile import read_fingerprint
+    out = []
+    now = time.time()
+    for path in list_binlogs(directory):
+        st = os.stat(path)
+        idx = index_path(path)
+        fp = read_fingerprint(idx) if os.path.exists(idx) else None
+        with Binlog(path) as b:
+            if not os.path.exists(idx):
+                state, reached, detail = "missing", 0, ""
+            elif fp is not None and fp.get("state") == "partial":
+                ok = b.size >= fp.get("size", 0)
+                state = "partial" if ok else "stale"
+                reached = int(fp.get("processed", 0)) if ok else 0
+                age = max(0.0, now - float(fp.get("updated", 0)))
+                detail = f"{fp.get('records', '?')} records, tail updated {age:.1f} s ago"
+            else:
+                s_ = open_index(b, idx)
+                s_.close()
+                if fp is None and (s_.usable or (s_.state == "incomplete" and b.growing)):
+                    state = "server-owned"
+                    reached = b.size if s_.usable and not s_.partial else 0
+                    detail = "being written by the server" if b.growing else ""
+                else:
+                    state = "complete" if s_.usable else s_.state
+                    reached = b.size if s_.usable else 0
+                    detail = s_.reason
+        lag = max(0, st.st_size - reached)
+        lag_s = 0.0
+        if lag and fp is not None and "updated" in fp:
+            lag_s = max(0.0, st.st_mtime - float(fp["updated"]))
+        elif lag:
+            lag_s = max(0.0, now - st.st_mtime) if state != "server-owned" else 0.0
+        out.append(FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail))
+    return out
+
+
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
     """``spec`` is one GTID (-> Location) or a replication position with
     several domains (-> ReplicaStart)."""
@@ -541,5 +592,6 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
 
 __all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "ReplicaStart",
-           "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek",
+           "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
+           "FileStatus",
            "DEFAULT_MAX_RATIO", "fmt"]

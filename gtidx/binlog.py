@@ -543,11 +543,13 @@ class Binlog:
 
     def group_batches(self, span: int, start: int | None = None, previous: int = 0):
         """The walk an index build needs, without per-group yields: yields
-        ``(end, gtids)`` at the end of the first group at least ``span`` bytes
-        past the previous yield (which starts at ``previous``), where ``gtids``
-        are the GTID_HEAD tuples (timestamp, server_id, seq, domain, flags2) of
-        the groups since then, in file order. Afterwards it yields one last
-        ``(None, gtids)`` with the groups that did not reach a span."""
+        ``(end, gtids, True)`` at the end of the first group at least ``span``
+        bytes past the previous such yield (the first counts from
+        ``previous``), where ``gtids`` are the GTID_HEAD tuples (timestamp,
+        server_id, seq, domain, flags2) of the groups since then, in file order.
+        Last it yields ``(end, gtids, False)``: the groups that did not reach
+        a span, and where the walk stopped (the end of the last complete group,
+        or ``start``): where a later walk of a growing file resumes."""
         return self._walk(self.body_start if start is None else start, span, previous)
 
     def _walk(self, off: int, span: int | None, previous: int):
@@ -563,6 +565,7 @@ class Binlog:
         due = 0 if per_group else previous + span   # the group end that closes a batch
         batch = []
         add = batch.append
+        last_end = off      # end of the last complete group walked
         cur = None          # GTID_HEAD fields of the open group
         cur_start = 0
         mark = off          # a boundary we know is good: the tail check restarts here
@@ -580,8 +583,9 @@ class Binlog:
                             yield cur_start, off, cur
                         else:
                             add(cur)
+                            last_end = off
                             if off >= due:
-                                yield off, batch
+                                yield off, batch, True
                                 batch = []
                                 add = batch.append
                                 due = off + span
@@ -607,10 +611,11 @@ class Binlog:
             return
         if end is not None:
             add(cur)
+            last_end = end
             if end >= due:
-                yield end, batch
+                yield end, batch, True
                 batch = []
-        yield None, batch
+        yield last_end, batch, False
 
     def _tail_end(self, mark: int, open_start: int | None, flags2: int) -> int | None:
         """After a walk: check the framing from ``mark`` to the end, and return

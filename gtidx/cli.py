@@ -300,6 +300,52 @@ def dump(index):
         out.write("]}\n")
 
 
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
+@click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
+              help="Seconds between looks at the binlogs.")
+@click.option("--page-size", type=click.IntRange(64, 16 * 1024 * 1024), default=4096, show_default=True)
+@click.option("--span-min", type=click.IntRange(1), default=65536, show_default=True)
+@click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=0.02, show_default=True,
+              help="Size budget for each finished index.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
+def tail(directory, once, interval, page_size, span_min, max_ratio, log_level):
+    """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
+    file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
+    Logs one logfmt line per event on stderr."""
+    from .tail import LogfmtFormatter, tail as run_tail
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LogfmtFormatter())
+    logger = logging.getLogger("gtidx.tail")
+    logger.addHandler(handler)
+    logger.setLevel(log_level.upper())
+    logger.propagate = False
+    try:
+        run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
+                 max_ratio=max_ratio)
+    finally:
+        logger.removeHandler(handler)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: {files: [...]}.")
+def status(directory, as_json):
+    """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing),
+    the offset indexed to, and the lag in bytes and seconds."""
+    from . import api
+    rows = api.status(directory)
+    if as_json:
+        _emit_json({"files": [r._asdict() for r in rows]})
+        return
+    with _Output() as out:
+        out.write(f"{'FILE':<24} {'SIZE':>12} {'STATE':<13} {'INDEXED TO':>12} {'LAG BYTES':>10} {'LAG S':>7}  DETAIL\n")
+        for r in rows:
+            out.write(f"{os.path.basename(r.file):<24} {r.size:>12} {r.state:<13} {r.indexed_to:>12} "
+                      f"{r.lag_bytes:>10} {r.lag_seconds:>7.1f}  {r.detail}\n")
+
+
 def main(argv=None) -> None:
     """Console entry point."""
     cli.main(args=argv, prog_name="gtidx")

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import idxformat as fmt
-from .binlog import Binlog, close_mapping
+from .binlog import IN_USE_FLAG, Binlog, close_mapping
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
-from .reader import IndexReader
+from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
 XATTR = "user.gtidx"
@@ -52,13 +52,40 @@ def index_path(binlog_path: str | os.PathLike) -> str:
 
 # -- fingerprint -------------------------------------------------------------------
 
+# The server clears the FDE's IN_USE flag (byte 21) when it closes a binlog:
+# the same binlog before and after its rotation must fingerprint the same.
+_IN_USE_BYTE = 4 + 17
+
+
+def crc_masked(mm, lo: int, hi: int) -> int:
+    """CRC32 of ``mm[lo:hi]`` of a binlog, its FDE's IN_USE flag masked."""
+    if not lo <= _IN_USE_BYTE < hi:
+        return zlib.crc32(mm[lo:hi])
+    crc = zlib.crc32(mm[lo:_IN_USE_BYTE])
+    crc = zlib.crc32(bytes([mm[_IN_USE_BYTE] & ~IN_USE_FLAG & 0xFF]), crc)
+    return zlib.crc32(mm[_IN_USE_BYTE + 1:hi], crc)
+
+
 def fingerprint(b: Binlog, size: int | None = None) -> dict:
-    """Size and CRC32 of the first and last 64 KiB of ``b`` up to ``size``."""
+    """Size and CRC32 of the first and last 64 KiB of ``b`` up to ``size``
+    (IN_USE flag masked)."""
     size = b.size if size is None else size
     mm = b.buffer
-    head = zlib.crc32(mm[:min(size, FINGERPRINT_SPAN)])
-    tail = zlib.crc32(mm[max(0, size - FINGERPRINT_SPAN):size])
+    head = crc_masked(mm, 0, min(size, FINGERPRINT_SPAN))
+    tail = crc_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
     return {"v": 1, "size": size, "head_crc32": head, "tail_crc32": tail}
+
+
+FINGERPRINT_KEYS = ("v", "size", "head_crc32", "tail_crc32")
+
+
+def fingerprint_matches(b: Binlog, fp: dict, size: int | None = None) -> bool:
+    """Is ``b`` (up to ``size``, default the fingerprint's own size) the
+    binlog ``fp`` was taken of? Other keys in ``fp`` (progress) are ignored."""
+    size = fp.get("size") if size is None else size
+    if not isinstance(size, int) or size > b.size:
+        return False
+    return fingerprint(b, size) == {k: fp.get(k) for k in FINGERPRINT_KEYS}
 
 
 def read_fingerprint(path: str) -> dict | None:
@@ -86,6 +113,7 @@ class IndexStatus:
     reason: str = ""
     reader: IndexReader | None = None
     owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
+    partial: bool = False            # complete pages of an index still being written
     _mm: object = field(default=None, repr=False)
 
     @property
@@ -132,11 +160,35 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
     except CorruptIndexError as e:
         status.state = "incomplete" if getattr(e, "incomplete", False) else "corrupt"
         status.reason = e.message + (f" (page {e.page})" if e.page else "")
+        if status.state == "incomplete" and b.growing:
+            _hot(status, b, mm, path)
     except CorruptBinlogError as e:
         status.state, status.reason = "stale", f"binlog does not match the index: {e.message}"
     if not status.usable:
         status.reader = None
     return status
+
+
+def _hot(status: IndexStatus, b: Binlog, mm, path: str) -> None:
+    """The index of a binlog still being written has no root yet: use the
+    complete leaves on disk (a lookup past them scans the binlog from the last
+    one). Written by gtidx tail: its saved progress must match the binlog;
+    written by the server: record 0 must match the GTID_LIST."""
+    fp = read_fingerprint(path)
+    try:
+        hot = HotIndex(PartialIndex(mm, path=path))
+    except CorruptIndexError as e:
+        status.reason += f"; no usable complete pages: {e.message}"
+        return
+    first, last = hot.first_record(), hot.last_record()
+    expected = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+    if first.offset != expected or first.state != b.start_state or last.offset > b.size:
+        status.state, status.reason = "stale", "partial index does not match the binlog"
+        return
+    if fp is not None and (fp.get("state") != "partial" or not fingerprint_matches(b, fp)):
+        status.state, status.reason = "stale", "partial index made for another binlog"
+        return
+    status.state, status.reason, status.reader, status.partial = "ok", "", hot, True
 
 
 def _staleness(r: IndexReader, b: Binlog, fp: dict | None, check_tail: bool) -> str:
@@ -153,7 +205,7 @@ def _staleness(r: IndexReader, b: Binlog, fp: dict | None, check_tail: bool) -> 
     if fp is not None:
         if fp.get("size") != b.size:
             return f"made for a binlog of {fp.get('size')} bytes, this one has {b.size}"
-        if fingerprint(b) != fp:
+        if not fingerprint_matches(b, fp):
             return "binlog content differs from the one the index was made for"
         return ""
     if check_tail and not b.growing:
@@ -198,6 +250,18 @@ class BuildResult:
         return self.size / self.binlog_size if self.binlog_size else 0.0
 
 
+def pending_gtids(batch, pending: dict | None = None) -> list:
+    """A record's GTIDs from the GTID_HEADs of the groups since the previous
+    record (after ``pending``, groups carried over from an earlier walk):
+    latest seq per (domain, server), each domain's newest GTID last."""
+    pending = {} if pending is None else pending
+    for _, server, seq, domain, _ in batch:
+        key = (domain, server)
+        pending.pop(key, None)          # re-insert: the domain's newest GTID goes last
+        pending[key] = seq
+    return [(d, s, q) for (d, s), q in pending.items()]
+
+
 def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | None = None) -> list:
     """The records the server would write for this binlog (``RecordPolicy``):
     record 0 at the end of the GTID_LIST, then at the end of the first group
@@ -207,15 +271,10 @@ def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | N
     records = [RecordPolicy.first(start, b.start_state)]
     add = records.append
     next_tick = 1 << 24
-    for end, batch in b.group_batches(span_min):
-        if end is None or end > fmt.MAX_OFFSET:
+    for end, batch, due in b.group_batches(span_min):
+        if not due or end > fmt.MAX_OFFSET:
             break              # u32 offsets: lookups past the last record scan from it
-        pending: dict[tuple[int, int], int] = {}
-        for _, server, seq, domain, _ in batch:
-            key = (domain, server)
-            pending.pop(key, None)          # re-insert: the domain's newest GTID goes last
-            pending[key] = seq
-        add((end, [(d, s, q) for (d, s), q in pending.items()]))
+        add((end, pending_gtids(batch)))
         if progress is not None and end >= next_tick:
             progress(end)
             next_tick = end + (1 << 24)

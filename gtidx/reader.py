@@ -286,3 +286,107 @@ class IndexReader:
             children.append((child, state.copy(), offset))
         for child, child_state, child_sep in children:
             yield from self._walk(child, child_state, child_sep, check, depth + 1)
+
+
+# -- an index still being written (no root yet) --------------------------------------------
+
+class PartialIndex:
+    """The complete nodes at the front of an index that has no root yet: a
+    writer (gtidx tail, or the server for its active binlog) appends a node
+    once it is full, so the file is whole nodes followed, perhaps, by a page
+    being written. Reading stops at the first page that is missing, torn, or
+    fails its CRC, or at a node whose last page is not there yet.
+
+    ``keys`` are the leaf keys in file order, as stored: ``(offset, gtids)``.
+    Applying them in order rebuilds every record's state (a leaf's first key
+    is the union of the GTIDs since the previous leaf's first key, which the
+    running state already holds, plus its own record)."""
+
+    def __init__(self, buf, *, path=None):
+        self.path = path
+        self.page_size = 0
+        self.pages = 0               # pages of complete nodes
+        self.nodes = 0
+        self.keys: list[tuple[int, list]] = []
+        size = len(buf)
+        if size < fmt.FILE_HEADER_SIZE + fmt.PAGE_HEADER_SIZE:
+            return
+        magic, major, _, page_size = fmt.FILE_HEADER.unpack_from(buf, 0)
+        if magic != fmt.MAGIC or major > fmt.VERSION_MAJOR or not fmt.valid_page_size(page_size):
+            raise CorruptIndexError("not a binlog GTID index (bad header)", path=path)
+        self.page_size = page_size
+        whole = size // page_size
+        page = 1
+        while page <= whole:
+            first = page
+            pages = []
+            complete = False
+            while page <= whole:
+                base = (page - 1) * page_size
+                if not fmt.crc_ok(buf, base, page_size):
+                    break
+                flags = buf[base + fmt.flags_at(page)]
+                if bool(flags & fmt.IS_CONT) != (page != first):
+                    break
+                pages.append((buf, base + fmt.payload_start(page), base + page_size - fmt.CHECKSUM_SIZE))
+                page += 1
+                if flags & fmt.LAST:
+                    complete = True
+                    break
+            if not complete:
+                break
+            self.pages = page - 1
+            self.nodes += 1
+            first_flags = buf[(first - 1) * page_size + fmt.flags_at(first)]
+            if first_flags & fmt.IS_LEAF:
+                cur = fmt.NodeCursor(pages)
+                while True:
+                    head = cur.key()
+                    if head is None:
+                        break
+                    gtids = cur.gtids(head[0])
+                    if gtids is None:
+                        raise CorruptIndexError("key runs past its node", path=path, page=first)
+                    self.keys.append((head[1], gtids))
+
+    def records(self) -> list[Record]:
+        state, out, last = BinlogState(), [], -1
+        for offset, gtids in self.keys:
+            if offset <= last:
+                raise CorruptIndexError(f"record offsets out of order ({offset} after {last})", path=self.path)
+            last = offset
+            state.update(gtids)
+            out.append(Record(offset, state.copy()))
+        return out
+
+
+class HotIndex:
+    """Lookups on a PartialIndex: the same searches as IndexReader over the
+    records of its complete leaves (a lookup past the last of them scans the
+    binlog from it, like any lookup past an index's last record)."""
+
+    def __init__(self, partial: PartialIndex):
+        self.page_size = partial.page_size
+        self._records = partial.records()
+        if not self._records:
+            raise CorruptIndexError("no complete leaf yet", path=partial.path)
+
+    def search(self, accept: Callable[[int, BinlogState], bool], needs_state: bool = True) -> Record | None:
+        found = None
+        for rec in self._records:      # like a leaf scan: up to the first rejected record
+            if not accept(rec.offset, rec.state if needs_state else None):
+                break
+            found = rec
+        return found
+
+    def at_offset(self, target: int) -> Record | None:
+        return self.search(lambda off, _: off <= target, needs_state=False)
+
+    def before_position(self, pos: Position) -> Record | None:
+        return self.search(lambda _, state: state.is_before(pos))
+
+    def first_record(self) -> Record:
+        return self._records[0]
+
+    def last_record(self) -> Record:
+        return self._records[-1]

@@ -204,3 +204,29 @@ def test_verify_and_info_on_a_damaged_index(multifile):
     r = run("pos", multifile / "master-bin.000021", 1295)
     assert r.exit_code == 0
     assert "gtidx: warning:" in r.output and "answering by scan" in r.output
+
+
+def test_tail_once_and_status_json(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    last = sorted(d.glob("master-bin.0*"))[-1]
+    data = bytearray(last.read_bytes())
+    data[21] |= 1                              # the active binlog, still being written
+    last.write_bytes(bytes(data[:len(data) // 2]))
+    r = run("status", "--json", d)
+    rows = json.loads(r.stdout)["files"]
+    assert r.exit_code == 0 and [x["state"] for x in rows] == ["missing"] * 5
+    r = run("tail", "--once", "--page-size", "256", "--span-min", "4096", d)
+    assert r.exit_code == 0, r.output
+    assert "event=start" in r.stderr and "event=stop" in r.stderr and "event=built" in r.stderr
+    rows = json.loads(run("status", "--json", d).stdout)["files"]
+    assert [x["state"] for x in rows] == ["complete"] * 4 + ["partial"]
+    assert set(rows[0]) >= {"file", "size", "state", "indexed_to", "lag_bytes", "lag_seconds"}
+    assert rows[0]["lag_bytes"] == 0 and rows[-1]["indexed_to"] > 0
+    r = run("status", d)
+    assert r.exit_code == 0 and "partial" in r.stdout and "INDEXED TO" in r.stdout
+
+
+def test_status_of_server_indexes():
+    rows = json.loads(run("status", "--json", M118 / "multifile").stdout)["files"]
+    assert {x["state"] for x in rows} == {"server-owned"}

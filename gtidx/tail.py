@@ -1,0 +1,444 @@
+"""gtidx tail: keep the ``.idx`` of a live server's binlogs current.
+
+``Tailer`` follows a binlog directory (its ``master-bin.index`` and the
+active file) and indexes event groups as soon as they are complete, writing
+full index pages as they fill; when a file is rotated it finishes that
+file's index (root, fsync) and moves on.
+
+Crash safety comes from the writer being deterministic and append-only:
+every record sits in exactly one leaf, and leaves reach the disk in record
+order. After a ``kill -9``, the complete nodes on disk hold the records up to
+the last full leaf; replaying them through a fresh writer (pages already on
+disk are compared, not rewritten) rebuilds its in-memory right edge exactly,
+and only the binlog after the last record on disk is read again. A leaf's
+first key on disk is the union of the GTIDs since the previous leaf's first
+key rather than its own record's GTIDs; replayed in its place it makes the
+writer take the same decisions (a union is never shorter) and carry the same
+bytes up, so the finished index equals a clean ``gtidx build`` record for
+record.
+
+Each partial index carries its progress in the ``user.gtidx`` xattr: the
+binlog prefix its records cover (with CRC32s of its first and last 64 KiB),
+how far the tail has read, and when. A binlog that shrank or changed under
+an index (a server crash that truncated or rewrote the tail), or that is
+gone (purged), leaves no wrong index behind: it is rebuilt or removed, and
+logged. Indexes written by the server itself (MariaDB 11.4+ with
+``binlog_gtid_index=ON``) carry no such xattr and are left alone.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+from . import idxformat as fmt
+from .api import list_binlogs
+from .binlog import Binlog
+from .errors import CorruptIndexError, GtidxError
+from .indexfile import (DEFAULT_MAX_RATIO, XATTR, build_index, crc_masked, fingerprint,
+                        fingerprint_matches, index_path, open_index, pending_gtids, read_fingerprint)
+from .reader import PartialIndex
+from .writer import IndexWriter, RecordPolicy
+
+log = logging.getLogger("gtidx.tail")
+
+
+def _event(level: int, msg: str, **fields) -> None:
+    """One structured (logfmt) log line: event=... key=value ..."""
+    log.log(level, msg, extra={"fields": fields})
+
+
+class LogfmtFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        parts = [f"ts={ts}", f"level={record.levelname.lower()}", f"event={record.getMessage()}"]
+        for k, v in getattr(record, "fields", {}).items():
+            v = str(v)
+            parts.append(f"{k}={json.dumps(v) if (' ' in v or '=' in v or not v) else v}")
+        return " ".join(parts)
+
+
+class _ReplayMismatch(Exception):
+    pass
+
+
+class _PageFile:
+    """The index file as the writer's sink. The first ``existing`` pages are
+    already on disk (from before a restart): the writer's replay produces them
+    again, and they are compared rather than written."""
+
+    def __init__(self, path: str, page_size: int, existing: int):
+        self.path = path
+        self.page_size = page_size
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(self.fd, existing * page_size)      # drop a torn or unfinished node
+        self.existing = existing
+        self.emitted = 0
+
+    def __call__(self, page: bytes) -> None:
+        self.emitted += 1
+        offset = (self.emitted - 1) * self.page_size
+        if self.emitted <= self.existing:
+            if os.pread(self.fd, self.page_size, offset) != page:
+                raise _ReplayMismatch(f"page {self.emitted} on disk differs from the replay")
+            return
+        os.pwrite(self.fd, page, offset)
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class IncrementalIndex:
+    """One binlog's index, written while the binlog grows; resumable."""
+
+    def __init__(self, binlog_path: str, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
+                 span_min: int = fmt.DEFAULT_SPAN_MIN):
+        self.binlog_path = binlog_path
+        self.path = index_path(binlog_path)
+        self.page_size = page_size
+        self.span_min = span_min
+        self.writer: IndexWriter | None = None
+        self.sink: _PageFile | None = None
+        self.offsets: list[int] = []       # every record's offset, in order
+        self.pending: dict = {}            # GTIDs since the last record
+        self.processed = 0                 # the binlog is read up to here (a group boundary)
+        self.capped = False                # past 4 GiB: no more records
+        self.how = ""
+        self._read_guard = None            # CRC32 of the 64 KiB before ``processed``
+
+    # -- start: resume from disk, or fresh -------------------------------------
+    def start(self, b: Binlog) -> str:
+        """Resume from the partial index on disk when it is ours, matches this
+        binlog and has the same settings; else start afresh. Returns how."""
+        why = self._resume(b)
+        if why:
+            self._fresh(b)
+            self.how = f"fresh ({why})"
+        else:
+            self.how = "resumed"
+        self._save_progress(b)
+        self._read_guard = self._guard(b)
+        return self.how
+
+    def _fresh(self, b: Binlog) -> None:
+        self._open_writer(0)
+        offset, gtids = RecordPolicy.first(b.gtid_list_end if b.gtid_list_end is not None else b.body_start,
+                                           b.start_state)
+        self.writer.add(offset, gtids)
+        self.offsets = [offset]
+        self.pending = {}
+        self.processed = offset
+        self.capped = False
+
+    def _open_writer(self, existing_pages: int) -> None:
+        self.close()
+        self.sink = _PageFile(self.path, self.page_size, existing_pages)
+        self.writer = IndexWriter(self.page_size, self.sink)
+
+    def _resume(self, b: Binlog) -> str:
+        """'' when resumed, else why not."""
+        fp = read_fingerprint(self.path) if os.path.exists(self.path) else None
+        if fp is None:
+            return "no index of ours" if os.path.exists(self.path) else "no index yet"
+        if fp.get("state") != "partial":
+            return "index is finished, binlog still growing" if fp.get("size") != b.size else "finished"
+        if fp.get("page_size") != self.page_size or fp.get("span_min") != self.span_min:
+            return "index made with other settings"
+        prefix = fp.get("size", 0)
+        if not fingerprint_matches(b, fp):
+            return "binlog changed under the index (truncated or rewritten)"
+        try:
+            with open(self.path, "rb") as f:
+                part = PartialIndex(f.read(), path=self.path)
+            records = part.records()
+        except (OSError, CorruptIndexError) as e:
+            return f"unreadable partial index: {e}"
+        if not records or part.page_size != self.page_size:
+            return "no complete leaf on disk"
+        first = records[0]
+        if first.offset != (b.gtid_list_end if b.gtid_list_end is not None else b.body_start) \
+                or first.state != b.start_state:
+            return "record 0 does not match the binlog"
+        last = records[-1]
+        if last.offset > b.size:
+            return "records past the end of the binlog"
+        # Records written after the last progress save are not covered by the
+        # fingerprint: re-derive them from the binlog and compare.
+        covered = max((r for r in records if r.offset <= prefix), key=lambda r: r.offset, default=records[0])
+        state = covered.state.copy()
+        pos = covered.offset
+        for r in records:
+            if r.offset <= covered.offset:
+                continue
+            if not b.apply_until(state, pos, r.offset) or state != r.state:
+                return "records past the saved progress do not match the binlog"
+            pos = r.offset
+        try:
+            self._open_writer(part.pages)
+            for offset, gtids in part.keys:
+                self.writer.add(offset, gtids)
+        except (_ReplayMismatch, GtidxError) as e:
+            return f"replay failed: {e}"
+        self.offsets = [offset for offset, _ in part.keys]
+        self.pending = {}
+        self.processed = last.offset
+        self.capped = False
+        return ""
+
+    # -- advance, finish --------------------------------------------------------------
+    def advance(self, b: Binlog) -> int:
+        """Index every complete group from where we are to the end of ``b``
+        (a fresh snapshot of the growing file); returns the new records."""
+        new = 0
+        add, span = self.writer.add, self.span_min
+        # The server's policy counts the first span from offset 0, not from record 0.
+        previous = self.offsets[-1] if len(self.offsets) > 1 else 0
+        for end, batch, due in b.group_batches(span, start=self.processed, previous=previous):
+            if due and not self.capped:
+                if end > fmt.MAX_OFFSET:
+                    self.capped = True      # u32 offsets: lookups past here scan from the last record
+                else:
+                    add(end, pending_gtids(batch, self.pending))
+                    self.pending = {}
+                    self.offsets.append(end)
+                    new += 1
+                    self.processed = end
+                    continue
+            pending_gtids(batch, self.pending)
+            self.processed = end
+        if new:
+            self._save_progress(b)
+        self._read_guard = self._guard(b)
+        return new
+
+    def _guard(self, b: Binlog) -> tuple[int, int]:
+        # the server clears the FDE's IN_USE flag when it rotates: masked
+        return self.processed, crc_masked(b.buffer, max(0, self.processed - 65536), self.processed)
+
+    def unchanged(self, b: Binlog) -> bool:
+        """Is what we have read of the binlog still there, the same? False
+        after a server crash truncated or rewrote its tail."""
+        if b.size < self.processed:
+            return False
+        return self._read_guard is None or self._guard(b) == self._read_guard
+
+    def finish(self, b: Binlog, max_ratio: float | None) -> str:
+        """The binlog is closed: index its end, write the root, fsync. Over
+        the size budget, the clean build (which fits it) replaces ours."""
+        self.advance(b)
+        self.writer.close()
+        self.sink.sync()
+        size = self.sink.emitted * self.page_size
+        self.close()
+        if max_ratio is not None and size > max_ratio * b.size:
+            build_index(b.path, page_size=self.page_size, span_min=self.span_min, max_ratio=max_ratio,
+                        force=True)
+            return "rebuilt to fit the size budget"
+        fp = fingerprint(b)
+        fp.update(state="complete", page_size=self.page_size, span_min=self.span_min)
+        _set_xattr(self.path, fp)
+        return "finished"
+
+    def on_disk_prefix(self) -> int:
+        """The binlog offset the records on disk reach: the records of the
+        leaf still in memory are not on disk yet."""
+        in_memory = self.writer.nodes[0].records if self.writer is not None else 0
+        on_disk = len(self.offsets) - in_memory
+        return self.offsets[on_disk - 1] if on_disk > 0 else 0
+
+    def _save_progress(self, b: Binlog) -> None:
+        fp = fingerprint(b, self.on_disk_prefix())
+        fp.update(state="partial", page_size=self.page_size, span_min=self.span_min,
+                  processed=self.processed, records=len(self.offsets), updated=round(time.time(), 3))
+        _set_xattr(self.path, fp)
+
+    def close(self) -> None:
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None
+
+
+def _set_xattr(path: str, value: dict) -> None:
+    try:
+        os.setxattr(path, XATTR, json.dumps(value, separators=(",", ":")).encode())
+    except OSError:
+        pass
+
+
+# -- following a directory -------------------------------------------------------------------
+
+@dataclass
+class TailSettings:
+    interval: float = 0.2
+    page_size: int = fmt.DEFAULT_PAGE_SIZE
+    span_min: int = fmt.DEFAULT_SPAN_MIN
+    max_ratio: float | None = DEFAULT_MAX_RATIO
+    server_grace: float = 2.0      # seconds to let a server create its own index for a new binlog
+
+
+class Tailer:
+    def __init__(self, directory: str, settings: TailSettings | None = None):
+        self.directory = os.fspath(directory)
+        self.settings = settings or TailSettings()
+        self.active: dict[str, IncrementalIndex] = {}
+        self.settled: dict[str, tuple[int, int]] = {}   # closed files done: (size, mtime_ns)
+        self.server_indexes = False                     # the server writes its own indexes
+        self._stop = threading.Event()
+
+    def stop(self, *_signal) -> None:
+        self._stop.set()
+
+    def run(self, once: bool = False) -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.stop)
+            signal.signal(signal.SIGINT, self.stop)
+        _event(logging.INFO, "start", dir=self.directory, once=once, interval=self.settings.interval)
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                self.poll()
+                if once:
+                    break
+                self._stop.wait(max(0.0, self.settings.interval - (time.monotonic() - started)))
+        finally:
+            for inc in self.active.values():
+                inc.close()
+            _event(logging.INFO, "stop", dir=self.directory)
+
+    def poll(self) -> None:
+        try:
+            files = list_binlogs(self.directory)
+        except GtidxError as e:
+            _event(logging.WARNING, "no binlogs", dir=self.directory, error=e)
+            return
+        self._forget_purged(files)
+        for i, f in enumerate(files):
+            if self._stop.is_set():
+                return
+            try:
+                self._handle(f, last=(i == len(files) - 1))
+            except GtidxError as e:
+                _event(logging.ERROR, "cannot index", file=f, error=e)
+            except FileNotFoundError:
+                pass                       # purged while we looked
+
+    def _forget_purged(self, files: list[str]) -> None:
+        listed = set(files)
+        for f in [f for f in list(self.active) + list(self.settled) if f not in listed]:
+            inc = self.active.pop(f, None)
+            if inc is not None:
+                inc.close()
+            self.settled.pop(f, None)
+        for name in os.listdir(self.directory):
+            if not name.endswith(".idx"):
+                continue
+            idx = os.path.join(self.directory, name)
+            binlog = idx[:-4]
+            if not os.path.exists(binlog) and read_fingerprint(idx) is not None:
+                os.unlink(idx)
+                _event(logging.INFO, "removed index of purged binlog", index=idx)
+
+    def _handle(self, path: str, last: bool) -> None:
+        st = os.stat(path)
+        if self.settled.get(path) == (st.st_size, st.st_mtime_ns):
+            return
+        idx = index_path(path)
+        with Binlog(path) as b:
+            # A binlog still written is the last one with IN_USE set; an older
+            # one with IN_USE belonged to a server that crashed: it is final.
+            growing = last and b.growing
+            ours = read_fingerprint(idx) is not None
+            if os.path.exists(idx) and not ours and path not in self.active:
+                if self._server_owned(b, idx, growing):
+                    if not growing:
+                        self.settled[path] = (st.st_size, st.st_mtime_ns)
+                    return
+            if growing:
+                self._follow(b, path, st)
+            else:
+                self._finish(b, path, idx)
+                self.settled[path] = (st.st_size, st.st_mtime_ns)
+
+    def _server_owned(self, b: Binlog, idx: str, growing: bool) -> bool:
+        """An index gtidx did not write: the server's. Leave it alone, unless
+        the binlog is closed and the index cannot serve it (then it is wrong)."""
+        if growing:
+            if not self.server_indexes:
+                self.server_indexes = True
+                _event(logging.INFO, "server writes its own indexes", file=b.path)
+            return True
+        status = open_index(b, idx, deep=True)
+        status.close()
+        if status.usable:
+            self.server_indexes = True
+            return True
+        _event(logging.WARNING, "replacing unusable index", index=idx, state=status.state, reason=status.reason)
+        return False
+
+    def _follow(self, b: Binlog, path: str, st) -> None:
+        inc = self.active.get(path)
+        if inc is None:
+            if self.server_indexes and not os.path.exists(index_path(path)) \
+                    and time.time() - st.st_mtime < self.settings.server_grace:
+                return     # give the server a moment to create its own index first
+            inc = self.active[path] = self._start(b)
+        else:
+            self._restart_if_changed(inc, b)
+        new = inc.advance(b)
+        if new:
+            _event(logging.DEBUG, "indexed", file=path, offset=inc.processed, records=len(inc.offsets),
+                   lag_bytes=b.size - inc.processed)
+
+    def _start(self, b: Binlog) -> IncrementalIndex:
+        inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min)
+        how = inc.start(b)
+        _event(logging.INFO, "following", file=b.path, how=how, offset=inc.processed, records=len(inc.offsets))
+        return inc
+
+    @staticmethod
+    def _restart_if_changed(inc: IncrementalIndex, b: Binlog) -> None:
+        """A server crash truncated or rewrote what we indexed: start over."""
+        if inc.unchanged(b):
+            return
+        _event(logging.WARNING, "binlog truncated or rewritten under the index; reindexing", file=b.path,
+               size=b.size, indexed=inc.processed)
+        inc.close()
+        os.unlink(inc.path)
+        inc.start(b)
+
+    def _finish(self, b: Binlog, path: str, idx: str) -> None:
+        inc = self.active.pop(path, None)
+        if inc is None:
+            status = open_index(b, idx, deep=True)
+            status.close()
+            if status.usable:
+                return                                   # already complete and current
+            fp = read_fingerprint(idx) if os.path.exists(idx) else None
+            if fp is not None and fp.get("state") == "partial":
+                inc = self._start(b)
+            else:
+                r = build_index(path, page_size=self.settings.page_size, span_min=self.settings.span_min,
+                                max_ratio=self.settings.max_ratio, force=True)
+                _event(logging.INFO, "built", file=path, records=r.records, size=r.size,
+                       why=status.reason or status.state)
+                return
+        self._restart_if_changed(inc, b)
+        how = inc.finish(b, self.settings.max_ratio)
+        _event(logging.INFO, "finished", file=path, how=how, records=len(inc.offsets))
+
+
+def tail(directory: str, *, once: bool = False, settings: TailSettings | None = None, **kw) -> Tailer:
+    """Follow ``directory`` until stopped (SIGTERM/SIGINT), or catch up once.
+    Settings as a TailSettings, or as keywords (interval, page_size, ...)."""
+    t = Tailer(os.fspath(directory), settings or TailSettings(**kw))
+    t.run(once=once)
+    return t

@@ -1,0 +1,161 @@
+"""gtidx tail without a server: real binlogs replayed as if a server were
+writing them, with crashes of the indexer at random points."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from gtidx import api
+from gtidx.binlog import Binlog
+from gtidx.indexfile import build_index, open_index, read_fingerprint
+from gtidx.reader import IndexReader
+from gtidx.tail import IncrementalIndex, TailSettings, Tailer
+
+M118 = FIXTURES / "mariadb-11.8"
+M1011 = FIXTURES / "mariadb-10.11"
+
+
+def growing_copy(data: bytes, n: int) -> bytes:
+    """The first ``n`` bytes of a binlog as its server had them while writing:
+    the FDE's IN_USE flag is set (its CRC is computed with the flag clear)."""
+    part = bytearray(data[:n])
+    if len(part) > 21:
+        part[21] |= 1
+    return bytes(part)
+
+
+def records(path) -> list:
+    return [(r.offset, r.state) for r in IndexReader(Path(path).read_bytes()).records()]
+
+
+@pytest.mark.parametrize("source, page_size, span_min", [
+    (M118 / "mixed" / "master-bin.000002", 512, 2048),
+    (M118 / "manydomains" / "master-bin.000025", 4096, 65536),
+    (M1011 / "bigtrx" / "master-bin.000004", 256, 4096),
+    (M1011 / "nonmono" / "master-bin.000008", 64, 1),
+], ids=["mixed", "manydomains", "bigtrx", "nonmono"])
+def test_incremental_index_with_crashes_equals_a_clean_build(tmp_path, source, page_size, span_min):
+    data = source.read_bytes()
+    binlog = tmp_path / source.name
+    rnd = random.Random(len(data))
+    cuts = sorted(rnd.sample(range(300, len(data)), min(40, len(data) - 300)))
+    inc = None
+    crashes = hot_reads = 0
+    for cut in cuts + [len(data)]:
+        binlog.write_bytes(growing_copy(data, cut) if cut < len(data) else data)
+        with Binlog(binlog) as b:
+            if inc is None:
+                inc = IncrementalIndex(str(binlog), page_size=page_size, span_min=span_min)
+                # a crash before the first leaf was flushed leaves nothing to resume
+                assert inc.start(b) in ("resumed", "fresh (no index yet)", "fresh (no complete leaf on disk)")
+            if cut == len(data):
+                inc.finish(b, max_ratio=None)
+                break
+            inc.advance(b)
+            # readers in other processes: complete pages plus a scan of the rest
+            st = open_index(b)
+            if st.usable:
+                assert st.partial
+                hot_reads += 1
+                ends = [e for _, e, _ in b.group_spans()]
+                with api.Binlogs([str(binlog)]) as logs, api.Binlogs([str(binlog)], use_index=False) as scan:
+                    for off in rnd.sample(ends, min(5, len(ends))):
+                        got = logs.state_at(binlog, off)
+                        assert got.via == "index" and got.state == scan.state_at(binlog, off).state
+            st.close()
+        if rnd.random() < 0.4:     # kill -9: no finish, maybe a torn last page
+            idx = Path(inc.path)
+            inc.close()
+            inc = None
+            crashes += 1
+            if rnd.random() < 0.5 and idx.stat().st_size:
+                with open(idx, "r+b") as f:
+                    f.truncate(idx.stat().st_size - rnd.randrange(1, page_size))
+    assert crashes >= 5
+    assert hot_reads >= 5 or len(data) < 20000      # nonmono is one small leaf
+    clean = tmp_path / "clean.idx"
+    build_index(binlog, out=str(clean), page_size=page_size, span_min=span_min, max_ratio=None)
+    assert records(inc.path) == records(clean)
+    assert Path(inc.path).read_bytes() == clean.read_bytes()
+    with Binlog(binlog) as b:
+        st = open_index(b)
+        assert st.usable and not st.partial and st.owner == "gtidx"
+        st.close()
+
+
+def test_resume_rereads_only_the_unflushed_tail(tmp_path):
+    src = M118 / "mixed" / "master-bin.000002"
+    data = src.read_bytes()
+    binlog = tmp_path / src.name
+    binlog.write_bytes(growing_copy(data, len(data) - 1000))
+    with Binlog(binlog) as b:
+        inc = IncrementalIndex(str(binlog), page_size=512, span_min=2048)
+        inc.start(b)
+        inc.advance(b)
+        processed, on_disk = inc.processed, inc.on_disk_prefix()
+        inc.close()
+        again = IncrementalIndex(str(binlog), page_size=512, span_min=2048)
+        assert again.start(b) == "resumed"
+        assert again.processed == on_disk and processed - on_disk < 0.05 * len(data)
+        again.close()
+
+
+def test_a_rewritten_binlog_restarts_the_index(tmp_path):
+    src = M118 / "mixed" / "master-bin.000002"
+    data = src.read_bytes()
+    binlog = tmp_path / src.name
+    binlog.write_bytes(growing_copy(data, 2_000_000))
+    with Binlog(binlog) as b:
+        inc = IncrementalIndex(str(binlog), page_size=512, span_min=2048)
+        inc.start(b)
+        inc.advance(b)
+        inc.close()
+    other = (M118 / "bigtrx" / "master-bin.000004").read_bytes()
+    binlog.write_bytes(growing_copy(other, 1_500_000))          # same name, another binlog
+    with Binlog(binlog) as b:
+        inc = IncrementalIndex(str(binlog), page_size=512, span_min=2048)
+        assert inc.start(b).startswith("fresh (binlog changed")
+        inc.advance(b)
+        inc.close()
+
+
+def test_tailer_once_repeatedly_gives_the_clean_build(tmp_path):
+    """`gtidx tail --once` run again and again while files grow and rotate."""
+    src = M1011 / "multifile"
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    names = [p.name for p in sorted(src.glob("master-bin.0*"))]
+    datas = {n: (src / n).read_bytes() for n in names}
+    settings = TailSettings(page_size=256, span_min=4096, max_ratio=None, server_grace=0)
+    rnd = random.Random(3)
+    for i, name in enumerate(names):
+        (d / "master-bin.index").write_text("".join(f"./{n}\n" for n in names[:i + 1]))
+        data = datas[name]
+        for cut in sorted(rnd.sample(range(1000, len(data)), 4)) + [len(data)]:
+            (d / name).write_bytes(growing_copy(data, cut) if cut < len(data) else data)
+            Tailer(str(d), settings).run(once=True)
+    Tailer(str(d), settings).run(once=True)
+    for name in names:
+        clean = tmp_path / f"{name}.clean.idx"
+        build_index(d / name, out=str(clean), page_size=256, span_min=4096, max_ratio=None)
+        assert (d / f"{name}.idx").read_bytes() == clean.read_bytes(), name
+        assert read_fingerprint(str(d / f"{name}.idx"))["state"] == "complete"
+    # purge the first two: their indexes go too
+    (d / "master-bin.index").write_text("".join(f"./{n}\n" for n in names[2:]))
+    for n in names[:2]:
+        (d / n).unlink()
+    Tailer(str(d), settings).run(once=True)
+    assert not (d / f"{names[0]}.idx").exists() and not (d / f"{names[1]}.idx").exists()
+
+
+def test_tailer_leaves_server_indexes_alone(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(M118 / "multifile", d)
+    before = {p.name: p.read_bytes() for p in d.glob("*.idx")}
+    Tailer(str(d), TailSettings(server_grace=0)).run(once=True)
+    assert {p.name: p.read_bytes() for p in d.glob("*.idx")} == before
