@@ -178,7 +178,7 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
 
 def list_binlogs(path: str | os.PathLike) -> list[str]:
     """The binlog files named by ``path``: one file; a ``*.index`` file (the
-    server's list, relative names resolved against its directory); or a
+    server's list, see ``_listed``); or a
     directory (its ``*.index`` if there is exactly one, else every file named
     like ``name.000001``), in binlog order."""
     path = os.fspath(path)
@@ -200,13 +200,26 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
                 lines = [ln.strip() for ln in f if ln.strip()]
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
-        files = [ln if os.path.isabs(ln) else os.path.normpath(os.path.join(base, ln)) for ln in lines]
+        files = [_listed(base, ln) for ln in lines]
         if not files:
             raise NotFoundError("binlog index lists no files", path=path)
         return files
     if not os.path.exists(path):
         raise GtidxIOError("No such file or directory", path=path)
     return [path]
+
+
+def _listed(base: str, line: str) -> str:
+    """A binlog named in ``master-bin.index``: relative to the index file; an
+    absolute path as the server sees it, or, when that does not exist here
+    (a container, a chroot, a copied directory), the same name beside the
+    index file."""
+    if not os.path.isabs(line):
+        return os.path.normpath(os.path.join(base, line))
+    if os.path.exists(line):
+        return line
+    beside = os.path.join(base, os.path.basename(line))
+    return beside if os.path.exists(beside) else line
 
 
 class Binlogs:

@@ -393,3 +393,12 @@ def test_directory_and_index_file_listing(tmp_path):
     assert api.list_binlogs(d / "master-bin.index") == [str(f) for f in files]
     (d / "master-bin.index").unlink()
     assert api.list_binlogs(d) == [str(f) for f in files]
+
+
+def test_index_file_with_absolute_paths_of_another_root(tmp_path):
+    """master-bin.index written by a server in a container or chroot names
+    paths that do not exist here: the files beside the index are meant."""
+    files = copy_set(tmp_path, M118 / "multifile")
+    d = files[0].parent
+    (d / "master-bin.index").write_text("".join(f"/srv/m118/binlog/{f.name}\n" for f in files))
+    assert api.list_binlogs(d) == [str(f) for f in files]

@@ -16,7 +16,7 @@ from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import BinlogState, Gtid, Position
-from gtidx.indexfile import build_index
+from gtidx.indexfile import build_index, verify_index
 from test_live import setup_schema, write_mix
 
 pytestmark = pytest.mark.live
@@ -234,3 +234,37 @@ def test_mariadb_118_answers_from_a_gtidx_built_index(m118):
             answer = _sql(m118, "SELECT BINLOG_GTID_POS(%s, %s)", (name, off))[0][0]
             assert Position.parse(answer) == scan.state_at(binlog, off).position, off
     assert _hits(m118) - before >= len(offsets), "the server must answer from the index"
+
+
+def test_tail_beside_a_server_that_writes_its_own_indexes(m118, tmp_path):
+    """MariaDB 11.8 with binlog_gtid_index=ON: gtidx tail leaves its .idx files
+    alone; with the server's index switched off, gtidx indexes the new files."""
+    from gtidx.indexfile import read_fingerprint
+    from gtidx.tail import TailSettings, Tailer
+    binlog_dir = Path(os.path.dirname(m118)) / "binlog"
+    _sql(m118, "SET GLOBAL binlog_gtid_index=ON")
+    _sql(m118, "FLUSH BINARY LOGS")
+    _sql(m118, "CREATE DATABASE IF NOT EXISTS gtidx_t")
+    _sql(m118, "CREATE TABLE IF NOT EXISTS gtidx_t.t (id INT AUTO_INCREMENT PRIMARY KEY, d INT, v VARCHAR(300))")
+    Tailer(str(binlog_dir), TailSettings(server_grace=0)).run(once=True)    # catch up with older files
+    for i in range(50):
+        _sql(m118, "INSERT INTO gtidx_t.t (d, v) VALUES (%s, 'x')", (i,))
+    before = {p.name: p.read_bytes() for p in binlog_dir.glob("*.idx")}
+    Tailer(str(binlog_dir), TailSettings(server_grace=0)).run(once=True)
+    after = {p.name: p.read_bytes() for p in binlog_dir.glob("*.idx")}
+    assert set(after) == set(before)
+    assert all(after[n] == before[n] for n in after if read_fingerprint(str(binlog_dir / n)) is None)
+    try:
+        _sql(m118, "SET GLOBAL binlog_gtid_index=OFF")
+        _sql(m118, "FLUSH BINARY LOGS")
+        for i in range(50):
+            _sql(m118, "INSERT INTO gtidx_t.t (d, v) VALUES (%s, 'y')", (i,))
+        name = _sql(m118, "SHOW MASTER STATUS")[0][0]
+        _sql(m118, "FLUSH BINARY LOGS")
+    finally:
+        _sql(m118, "SET GLOBAL binlog_gtid_index=ON")
+    own = binlog_dir / f"{name}.idx"
+    assert not own.exists()                           # the server did not index it
+    Tailer(str(binlog_dir), TailSettings(server_grace=0)).run(once=True)
+    assert own.exists() and read_fingerprint(str(own)) is not None
+    verify_index(binlog_dir / name)
