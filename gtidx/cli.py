@@ -346,6 +346,58 @@ def status(directory, as_json):
                       f"{r.lag_bytes:>10} {r.lag_seconds:>7.1f}  {r.detail}\n")
 
 
+@cli.group()
+def spark():
+    """Batch lookups and builds on Spark (pip install 'gtidx[spark]'; Java 17+)."""
+
+
+@spark.command("locate")
+@click.option("--gtids", "gtids_path", required=True, type=click.Path(exists=True),
+              help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
+@click.option("--binlogs", required=True, type=click.Path(exists=True),
+              help="A binlog directory, a master-bin.index or a binlog.")
+@click.option("--out", required=True, type=click.Path(), help="Output .parquet (overwritten).")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+def spark_locate(gtids_path, binlogs, out, master):
+    """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
+    timestamp, found, reason to --out."""
+    from . import spark as gs
+    session = gs.session(master)
+    try:
+        df = gs.locate(session, gs.read_gtids(session, gtids_path), binlogs)
+        df.write.mode("overwrite").parquet(out)
+        done = session.read.parquet(out)
+        found = done.filter("found").count()
+        total = done.count()
+    finally:
+        session.stop()
+    with _Output() as o:
+        o.write(f"{out}: {total} rows, {found} found, {total - found} not found\n")
+
+
+@spark.command("build")
+@click.argument("binlogs", type=click.Path(exists=True))
+@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: {results: [...]}.")
+def spark_build(binlogs, master, as_json):
+    """Build the missing or stale indexes of BINLOGS, one Spark task per file."""
+    from . import spark as gs
+    session = gs.session(master)
+    try:
+        rows = [r.asDict() for r in gs.build(session, binlogs).collect()]
+    finally:
+        session.stop()
+    if as_json:
+        _emit_json({"results": rows})
+    else:
+        with _Output() as o:
+            for r in rows:
+                what = r["error"] or f"{r['action']} ({r['records']} records)"
+                o.write(f"{r['index']}: {what}\n")
+    if any(r["error"] for r in rows):
+        click.get_current_context().exit(3)
+
+
 def main(argv=None) -> None:
     """Console entry point."""
     cli.main(args=argv, prog_name="gtidx")
