@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import os
 import time
-from typing import Iterable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, InputPartition

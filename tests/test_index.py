@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, fixture_files, fixture_id
 from gtidx import api
-from gtidx import idxformat as fmt
 from gtidx.binlog import Binlog
-from gtidx.errors import BadInputError, CorruptIndexError, NotFoundError
-from gtidx.gtid import BinlogState, Gtid, Position
+from gtidx.errors import BadInputError, NotFoundError
+from gtidx.gtid import BinlogState, Position
 from gtidx.indexfile import (build_index, coarsen, open_index, server_records, verify_index)
 from gtidx.reader import IndexReader
 from gtidx.writer import IndexWriter, RecordPolicy, write_records

@@ -15,7 +15,7 @@ from conftest import ROOT, AttachedServer
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.errors import NotFoundError
-from gtidx.gtid import BinlogState, Gtid, Position
+from gtidx.gtid import Gtid, Position
 from gtidx.indexfile import build_index, verify_index
 from test_live import setup_schema, write_mix
 

@@ -2,7 +2,6 @@
 writing them, with crashes of the indexer at random points."""
 from __future__ import annotations
 
-import os
 import random
 import shutil
 from pathlib import Path
