@@ -674,6 +674,9 @@ class Binlog:
                     if ln < body_min:
                         raise self._corrupt(f"GTID event length {ln} is below {body_min}", off)
                     _, server_id, seq, domain, _ = gtid_head(mm, off)
+                    if not seq:
+                        # as the group walk says: no state may hold a seq_no 0
+                        raise self._corrupt("GTID event with seq_no 0", off)
                     apply(domain, server_id, seq)
             off += ln
         return off == target

@@ -439,8 +439,34 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     return result
 
 
+def _remove_orphans(directory: str, name: str) -> None:
+    """Temporary files of this index left by a build that was killed (its
+    process is gone): they would pile up with every crash."""
+    prefix = f".{name}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for n in names:
+        pid = n[len(prefix):-4] if n.startswith(prefix) and n.endswith(".tmp") else ""
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue                     # its writer still runs
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.unlink(os.path.join(directory, n))
+        except OSError:
+            pass
+
+
 def _write_atomically(target: str, pages: list[bytes], fp: dict) -> None:
     directory = os.path.dirname(os.path.abspath(target))
+    _remove_orphans(directory, os.path.basename(target))
     tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -141,19 +141,31 @@ class IndexReader:
         """The last record that ``accept(offset, state)`` holds for, in key
         order, found by the server's descent; None when even the first
         record is not accepted. With ``needs_state=False`` the predicate only
-        looks at offsets and rejected keys cost no state work."""
+        looks at offsets and rejected keys cost no state work.
+
+        Every key met is checked against the range the descent allows: keys
+        grow strictly inside a node and lie between the separator that led
+        to the node and the one after it, and a leaf reached through a
+        separator starts with that separator's offset. Pages with valid CRCs
+        in the wrong place (a spliced or shifted file, a child pointer to
+        another node) fail these checks instead of giving a wrong record."""
         current = BinlogState()
         current_offset = None
         updated = False
+        lo = None               # offset of the separator that led here (None: leftmost path)
+        hi = None               # offset of the key right of this subtree (None: rightmost)
         page = self.root_page
         leaf, cur = self._node(page)
         while not leaf:
             child = self._child(cur, page)
+            prev = lo
             while True:
                 key = self._key(cur, page)
                 if key is None:
                     break                       # follow the rightmost child
                 offset, gtids = key
+                self._in_range(offset, prev, hi, page)
+                prev = offset
                 right = self._child(cur, page)
                 if needs_state:
                     trial = current.copy().update(gtids)
@@ -161,10 +173,12 @@ class IndexReader:
                 else:
                     ok = accept(offset, None)
                 if not ok:
+                    hi = offset
                     break                       # follow the child left of this key
                 current.update(gtids)
                 current_offset = offset
                 updated = True
+                lo = offset
                 child = right
             page = child
             leaf, cur = self._node(page)
@@ -172,16 +186,24 @@ class IndexReader:
         if key is None:
             raise self._corrupt("empty leaf node", page)
         offset, gtids = key
+        if lo is not None and (offset != lo or any(current.get(d, s) != q for d, s, q in gtids)):
+            # it repeats the separator that led here, which ``current`` holds
+            raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {lo})", page)
+        if hi is not None and offset >= hi:
+            raise self._corrupt(f"key offset {offset} is not below the next separator ({hi})", page)
         if not updated:
             current.update(gtids)   # the first record of the index: the full state
         current_offset = offset
         if not accept(offset, current if needs_state else None):
             return None
+        prev = offset
         while True:
             key = self._key(cur, page)
             if key is None:
                 break
             offset, gtids = key
+            self._in_range(offset, prev, hi, page)
+            prev = offset
             if needs_state:
                 trial = current.copy().update(gtids)
                 if not accept(offset, trial):
@@ -193,6 +215,14 @@ class IndexReader:
                 current.update(gtids)
             current_offset = offset
         return Record(current_offset, current)
+
+    def _in_range(self, offset: int, prev: int | None, hi: int | None, page: int) -> None:
+        """A key after ``prev`` (the previous key, or the separator that led
+        here) and below ``hi`` (the separator right of this subtree)."""
+        if prev is not None and offset <= prev:
+            raise self._corrupt(f"key offsets out of order ({offset} after {prev})", page)
+        if hi is not None and offset >= hi:
+            raise self._corrupt(f"key offset {offset} is not below the next separator ({hi})", page)
 
     def at_offset(self, target: int) -> Record | None:
         """The last record at or before binlog offset ``target``."""

@@ -14,6 +14,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from mariadb import MariaDB  # noqa: E402  (tools/mariadb.py)
 
+from gtidx.errors import NotFoundError  # noqa: E402
+from gtidx.gtid import Position  # noqa: E402
+
 
 def fixture_sets() -> list[Path]:
     """Every scenario folder with an oracle.json, 10.11 and 11.8."""
@@ -32,6 +35,25 @@ def fixture_files() -> list[tuple[Path, dict]]:
 
 def fixture_id(path: Path) -> str:
     return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
+
+
+def answers_equal(path: Path, expected: dict, logs, via: str | None) -> list:
+    """Every (offset, BINLOG_GTID_POS answer) of a fixture's oracle against
+    ``logs.state_at``: the (offset, ours, theirs) that differ, and the
+    answers that did not come ``via`` the given way (when given)."""
+    wrong = []
+    for offset, answer in expected["pos"]:
+        try:
+            r = logs.state_at(path, offset)
+            mine = r.position
+            if via and r.via != via:
+                wrong.append((offset, "via", r.via))
+        except NotFoundError:
+            mine = None
+        theirs = None if answer is None else Position.parse(answer)
+        if mine != theirs:
+            wrong.append((offset, str(mine), answer))
+    return wrong
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import FIXTURES, fixture_files, fixture_id
+from conftest import FIXTURES, answers_equal, fixture_files, fixture_id
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.errors import BadInputError, NotFoundError
@@ -36,22 +36,6 @@ def copy_set(tmp_path: Path, scenario_dir: Path, keep_idx: bool = False) -> list
         if p.suffix == ".idx" and not keep_idx:
             p.unlink()
     return sorted(p for p in dest.iterdir() if p.name[-6:].isdigit())
-
-
-def answers_equal(path: Path, expected: dict, logs: api.Binlogs, via: str | None) -> list:
-    wrong = []
-    for offset, answer in expected["pos"]:
-        try:
-            r = logs.state_at(path, offset)
-            mine = r.position
-            if via and r.via != via:
-                wrong.append((offset, "via", r.via))
-        except NotFoundError:
-            mine = None
-        theirs = None if answer is None else Position.parse(answer)
-        if mine != theirs:
-            wrong.append((offset, str(mine), answer))
-    return wrong
 
 
 # -- the format -------------------------------------------------------------------------
