@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from .errors import EXIT_CORRUPT, GtidxError
+from .errors import EXIT_CORRUPT, BadInputError, GtidxError
 
 
 class Offset(click.ParamType):
@@ -361,16 +361,7 @@ def spark():
 def spark_locate(gtids_path, binlogs, out, master):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
     timestamp, found, reason to --out."""
-    from . import spark as gs
-    session = gs.session(master)
-    try:
-        df = gs.locate(session, gs.read_gtids(session, gtids_path), binlogs)
-        df.write.mode("overwrite").parquet(out)
-        done = session.read.parquet(out)
-        found = done.filter("found").count()
-        total = done.count()
-    finally:
-        session.stop()
+    total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master)
     with _Output() as o:
         o.write(f"{out}: {total} rows, {found} found, {total - found} not found\n")
 
@@ -381,12 +372,7 @@ def spark_locate(gtids_path, binlogs, out, master):
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: {results: [...]}.")
 def spark_build(binlogs, master, as_json):
     """Build the missing or stale indexes of BINLOGS, one Spark task per file."""
-    from . import spark as gs
-    session = gs.session(master)
-    try:
-        rows = [r.asDict() for r in gs.build(session, binlogs).collect()]
-    finally:
-        session.stop()
+    rows = _spark().build_rows(binlogs, master)
     if as_json:
         _emit_json({"results": rows})
     else:
@@ -396,6 +382,15 @@ def spark_build(binlogs, master, as_json):
                 o.write(f"{r['index']}: {what}\n")
     if any(r["error"] for r in rows):
         click.get_current_context().exit(3)
+
+
+def _spark():
+    """gtidx.spark, imported only when a spark command runs (PySpark is an extra)."""
+    try:
+        from . import spark as gs
+    except ImportError as e:
+        raise BadInputError(f"gtidx spark needs PySpark ({e})", hint="pip install 'gtidx[spark]'; Java 17+") from e
+    return gs
 
 
 def main(argv=None) -> None:

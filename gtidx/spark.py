@@ -327,6 +327,27 @@ def session(master: str = "local[*]", app: str = "gtidx") -> SparkSession:
     return spark
 
 
+def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "local[*]") -> tuple[int, int]:
+    """``gtidx spark locate``: the GTIDs of a .txt/.csv/.parquet file located
+    in ``binlogs``, written to ``out`` (parquet, overwritten); (rows, found)."""
+    spark = session(master)
+    try:
+        locate(spark, read_gtids(spark, gtids_path), binlogs).write.mode("overwrite").parquet(out)
+        done = spark.read.parquet(out)
+        return done.count(), done.filter("found").count()
+    finally:
+        spark.stop()
+
+
+def build_rows(binlogs: str, master: str = "local[*]", **kw) -> list[dict]:
+    """``gtidx spark build``: ``build`` on its own session, one dict per file."""
+    spark = session(master)
+    try:
+        return [r.asDict() for r in build(spark, binlogs, **kw).collect()]
+    finally:
+        spark.stop()
+
+
 def read_gtids(spark: SparkSession, path: str) -> DataFrame:
     """GTIDs from a .txt (one per line), .csv (a ``gtid`` column, else the
     first) or .parquet file."""
@@ -338,5 +359,6 @@ def read_gtids(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.text(path).withColumnRenamed("value", "gtid")
 
 
-__all__ = ["locate", "build", "register", "session", "read_gtids", "GtidxDataSource",
+__all__ = ["locate", "build", "register", "session", "read_gtids", "locate_to_parquet", "build_rows",
+           "GtidxDataSource",
            "LOCATE_SCHEMA", "BUILD_SCHEMA"]

@@ -230,3 +230,13 @@ def test_tail_once_and_status_json(tmp_path):
 def test_status_of_server_indexes():
     rows = json.loads(run("status", "--json", M118 / "multifile").stdout)["files"]
     assert {x["state"] for x in rows} == {"server-owned"}
+
+
+def test_spark_commands_without_pyspark_say_how_to_get_it(monkeypatch, tmp_path):
+    import gtidx
+    monkeypatch.setitem(sys.modules, "gtidx.spark", None)      # as if the extra were not installed
+    monkeypatch.delattr(gtidx, "spark", raising=False)         # (an earlier test may have imported it)
+    r = run("spark", "build", tmp_path)
+    assert r.exit_code == 2
+    assert r.output.strip().startswith("gtidx: gtidx spark needs PySpark")
+    assert "pip install 'gtidx[spark]'" in r.output and "Traceback" not in r.output
