@@ -51,14 +51,14 @@ def _path(value, what: str = "path") -> str:
     return value
 
 
-def _int(value, what: str, minimum: int) -> int:
+def _int(value, what: str, minimum: int | None = None) -> int:
     if isinstance(value, bool) or isinstance(value, str):
         raise BadInputError(f"{what} must be an int, not {type(value).__name__}")
     try:
         value = operator.index(value)
     except TypeError:
         raise BadInputError(f"{what} must be an int, not {type(value).__name__}") from None
-    if value < minimum:
+    if minimum is not None and value < minimum:
         raise BadInputError(f"{what} must be at least {minimum}, not {value}")
     return value
 
@@ -76,10 +76,12 @@ def parse_offset(value) -> int:
         digits = (hexa or dec).lstrip("0")
         if len(digits) > (16 if hexa else 20):      # past 2**64: no file is that big
             raise BadInputError(f"offset {quoted(value)} is too large", hint="offsets are below 2**64")
-        value = int(hexa or dec, 16 if hexa else 10)
-        if sign and value:
-            raise BadInputError(f"offset {quoted(m.group(0))} is negative")
-    return _int(value, "offset", 0)
+        value = int(digits or "0", 16 if hexa else 10)
+        value = -value if sign else value
+    value = _int(value, "offset")
+    if value < 0:
+        raise BadInputError(f"offset {value} is negative")
+    return value
 
 
 def _gtid(value) -> Gtid:

@@ -44,11 +44,12 @@ class Gtid(NamedTuple):
         m = _GTID_RE.fullmatch(text)
         if m is None:
             raise GtidSyntaxError(f"bad GTID {_shown(text)}", hint="expected domain-server-seq, e.g. 0-1-100")
-        for name, part in zip(("domain id", "server id", "seq_no"), m.groups()):
-            if len(part.lstrip("0")) > _MAX_DIGITS:
+        parts = [x.lstrip("0") or "0" for x in m.groups()]
+        for name, part in zip(("domain id", "server id", "seq_no"), parts):
+            if len(part) > _MAX_DIGITS:
                 raise GtidSyntaxError(f"bad GTID {_shown(text)}: {name} has more than {_MAX_DIGITS} digits",
                                       hint=f"domain and server ids are at most {U32_MAX}, seq_no at most {U64_MAX}")
-        domain, server, seq = (int(x) for x in m.groups())
+        domain, server, seq = (int(x) for x in parts)
         if domain > U32_MAX:
             raise GtidSyntaxError(f"bad GTID {_shown(text)}: domain id {domain} exceeds {U32_MAX}")
         if server > U32_MAX:
