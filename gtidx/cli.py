@@ -24,7 +24,6 @@ import click
 
 from . import idxformat as fmt
 from .errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted
-from .indexfile import DEFAULT_MAX_RATIO
 
 
 class Offset(click.ParamType):
@@ -58,7 +57,7 @@ def _span_min_option(f):
 
 
 def _max_ratio_option(help_text: str):
-    return click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=DEFAULT_MAX_RATIO,
+    return click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=fmt.DEFAULT_MAX_RATIO,
                         show_default=True, help=help_text)
 
 
