@@ -429,3 +429,14 @@ def test_closed_pipe_stays_quiet_141():
     p = subprocess.run(f"{sys.executable} -m gtidx scan --json {XA} | head -c 10; exit ${{PIPESTATUS[0]}}",
                        shell=True, capture_output=True, text=True, executable="/bin/bash")
     assert p.returncode == 141 and p.stderr == ""
+
+
+def test_tail_json_logs_json_lines(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    r = run("tail", "--once", "--json", d)
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(ln) for ln in r.stderr.splitlines()]
+    assert lines[0]["event"] == "start" and lines[-1]["event"] == "stop"
+    assert {"ts", "level", "event"} <= set(lines[0]) and lines[0]["ts"].endswith("Z")
+    assert sum(ln["event"] == "built" for ln in lines) == 5
