@@ -254,7 +254,10 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
     like ``name.000001``), in binlog order."""
     path = _path(path)
     if os.path.isdir(path):
-        indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+        try:
+            indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
         if len(indexes) == 1:
             return list_binlogs(os.path.join(path, indexes[0]))
         if len(indexes) > 1:
@@ -267,10 +270,12 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
     if path.endswith(".index") and os.path.isfile(path):
         base = os.path.dirname(path)
         try:
-            with builtins.open(path) as f:         # this module's open() is gtidx.open
-                lines = [ln.strip() for ln in f if ln.strip()]
+            with builtins.open(path, "rb") as f:   # this module's open() is gtidx.open
+                lines = [os.fsdecode(ln.strip()) for ln in f if ln.strip()]    # names as the OS has them
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
+        if any("\0" in ln for ln in lines):
+            raise CorruptBinlogError("binlog index has a NUL byte in a file name", path=path)
         files = [_listed(base, ln) for ln in lines]
         if not files:
             raise NotFoundError("binlog index lists no files", path=path)

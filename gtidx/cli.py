@@ -36,6 +36,12 @@ class Offset(click.ParamType):
         return parse_offset(value)       # a BadInputError: one gtidx line, exit 2
 
 
+# Paths are checked by the library, not by click: a missing or unreadable path
+# is one "gtidx:" line and exit 3 for every command (click would print its usage
+# text and exit 2). click.Path only for shell completion.
+_PATH = click.Path(readable=False)
+
+
 # -- options shared by several commands: defaults and bounds from where they are defined ----
 
 def _json_option(help_text: str = "One JSON object (a failure: {\"error\": {...}})."):
@@ -270,7 +276,7 @@ def cli():
 
 
 @cli.command()
-@click.argument("file", type=click.Path())
+@click.argument("file", type=_PATH)
 @_json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
               "half-way adds \"error\" after the groups before the damage.")
 def scan(file, as_json):
@@ -305,7 +311,7 @@ def _write_groups(out, info, groups, as_json) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.Path())
+@click.argument("file", type=_PATH)
 @click.argument("offset", type=Offset())
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
 @_json_option("One JSON object: {file, offset, position, state, via}.")
@@ -330,7 +336,7 @@ def _location_json(loc) -> dict:
 @click.option("--gtid", "spec", required=True, metavar="GTID[,GTID...]",
               help="One GTID (where is its event group?) or a replication position with one GTID "
                    "per domain (where does a replica at that position start?).")
-@click.argument("path", default=".", type=click.Path())
+@click.argument("path", default=".", type=_PATH)
 @_json_option()
 def seek(spec, path, as_json):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
@@ -358,7 +364,7 @@ def seek(spec, path, as_json):
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=_PATH)
 @_page_size_option
 @_span_min_option
 @_max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
@@ -411,7 +417,7 @@ def _progress():
 
 
 @cli.command()
-@click.argument("index", type=click.Path())
+@click.argument("index", type=_PATH)
 @_json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
 def verify(index, as_json):
     """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
@@ -427,7 +433,7 @@ def verify(index, as_json):
 
 
 @cli.command()
-@click.argument("index", type=click.Path())
+@click.argument("index", type=_PATH)
 @_json_option()
 def info(index, as_json):
     """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
@@ -445,7 +451,7 @@ def info(index, as_json):
 
 
 @cli.command()
-@click.argument("index", type=click.Path())
+@click.argument("index", type=_PATH)
 @_json_option("Accepted for uniformity: the output is JSON anyway.")
 def dump(index, as_json):
     """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
@@ -490,7 +496,7 @@ class _JsonLogLines(logging.Formatter):
 
 
 @cli.command()
-@click.argument("directory", type=click.Path())
+@click.argument("directory", type=_PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
 @click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
               help="Seconds between looks at the binlogs.")
@@ -519,7 +525,7 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, log_level, a
 
 
 @cli.command()
-@click.argument("directory", type=click.Path())
+@click.argument("directory", type=_PATH)
 @_json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
               "and an \"error\" object.")
 def status(directory, as_json):
@@ -545,11 +551,11 @@ def spark():
 
 
 @spark.command("locate")
-@click.option("--gtids", "gtids_path", required=True, type=click.Path(),
+@click.option("--gtids", "gtids_path", required=True, type=_PATH,
               help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
-@click.option("--binlogs", required=True, type=click.Path(),
+@click.option("--binlogs", required=True, type=_PATH,
               help="A binlog directory, a master-bin.index or a binlog.")
-@click.option("--out", required=True, type=click.Path(), help="Output .parquet (overwritten).")
+@click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @_json_option("One JSON object: {out, rows, found, not_found}.")
 def spark_locate(gtids_path, binlogs, out, master, as_json):
@@ -566,7 +572,7 @@ def spark_locate(gtids_path, binlogs, out, master, as_json):
 
 
 @spark.command("build")
-@click.argument("binlogs", type=click.Path())
+@click.argument("binlogs", type=_PATH)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @_json_option("One JSON object: {results: [...]}.")
 def spark_build(binlogs, master, as_json):

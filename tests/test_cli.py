@@ -440,3 +440,39 @@ def test_tail_json_logs_json_lines(tmp_path):
     assert lines[0]["event"] == "start" and lines[-1]["event"] == "stop"
     assert {"ts", "level", "event"} <= set(lines[0]) and lines[0]["ts"].endswith("Z")
     assert sum(ln["event"] == "built" for ln in lines) == 5
+
+
+def _without_capabilities(*args):
+    """gtidx in a process that keeps uid 0 but drops every capability (no
+    CAP_DAC_OVERRIDE): a mode-000 file or directory is really refused (EACCES)."""
+    return subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-all",
+                           sys.executable, "-m", "gtidx", *map(str, args)], capture_output=True, text=True)
+
+
+def test_permission_denied_binlog_is_a_status_row_and_a_directory_is_one_line(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    (d / "master-bin.000020").chmod(0)
+    p = _without_capabilities("status", "--json", d)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["files"]
+    assert [x["state"] for x in rows] == ["missing", "missing", "error", "missing", "missing"]
+    assert rows[2]["error"]["message"] == "Permission denied"
+    d.chmod(0)
+    for cmd in (["status"], ["seek", "--gtid", "0-1-1"], ["build"]):
+        p = _without_capabilities(*cmd, d)
+        assert p.returncode == 3 and p.stderr == f"gtidx: {d}: Permission denied\n", p.stderr
+
+
+def test_binlog_index_with_odd_bytes(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    index = d / "master-bin.index"
+    index.write_bytes(index.read_bytes() + b"./master-bin.\xff\xfe\n")     # not UTF-8: a name as the OS has it
+    r = run("status", "--json", d)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["files"]
+    assert [x["state"] for x in rows] == ["missing"] * 5 + ["error"]
+    index.write_bytes(index.read_bytes() + b"./master-bin.0\x0000019\n")
+    r = run("status", d)
+    assert r.exit_code == 3 and r.stderr == f"gtidx: {index}: binlog index has a NUL byte in a file name\n"
