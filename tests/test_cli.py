@@ -426,7 +426,8 @@ def test_stdout_full_or_closed_is_one_line_and_exit_3(args, redirect):
 
 
 def test_closed_pipe_stays_quiet_141():
-    p = subprocess.run(f"{sys.executable} -m gtidx scan --json {XA} | head -c 10; exit ${{PIPESTATUS[0]}}",
+    big = M118 / "tiny" / "master-bin.000010"      # 0.5 MB of JSON: more than a pipe holds
+    p = subprocess.run(f"{sys.executable} -m gtidx scan --json {big} | head -c 10; exit ${{PIPESTATUS[0]}}",
                        shell=True, capture_output=True, text=True, executable="/bin/bash")
     assert p.returncode == 141 and p.stderr == ""
 
