@@ -132,6 +132,15 @@ def _silence_stdout() -> None:
         sys.stdout = open(os.devnull, "w")
 
 
+def _say(line: str) -> None:
+    """The one error line on stderr; a stderr that cannot take it (closed,
+    full) must not turn the failure into another one."""
+    try:
+        click.echo(line, err=True)
+    except OSError:
+        pass
+
+
 def _emit_json(obj) -> None:
     with _Output() as out:
         out.write(json.dumps(obj) + "\n")
@@ -219,7 +228,7 @@ class GtidxGroup(click.Group):
         except _OutputFailed as e:
             # `> /dev/full`, a closed stdout: say so on stderr, nothing more on stdout.
             _silence_stdout()
-            click.echo(f"gtidx: {e}", err=True)
+            _say(f"gtidx: {e}")
             ctx.exit(e.exit_code)
         except _ReaderGone:
             # `gtidx scan big | head`: the reader left. Quiet, with the exit
@@ -248,7 +257,7 @@ class GtidxGroup(click.Group):
 
     @staticmethod
     def _fail(ctx, err: BaseException, line: str, code: int) -> None:
-        click.echo(line, err=True)
+        _say(line)
         if ctx.meta.get(_JSON) and not ctx.meta.get(_STDOUT_DONE):
             try:
                 _emit_json({"error": _error_json(err)})
@@ -261,7 +270,7 @@ def _json_usage_error(e: click.UsageError) -> None:
     """A usage error under --json: the JSON error object, one stderr line, exit 2."""
     cmd = e.ctx.command_path if e.ctx is not None else "gtidx"
     err = BadInputError(e.format_message(), hint=f"see '{cmd} --help'")
-    click.echo(f"gtidx: {err}", err=True)
+    _say(f"gtidx: {err}")
     try:
         _emit_json({"error": err.as_dict()})
     except (_OutputFailed, _ReaderGone):
