@@ -9,7 +9,9 @@
 Every lookup uses the file's ``.idx`` when it is usable (complete, intact,
 current) and otherwise answers by a sequential scan, logging one warning
 (logger ``gtidx``); each result says which path answered (``via``). Every
-failure is a ``GtidxError``.
+failure is a ``GtidxError``; an argument of the wrong type or form (checked
+at each public entry point: ``_path``, ``parse_offset``, ``_gtid``,
+``_position``) is a ``BadInputError``.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def _path(value, what: str = "path") -> str:
 
 
 def _int(value, what: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, (bool, str)):            # int(True) and "4" are not what was meant
         raise BadInputError(f"{what} must be an int, not {type(value).__name__}")
     try:
         value = operator.index(value)
