@@ -48,9 +48,18 @@ def _json_option(help_text: str = "One JSON object (a failure: {\"error\": {...}
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
+class _Count(click.IntRange):
+    """A whole number option: ASCII digits only (int() would take "4_096" and "４０９６")."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+            self.fail(f"{quoted(value)} is not a whole number (ASCII digits)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _page_size_option(f):
     return click.option(
-        "--page-size", type=click.IntRange(fmt.MIN_PAGE_SIZE, fmt.MAX_PAGE_SIZE),
+        "--page-size", type=_Count(fmt.MIN_PAGE_SIZE, fmt.MAX_PAGE_SIZE),
         default=fmt.DEFAULT_PAGE_SIZE, show_default=True,
         help=f"Index page size in bytes (the server accepts {fmt.MIN_PAGE_SIZE} .. "
              f"{fmt.MAX_PAGE_SIZE >> 20} MiB).")(f)
@@ -58,7 +67,7 @@ def _page_size_option(f):
 
 def _span_min_option(f):
     return click.option(
-        "--span-min", type=click.IntRange(1), default=fmt.DEFAULT_SPAN_MIN, show_default=True,
+        "--span-min", type=_Count(1), default=fmt.DEFAULT_SPAN_MIN, show_default=True,
         help="At most one record per this many binlog bytes (the server's binlog_gtid_index_span_min).")(f)
 
 

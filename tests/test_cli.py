@@ -477,3 +477,13 @@ def test_binlog_index_with_odd_bytes(tmp_path):
     index.write_bytes(index.read_bytes() + b"./master-bin.0\x0000019\n")
     r = run("status", d)
     assert r.exit_code == 3 and r.stderr == f"gtidx: {index}: binlog index has a NUL byte in a file name\n"
+
+
+@pytest.mark.parametrize("opt, value", [("--page-size", "４０９６"), ("--page-size", "4_096"),
+                                        ("--span-min", "1_000"), ("--span-min", "9" * 5000),
+                                        ("--page-size", " 4096")])
+def test_numeric_options_are_ascii_digits_only(multifile, opt, value):
+    r = run("build", opt, value, multifile)
+    assert r.exit_code == 2 and not list(multifile.glob("*.idx")), r.output
+    err = _json_error(run("build", "--json", opt, value, multifile), 2)
+    assert opt in err["message"]
