@@ -414,14 +414,15 @@ def test_tail_on_a_file_is_bad_input():
     assert r.exit_code == 2 and r.stderr == f"gtidx: {XA}: not a directory\n"
 
 
-@pytest.mark.parametrize("redirect", ["> /dev/full", ">&-"])
+@pytest.mark.parametrize("redirect", ["> /dev/full", ">&-", "1< /dev/null"])
 @pytest.mark.parametrize("args", [f"pos {XA} 423", f"scan {XA}", f"scan --json {XA}",
                                   "dump " + str(M118 / "multifile" / "master-bin.000020.idx")])
 def test_stdout_full_or_closed_is_one_line_and_exit_3(args, redirect):
     p = subprocess.run(f"{sys.executable} -m gtidx {args} {redirect}", shell=True,
                        capture_output=True, text=True, executable="/bin/bash")
     assert p.returncode == 3, p.stderr
-    why = "No space left on device" if "full" in redirect else "stdout is closed"
+    why = {"> /dev/full": "No space left on device", ">&-": "stdout is closed",
+           "1< /dev/null": "Bad file descriptor"}[redirect]      # stdout open read-only: EBADF
     assert p.stderr == f"gtidx: <stdout>: cannot write the output: {why}\n"
 
 
