@@ -19,8 +19,10 @@ reader"): a closed binlog (IN_USE clear) is mapped read-only, the hot path;
 a binlog with IN_USE set (growing, or its server crashed and recovery may
 truncate it) is copied with ``pread`` into private memory, only the ranges a
 method touches (``_fill``). Every method that reads bytes calls
-``self._fill(lo, hi)`` for its range first: a no-op for a mapped file, one
-call per walk, never per event.
+``self._fill(lo, hi)`` for its range first (a no-op for a mapped file), and
+a walk or a lookup's event read calls ``self._fill_walk(lo, hi)`` (for a
+mapped file: one ``fstat`` that the file still has those bytes): once per
+walk, never per event.
 
 The group walk is the hot loop of the whole project (indexing is one walk):
 it unpacks only (type, length) per event, handles the rare event types in a
@@ -294,6 +296,19 @@ def _no_fill(lo: int, hi: int) -> None:
     """``Binlog._fill`` of a mapped file: its bytes are all there."""
 
 
+def _size_guard(fd: int, path: str, size: int):
+    """``Binlog._fill_walk`` of a mapped file: before a walk or a lookup's
+    reads, does the file still have the bytes up to ``hi``? One ``fstat``.
+    The one case where a server shrinks a closed binlog (semi-sync replica
+    crash recovery, docs/design.md) then gives a clear error instead of
+    SIGBUS, unless it strikes while a walk is running."""
+    def still_there(lo: int, hi: int) -> None:
+        now = os.fstat(fd).st_size
+        if now < min(hi, size):
+            raise filebuf.shrank(path, now, size)
+    return still_there
+
+
 class Binlog:
     """One binlog file, read-only. Use as a context manager or close().
 
@@ -308,7 +323,7 @@ class Binlog:
         self._file = None
         self._mm = None
         self._private = None           # the PreadBuffer of a file that can shrink
-        self._fill = _no_fill
+        self._fill = self._fill_walk = _no_fill
         self._file = filebuf.open_file(self.path)
         try:
             self.size = self._file.size
@@ -317,10 +332,11 @@ class Binlog:
             if self._closed_on_disk():
                 self._mm = self._file.mapping()
                 self.size = len(self._mm)
+                self._fill_walk = _size_guard(self._file.fd, self.path, self.size)
             else:
                 self._private = self._file.private()
                 self._mm = self._private.mem
-                self._fill = self._private.fill
+                self._fill = self._fill_walk = self._private.fill
             self._read_preamble()
         except OSError as e:
             self.close()
@@ -346,7 +362,7 @@ class Binlog:
         elif self._mm is not None:
             close_mapping(self._mm)
         self._mm = None
-        self._fill = _no_fill
+        self._fill = self._fill_walk = _no_fill
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -470,7 +486,7 @@ class Binlog:
         boundary). Raises for a length < 19 anywhere, and for a partial last
         event in a closed file."""
         mm, size = self._mm, self.size
-        self._fill(start, size)
+        self._fill_walk(start, size)
         unpack = TYPE_LENGTH.unpack_from
         off = start
         while off + HEADER_LEN <= size:
@@ -529,10 +545,11 @@ class Binlog:
         a random offset passes with probability 2**-32."""
         if offset < 4 or offset + HEADER_LEN > self.size:
             return False
-        self._fill(offset, offset + HEADER_LEN)
+        self._fill_walk(offset, offset + HEADER_LEN)
         etype, ln = TYPE_LENGTH.unpack_from(self._mm, offset)
         if ln < HEADER_LEN + self.checksum_len or offset + ln > self.size:
             return False
+        self._fill_walk(offset, offset + ln)
         if self.checksum_len:
             try:
                 self._verify_crc(offset, ln, etype)
@@ -556,13 +573,13 @@ class Binlog:
         mm = self._mm
         if offset + HEADER_LEN > self.size:
             raise self._corrupt("no event header here", offset)
-        self._fill(offset, offset + HEADER_LEN)
+        self._fill_walk(offset, offset + HEADER_LEN)
         _, etype, server_id, ln, _, _ = EVENT_HEADER.unpack_from(mm, offset)
         if etype != GTID:
             raise self._corrupt(f"expected a GTID event, found type {etype}", offset)
         if ln < HEADER_LEN or offset + ln > self.size:
             raise self._corrupt(f"GTID event length {ln} does not fit the file", offset)
-        self._fill(offset, offset + ln)
+        self._fill_walk(offset, offset + ln)
         body = memoryview(mm)[offset + HEADER_LEN:offset + ln - self.checksum_len]
         return decode_gtid(body, server_id, path=self.path, offset=offset)
 
@@ -600,7 +617,7 @@ class Binlog:
         """The one event walk behind ``group_spans`` (``span`` None: a yield
         per group) and ``group_batches`` (a yield per ``span`` bytes)."""
         mm = self._mm
-        self._fill(off, self.size)      # the walk reads to the end (a no-op when mapped)
+        self._fill_walk(off, self.size)     # the walk reads to the end
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         cold = _COLD_TYPE
@@ -705,7 +722,7 @@ class Binlog:
         if target > self.size:
             return False
         mm = self._mm
-        self._fill(start, target)
+        self._fill_walk(start, target)
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         apply = state.apply

@@ -38,7 +38,7 @@ import gtidx.reader
 ROOT = Path(__file__).resolve().parent.parent
 MIXED = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
 MANY = FIXTURES / "mariadb-10.11" / "manydomains" / "master-bin.000024"
-XA118 = FIXTURES / "mariadb-11.8" / "xa" / "master-bin.000006"      # carries the server's own .idx
+MANY118 = FIXTURES / "mariadb-11.8" / "manydomains" / "master-bin.000025"   # with the server's own .idx
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
@@ -170,10 +170,10 @@ def test_index_truncated_in_place_under_a_reader(tmp_path, paged):
 def test_server_index_truncated_in_place_under_a_reader(tmp_path):
     """The same with the server's own index (MariaDB 11.8 writes FILE.idx)."""
     d = tmp_path / "d"
-    b = copy(XA118, d)
-    shutil.copy(str(XA118) + ".idx", str(b) + ".idx")
-    queries, expected = pos_queries(XA118)
-    got = run_reader(b, b, queries, lambda: os.truncate(str(b) + ".idx", 1000), source=XA118, paged=True)
+    b = copy(MANY118, d)
+    shutil.copy(str(MANY118) + ".idx", str(b) + ".idx")
+    queries, expected = pos_queries(MANY118)
+    got = run_reader(b, b, queries, lambda: os.truncate(str(b) + ".idx", 4096), source=MANY118, paged=True)
     assert check_pos_answers(got, expected) == (len(expected), 0)
 
 
@@ -209,6 +209,19 @@ def test_closed_binlog_replaced_by_rename_under_a_reader(tmp_path):
     got = run_reader(b, b, queries + [["groups"]], replace, source=MIXED)
     assert check_pos_answers(got[:-1], expected) == (len(expected), 0)
     assert got[-1]["ok"] == oracle(MIXED)["groups"]
+
+
+def test_closed_binlog_truncated_in_place_under_a_reader(tmp_path):
+    """The one way a server shrinks a closed binlog: semi-sync replica crash
+    recovery (MDEV-21117) cuts a binlog from the checkpoint file on, which
+    may have been rotated already. A lookup or walk that starts after the
+    cut says the file shrank; the reader does not die."""
+    b = copy(MIXED, tmp_path / "d")
+    build_index(b)
+    queries, expected = pos_queries(MIXED)
+    got = run_reader(b, b, queries + [["groups"]], lambda: os.truncate(b, 8192), source=MIXED)
+    right, errors = check_pos_answers(got[:-1], expected)
+    assert errors and "error" in got[-1] and "shrank" in got[-1]["message"], got
 
 
 def test_growing_binlog_reads_only_what_a_walk_touches(tmp_path):
