@@ -138,8 +138,8 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
 
     The file is never mapped (it may shrink under a long-lived reader) and
     never read whole unless small (``IndexReader``); a FIFO or other special
-    file is "corrupt" (not a regular file), running out of memory reading it
-    is "unusable": both mean a scan answers."""
+    file ("not a regular file") and running out of memory reading it make it
+    "corrupt" with that reason: a scan answers."""
     path = path or index_path(b.path)
     try:
         f = ReadFile(path)
@@ -159,7 +159,7 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
         status.state, status.reason = "corrupt", "out of memory reading the index"
     if not status.usable:
         status.close()
-    elif status.partial or status.reader._src is None:
+    elif status.partial or not status.reader.reads_file:
         f.close()                    # read whole already: the reader needs no file
         status._file = None
     return status

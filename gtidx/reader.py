@@ -45,6 +45,9 @@ class Record(tuple):
 WHOLE_MAX = 1 << 20
 CACHE_BYTES = 16 << 20
 CHECK_BLOCK = 1 << 20           # check() streams the file in reads of this size
+# A node is read whole into memory: one bigger than this (a GTID state of
+# millions of entries; only a forged file has one) makes the index unusable.
+NODE_MAX = 64 << 20
 
 
 def _read(src: ReadFile, offset: int, n: int, path, page=None) -> bytes:
@@ -95,6 +98,12 @@ class IndexReader:
         self.npages = size // page_size
         self._check_page(1)
         self.root_page = self._find_root()
+
+    @property
+    def reads_file(self) -> bool:
+        """Does the reader still read pages from the file it was given (a
+        big index), or did it read it whole at open (then it may be closed)?"""
+        return self._src is not None
 
     # -- structure -------------------------------------------------------------
     def _corrupt(self, message: str, page: int | None = None, incomplete: bool = False) -> CorruptIndexError:
@@ -176,6 +185,8 @@ class IndexReader:
             page += 1
             if page > self.npages:
                 raise self._corrupt("node runs past the end of the file", first)
+            if (page - first + 1) * self.page_size > NODE_MAX:
+                raise self._corrupt(f"node larger than {NODE_MAX >> 20} MiB", first)
             self._check_page(page)
             flags = self._flags(page)
             if not flags & fmt.IS_CONT or bool(flags & fmt.IS_LEAF) != leaf:
@@ -437,7 +448,7 @@ class PartialIndex:
             first_flags = 0
             pages = []
             complete = False
-            while page <= whole:
+            while page <= whole and (page - first + 1) * page_size <= NODE_MAX:
                 buf = read((page - 1) * page_size, page_size)
                 if len(buf) < page_size or not fmt.crc_ok(buf, 0, page_size):
                     break
