@@ -95,11 +95,15 @@ class ReadFile:
 
     def pread(self, n: int, offset: int) -> bytes:
         """Up to ``n`` bytes at ``offset`` (fewer at the end of the file)."""
+        if self.fd is None:
+            raise GtidxIOError("read after close", path=self.path, offset=offset)
         return os.pread(self.fd, n, offset)
 
     def read_exact(self, offset: int, n: int) -> bytes:
         """Exactly ``n`` bytes at ``offset``, which the file had at open; a
         GtidxIOError when it no longer has them (it shrank)."""
+        if self.fd is None:
+            raise GtidxIOError("read after close", path=self.path, offset=offset)
         parts = []
         got = 0
         while got < n:

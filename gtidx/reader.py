@@ -423,8 +423,8 @@ class PartialIndex:
             def read(offset: int, n: int):
                 try:
                     return source.pread(n, offset)
-                except (OSError, MemoryError):
-                    return b""
+                except (OSError, MemoryError, GtidxError):
+                    return b""           # as a page that is not there (yet)
         else:
             size = len(source)
             view = memoryview(source)

@@ -308,6 +308,19 @@ def test_fifo_named_like_a_binlog_in_a_directory(tmp_path):
     assert b.exists()
 
 
+def test_tail_once_with_fifos_does_not_hang(tmp_path):
+    """`gtidx tail --once` over a directory with a FIFO named like a binlog
+    and a FIFO as another binlog's FILE.idx: it finishes, names the FIFO
+    binlog, and replaces the FIFO index with a real one (by rename)."""
+    b = copy(MIXED, tmp_path)
+    os.mkfifo(str(b) + ".idx")
+    os.mkfifo(tmp_path / "master-bin.000099")
+    r = gtidx_cli("tail", "--once", tmp_path)
+    assert "Traceback" not in r.stderr, r
+    assert "master-bin.000099" in r.stderr and "not a regular file (a FIFO)" in r.stderr, r
+    assert Path(str(b) + ".idx").is_file()
+
+
 def test_socket_and_directory_are_not_regular_files(tmp_path):
     sock_path = tmp_path / "master-bin.000001"
     s = socket.socket(socket.AF_UNIX)
