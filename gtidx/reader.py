@@ -417,6 +417,11 @@ class PartialIndex:
         self.pages = 0               # pages of complete nodes
         self.nodes = 0
         self.keys: list[tuple[int, list]] = []
+        if isinstance(source, ReadFile) and source.size <= WHOLE_MAX:
+            try:
+                source = source.pread(source.size, 0)   # small: one read (short if it shrank)
+            except (OSError, GtidxError):
+                source = b""
         if isinstance(source, ReadFile):
             size = source.size
 
