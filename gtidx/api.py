@@ -23,8 +23,8 @@ from typing import Iterator, NamedTuple
 from . import idxformat as fmt
 from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError
-from .gtid import BinlogState, Gtid, Position
 from .filebuf import open_file
+from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
                         open_index, verify_index)
 
