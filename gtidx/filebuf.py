@@ -52,6 +52,7 @@ class ReadFile:
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
+        self.fd = None
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as e:
