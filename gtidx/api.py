@@ -26,6 +26,7 @@ from typing import Iterator, NamedTuple
 from . import idxformat as fmt
 from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
+from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
                         open_index, verify_index)
@@ -609,32 +610,40 @@ def _binlog_of(index: str) -> str:
 
 
 def _read_index(index: str):
+    """An IndexReader over the open file ``index`` (read page by page: memory
+    stays bounded whatever its size), and the file to close."""
     from .reader import IndexReader
+    f = open_file(index)
     try:
-        with builtins.open(index, "rb") as f:     # this module's open() is gtidx.open
-            data = f.read()
-    except OSError as e:
-        raise GtidxIOError.from_os(e, index) from None
-    return IndexReader(data, path=index), len(data)
+        return IndexReader(f, path=index), f
+    except BaseException:
+        f.close()
+        raise
 
 
 def index_info(index: str | os.PathLike) -> IndexInfo:
     """Facts about an .idx file and whether it can serve its binlog."""
     index = _path(index, "index")
     binlog = _binlog_of(index)
-    r, size = _read_index(index)
-    stats = r.check()
+    r, f = _read_index(index)
+    with f:
+        stats = r.check()            # every page and the whole tree
     with Binlog(binlog) as b:
-        status = open_index(b, index, deep=True)
+        status = open_index(b, index)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
-                         stats["pages"], stats["records"], stats["levels"], size, b.size)
+                         stats["pages"], stats["records"], stats["levels"], r.size, b.size)
 
 
 def index_records(index: str | os.PathLike):
-    """(page_size, iterator of Record(offset, state)) of an .idx file, in binlog order."""
-    r, _ = _read_index(_path(index, "index"))
-    return r.page_size, r.records()
+    """(page_size, iterator of Record(offset, state)) of an .idx file, in
+    binlog order. The file stays open until the iterator is exhausted or closed."""
+    r, f = _read_index(_path(index, "index"))
+
+    def records():
+        with f:
+            yield from r.records()
+    return r.page_size, records()
 
 
 def verify(index: str | os.PathLike) -> dict:
