@@ -721,12 +721,13 @@ def _file_status(path: str, now: float) -> FileStatus:
     return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)
 
 
-def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
+def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False):
     """``spec`` is one GTID (-> Location) or a replication position with
-    several domains (-> ReplicaStart)."""
+    several domains (-> ReplicaStart). With ``replica``, ``spec`` is always a
+    replica's position (-> ReplicaStart), a single domain too."""
     pos = _position(spec)
     with Binlogs.from_path(path) as logs:
-        if len(pos) == 1:
+        if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)))
         return logs.replica_start(pos, strict=strict)
 

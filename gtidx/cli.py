@@ -351,16 +351,22 @@ def _location_json(loc) -> dict:
 
 
 @cli.command()
-@click.option("--gtid", "spec", required=True, metavar="GTID[,GTID...]",
+@click.option("--gtid", "spec", metavar="GTID[,GTID...]",
               help="One GTID (where is its event group?) or a replication position with one GTID "
                    "per domain (where does a replica at that position start?).")
+@click.option("--replica", metavar="POSITION",
+              help="A replica's position (its gtid_slave_pos: one GTID per domain, one domain too): "
+                   "where does the server start sending to it?")
 @click.argument("path", default=".", type=_PATH)
 @_json_option()
-def seek(spec, path, as_json):
+def seek(spec, replica, path, as_json):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
-    a master-bin.index (default: the current directory)."""
+    a master-bin.index (default: the current directory). Exactly one of --gtid, --replica."""
+    if (spec is None) == (replica is None):
+        raise click.UsageError("give exactly one of --gtid GTID and --replica POSITION",
+                               ctx=click.get_current_context())
     from . import api
-    r = api.seek(spec, path)
+    r = api.seek(spec if replica is None else replica, path, replica=replica is not None)
     if isinstance(r, api.Location):
         if as_json:
             _emit_json(_location_json(r))
@@ -501,6 +507,20 @@ def _existing(path: str) -> os.stat_result:
         raise BadInputError(f"path {quoted(path)} contains a NUL character") from None
 
 
+class _LibraryDefault(click.Option):
+    """An option whose default is owned by a library module imported only when
+    its command runs or shows its help: ``default`` is a callable that fetches it,
+    and the help shows its value (click would say "(dynamic)")."""
+
+    def get_default(self, ctx, call: bool = True):
+        return super().get_default(ctx, call=True)
+
+
+def _tail_settings():
+    from .tail import TailSettings
+    return TailSettings
+
+
 class _JsonLogLines(logging.Formatter):
     """tail --json: each log line one JSON object {ts, level, event, ...fields}."""
 
@@ -516,7 +536,8 @@ class _JsonLogLines(logging.Formatter):
 @cli.command()
 @click.argument("directory", type=_PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
-@click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
+@click.option("--interval", cls=_LibraryDefault, type=click.FloatRange(0.01, 60),
+              default=lambda: _tail_settings().interval, show_default=True,
               help="Seconds between looks at the binlogs.")
 @_page_size_option
 @_span_min_option
