@@ -76,6 +76,12 @@ def _max_ratio_option(help_text: str):
                         show_default=True, help=help_text)
 
 
+def _quiet_option(f):
+    return click.option("--quiet", "-q", is_flag=True,
+                        help="No progress display (drawn on stderr only when stdout and stderr are "
+                             "terminals).")(f)
+
+
 # -- stdout: a closed pipe is quiet, a full disk or a closed stdout is one error line -------
 
 class _ReaderGone(Exception):
@@ -394,16 +400,27 @@ def seek(spec, replica, path, as_json):
 @_max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
 @click.option("--no-budget", is_flag=True, help="Exactly the server's layout, whatever its size.")
 @click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
+@_quiet_option
 @_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
-def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
+def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
-    index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current."""
+    index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current.
+    On a terminal, a progress line: files and bytes done, MB/s, ETA."""
     from . import api
+    with _Progress(quiet) as shown:
+        _build(api, shown, paths, page_size=page_size, span_min=span_min,
+               max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json)
+
+
+def _build(api, shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
     worst = 0
     results = []
-    for r in api.build(paths, page_size=page_size, span_min=span_min,
-                       max_ratio=None if no_budget else max_ratio, force=force,
-                       progress=_progress()):
+    started = time.monotonic()
+
+    def progress(p) -> None:
+        shown.show(_build_progress_text(p, time.monotonic() - started))
+    for r in api.build(paths, progress=progress if shown.enabled else None, **kw):
+        shown.clear()
         if isinstance(r, GtidxError):
             click.echo(f"gtidx: {r}", err=True)
             worst = max(worst, r.exit_code)
@@ -424,20 +441,91 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
                     out.write(f"{r.index}: {r.records} records, {r.pages} pages of {r.page_size} "
                               f"({r.size} bytes, {r.ratio:.2%} of the binlog) in {r.seconds:.2f} s"
                               f"{'' if r.server_layout else ' [fitted to the size budget]'}\n")
+        shown.redraw()
+    shown.clear()
     if as_json:
         _emit_json({"results": results})
     if worst:
         click.get_current_context().exit(worst)
 
 
-def _progress():
-    """A progress callback for big binlogs, drawn on stderr when it is a terminal."""
-    if sys.stderr is None or not sys.stderr.isatty():
-        return None
+def _build_progress_text(p, elapsed: float) -> str:
+    """One api.BuildProgress as the progress line shows it."""
+    rate = p.bytes_done / elapsed if elapsed > 0 else 0.0
+    left = p.bytes - p.bytes_done
+    eta = _clock(left / rate) if rate > 0 and p.bytes_done else "--:--"
+    return (f"files {p.files_done}/{p.files}  {p.bytes_done / 1e6:,.1f}/{p.bytes / 1e6:,.1f} MB"
+            f"  {_percent(p.bytes_done, p.bytes)}  {rate / 1e6:,.1f} MB/s  ETA {eta}")
 
-    def tick(offset: int) -> None:
-        click.echo(f"\r  {offset / 2**20:,.0f} MiB indexed", err=True, nl=False)
-    return tick
+
+def _percent(done: int, total: int) -> str:
+    return f"{100 * done / total:3.0f}%" if total else "100%"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    return (f"{seconds // 3600}:" if seconds >= 3600 else "") + f"{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):     # no isatty, or closed
+        return False
+
+
+class _Progress:
+    """A one-line progress display on stderr, for long work. Drawn only when
+    stdout and stderr are both terminals and not --quiet (a pipe, a file, a
+    log or CliRunner sees nothing); redrawn at most 10 times a second; erased
+    before any other output line (clear, then redraw) and at the end, so the
+    lines the command prints are what they are without it."""
+
+    INTERVAL = 0.1      # seconds between redraws
+
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet and _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
+        self._text = ""
+        self._drawn = False
+        self._last = 0.0
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.clear()
+        return False
+
+    def show(self, text: str) -> None:
+        """The current state; drawn now unless drawn less than INTERVAL ago."""
+        self._text = text
+        now = time.monotonic()
+        if self.enabled and (not self._drawn or now - self._last >= self.INTERVAL):
+            self._last = now
+            self._write(text)
+
+    def redraw(self) -> None:
+        """Draw the last state again (after clear() and a line of output)."""
+        if self.enabled and self._text and not self._drawn:
+            self._write(self._text)
+
+    def clear(self) -> None:
+        if self._drawn:
+            self._drawn = False
+            self._put("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        import shutil
+        width = shutil.get_terminal_size().columns - 1
+        self._drawn = True
+        self._put("\r" + text[:width] + "\x1b[K")
+
+    def _put(self, chars: str) -> None:
+        try:
+            sys.stderr.write(chars)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            self.enabled = self._drawn = False      # stderr went away: the work goes on
 
 
 @cli.command()
