@@ -485,7 +485,7 @@ class _Progress:
 
     def __init__(self, quiet: bool):
         self.enabled = not quiet and _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
-        self._text = ""
+        self._text = self._on_screen = ""
         self._drawn = False
         self._last = 0.0
 
@@ -499,8 +499,10 @@ class _Progress:
     def show(self, text: str) -> None:
         """The current state; drawn now unless drawn less than INTERVAL ago."""
         self._text = text
+        if not self.enabled or (self._drawn and text == self._on_screen):
+            return
         now = time.monotonic()
-        if self.enabled and (not self._drawn or now - self._last >= self.INTERVAL):
+        if not self._drawn or now - self._last >= self.INTERVAL:
             self._last = now
             self._write(text)
 
@@ -517,7 +519,7 @@ class _Progress:
     def _write(self, text: str) -> None:
         import shutil
         width = shutil.get_terminal_size().columns - 1
-        self._drawn = True
+        self._drawn, self._on_screen = True, text
         self._put("\r" + text[:width] + "\x1b[K")
 
     def _put(self, chars: str) -> None:
@@ -684,13 +686,17 @@ def spark():
               help="A binlog directory, a master-bin.index or a binlog.")
 @click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@_quiet_option
 @_json_option("One JSON object: {out, rows, found, not_found}.")
-def spark_locate(gtids_path, binlogs, out, master, as_json):
+def spark_locate(gtids_path, binlogs, out, master, quiet, as_json):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
-    timestamp, found, reason to --out."""
+    timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
+    Spark tasks done."""
     _existing(gtids_path)
     _existing(binlogs)
-    total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master)
+    with _Progress(quiet) as shown:
+        total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master,
+                                                  progress=_spark_progress(shown))
     if as_json:
         _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
         return
@@ -701,11 +707,14 @@ def spark_locate(gtids_path, binlogs, out, master, as_json):
 @spark.command("build")
 @click.argument("binlogs", type=_PATH)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@_quiet_option
 @_json_option("One JSON object: {results: [...]}.")
-def spark_build(binlogs, master, as_json):
-    """Build the missing or stale indexes of BINLOGS, one Spark task per file."""
+def spark_build(binlogs, master, quiet, as_json):
+    """Build the missing or stale indexes of BINLOGS, one Spark task per file. On a
+    terminal, a progress line: the phase and the files (tasks) done."""
     _existing(binlogs)
-    rows = _spark().build_rows(binlogs, master)
+    with _Progress(quiet) as shown:
+        rows = _spark().build_rows(binlogs, master, progress=_spark_progress(shown))
     if as_json:
         _emit_json({"results": rows})
     else:
@@ -715,6 +724,17 @@ def spark_build(binlogs, master, as_json):
                 o.write(f"{r['index']}: {what}\n")
     if any(r["error"] for r in rows):
         click.get_current_context().exit(3)
+
+
+def _spark_progress(shown: _Progress):
+    """A gtidx.spark progress callback drawing on ``shown`` (None when it is off)."""
+    if not shown.enabled:
+        return None
+
+    def progress(p) -> None:
+        tasks = f"  tasks {p.tasks_done}/{p.tasks}" if p.tasks else ""
+        shown.show(f"spark: {p.phase}{tasks}  {_clock(p.elapsed)}")
+    return progress
 
 
 def _spark():

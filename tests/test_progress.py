@@ -29,11 +29,11 @@ def binlogs(tmp_path):
     return d
 
 
-def on_terminal(*args, cwd, stdout_pipe=False):
+def on_terminal(*args, cwd, stdout_pipe=False, env=ENV):
     """Run ``python -m gtidx ARGS`` with a pseudo-terminal as stdin, stderr and
     (unless ``stdout_pipe``) stdout: (exit code, bytes the terminal got, stdout piped)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "gtidx", *map(str, args)], cwd=cwd, env=ENV,
+    p = subprocess.Popen([sys.executable, "-m", "gtidx", *map(str, args)], cwd=cwd, env=env,
                          stdin=slave, stdout=subprocess.PIPE if stdout_pipe else slave, stderr=slave)
     os.close(slave)
     got = b""
@@ -47,7 +47,7 @@ def on_terminal(*args, cwd, stdout_pipe=False):
         got += chunk
     os.close(master)
     piped = p.stdout.read() if stdout_pipe else b""
-    return p.wait(timeout=60), got, piped
+    return p.wait(timeout=300), got, piped
 
 
 def screen(raw: bytes) -> list[str]:
@@ -160,3 +160,30 @@ def test_api_build_progress_counts_files_and_bytes(binlogs, tmp_path):
 def test_api_build_progress_must_be_callable(binlogs):
     with pytest.raises(api.BadInputError):
         list(api.build(binlogs, progress=5))
+
+
+# -- spark: the phase and its Spark tasks, as the driver's status tracker sees them --------------
+
+SPARK_ENV = {**ENV, "SPARK_LOCAL_IP": "127.0.0.1"}       # the driver listens on loopback only
+
+
+def test_spark_build_on_a_terminal_shows_phase_and_tasks(binlogs):
+    pytest.importorskip("pyspark")
+    (binlogs / "master-bin.index").unlink()
+    code, raw, _ = on_terminal("spark", "build", ".", "--master", "local[2]", cwd=binlogs, env=SPARK_ENV)
+    assert code == 0, raw[-2000:]
+    assert b"spark: building indexes" in raw and re.search(rb"tasks \d/5", raw)
+    assert b"[Stage " not in raw                    # Spark's own console bar is off: one display
+    shown = screen(raw)
+    assert not [x for x in shown if "spark: " in x]  # erased before the results
+    assert shown[-5:] == [f"./master-bin.0000{n}.idx: built (2 records)" for n in range(18, 23)]
+
+
+def test_spark_quiet_draws_nothing(binlogs):
+    pytest.importorskip("pyspark")
+    (binlogs / "master-bin.index").unlink()
+    code, raw, _ = on_terminal("spark", "build", "--quiet", ".", "--master", "local[2]", cwd=binlogs,
+                               env=SPARK_ENV)
+    assert code == 0, raw[-2000:]
+    assert b"spark: " not in raw and b"[Stage " not in raw
+    assert screen(raw)[-5:] == [f"./master-bin.0000{n}.idx: built (2 records)" for n in range(18, 23)]
