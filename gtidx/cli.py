@@ -406,13 +406,13 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_jso
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
     index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current.
     On a terminal, a progress line: files and bytes done, MB/s, ETA."""
-    from . import api
     with _Progress(quiet) as shown:
-        _build(api, shown, paths, page_size=page_size, span_min=span_min,
+        _build(shown, paths, page_size=page_size, span_min=span_min,
                max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json)
 
 
-def _build(api, shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
+def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
+    from . import api
     worst = 0
     results = []
     started = time.monotonic()

@@ -187,3 +187,30 @@ def test_spark_quiet_draws_nothing(binlogs):
     assert code == 0, raw[-2000:]
     assert b"spark: " not in raw and b"[Stage " not in raw
     assert screen(raw)[-5:] == [f"./master-bin.0000{n}.idx: built (2 records)" for n in range(18, 23)]
+
+
+def test_api_build_progress_inside_a_big_binlog(live_server, tmp_path):
+    """A binlog past 16 MiB (written by the live server) reports as it goes:
+    bytes grow within the file, never past it, then the file ends."""
+    live_server.sql("CREATE DATABASE IF NOT EXISTS gtidx_progress")
+    live_server.sql("CREATE TABLE IF NOT EXISTS gtidx_progress.big (id INT AUTO_INCREMENT PRIMARY KEY, b LONGBLOB)")
+    live_server.sql("FLUSH BINARY LOGS")
+    name = live_server.sql("SHOW MASTER STATUS")[0][0]
+    conn = live_server.connect()
+    with conn.cursor() as c:
+        for i in range(40):
+            c.execute("INSERT INTO gtidx_progress.big (b) VALUES (REPEAT(%s, 1048576))", (chr(97 + i % 26),))
+    conn.commit()
+    live_server.sql("FLUSH BINARY LOGS")
+    binlog = tmp_path / name
+    shutil.copyfile(live_server.binlog_dir / name, binlog)
+    size = binlog.stat().st_size
+    assert size > 40 << 20
+    seen = []
+    [result] = api.build(binlog, progress=seen.append)
+    assert result.action == "built"
+    assert seen[0] == api.BuildProgress(None, 0, 1, 0, size) and seen[-1] == api.BuildProgress(str(binlog), 1, 1, size, size)
+    inside = seen[1:-1]
+    assert len(inside) >= 2 and all(p.files_done == 0 and p.file == str(binlog) for p in inside)
+    assert all(0 < p.bytes_done < size for p in inside)
+    assert [p.bytes_done for p in seen] == sorted(p.bytes_done for p in seen)
