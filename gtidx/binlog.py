@@ -37,8 +37,8 @@ import zlib
 from typing import Iterator, NamedTuple
 
 from . import filebuf
-from .errors import (CorruptBinlogError, EncryptedBinlogError, GtidxIOError, MySQLBinlogError,
-                     UnsupportedBinlogError)
+from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxIOError,
+                     MySQLBinlogError, UnsupportedBinlogError, quoted)
 from .gtid import BinlogState, Gtid
 
 MAGIC = b"\xfebin"
@@ -319,7 +319,11 @@ class Binlog:
     """
 
     def __init__(self, path: str | os.PathLike):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise BadInputError(f"a binlog path must be a str or os.PathLike, not {type(path).__name__}")
         self.path = os.fspath(path)
+        if "\0" in os.fsdecode(self.path):
+            raise BadInputError(f"binlog path {quoted(os.fsdecode(self.path))} contains a NUL character")
         self._file = None
         self._mm = None
         self._private = None           # the PreadBuffer of a file that can shrink
