@@ -556,22 +556,22 @@ class FileStatus(NamedTuple):
 def status(directory: str | os.PathLike) -> list[FileStatus]:
     """Per binlog of ``directory``: its index state and how far behind it is."""
     import time
-    from .indexfile import read_fingerprint
+    from .indexmeta import IndexMeta
     out = []
     now = time.time()
     for path in list_binlogs(directory):
         st = os.stat(path)
         idx = index_path(path)
-        fp = read_fingerprint(idx) if os.path.exists(idx) else None
+        fp = IndexMeta.read(idx)
         with Binlog(path) as b:
             if not os.path.exists(idx):
                 state, reached, detail = "missing", 0, ""
-            elif fp is not None and fp.get("state") == "partial":
-                ok = b.size >= fp.get("size", 0)
+            elif fp is not None and fp.partial:
+                ok = b.size >= fp.size
                 state = "partial" if ok else "stale"
-                reached = int(fp.get("processed", 0)) if ok else 0
-                age = max(0.0, now - float(fp.get("updated", 0)))
-                detail = f"{fp.get('records', '?')} records, tail updated {age:.1f} s ago"
+                reached = (fp.processed or 0) if ok else 0
+                age = max(0.0, now - (fp.updated or 0))
+                detail = f"{fp.records if fp.records is not None else '?'} records, tail updated {age:.1f} s ago"
             else:
                 s_ = open_index(b, idx)
                 s_.close()
@@ -585,8 +585,8 @@ def status(directory: str | os.PathLike) -> list[FileStatus]:
                     detail = s_.reason
         lag = max(0, st.st_size - reached)
         lag_s = 0.0
-        if lag and fp is not None and "updated" in fp:
-            lag_s = max(0.0, st.st_mtime - float(fp["updated"]))
+        if lag and fp is not None and fp.updated is not None:
+            lag_s = max(0.0, st.st_mtime - fp.updated)
         elif lag:
             lag_s = max(0.0, now - st.st_mtime) if state != "server-owned" else 0.0
         out.append(FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail))

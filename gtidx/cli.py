@@ -309,11 +309,15 @@ def dump(index):
 @click.option("--span-min", type=click.IntRange(1), default=65536, show_default=True)
 @click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=0.02, show_default=True,
               help="Size budget for each finished index.")
+@click.option("--retry-max", type=click.FloatRange(0.01, 3600), default=30.0, show_default=True,
+              help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
-def tail(directory, once, interval, page_size, span_min, max_ratio, log_level):
+def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, log_level):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
-    Logs one logfmt line per event on stderr."""
+    Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
+    the directory gone) is logged once and retried with backoff; with --once, exit code 3
+    when any file failed."""
     from .tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(LogfmtFormatter())
@@ -322,10 +326,12 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, log_level):
     logger.setLevel(log_level.upper())
     logger.propagate = False
     try:
-        run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
-                 max_ratio=max_ratio)
+        t = run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
+                     max_ratio=max_ratio, retry_max=retry_max)
     finally:
         logger.removeHandler(handler)
+    if once and t.failed:
+        click.get_current_context().exit(3)
 
 
 @cli.command()
