@@ -136,12 +136,11 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
             return IndexStatus(path, IndexState.INCOMPLETE, "empty index file (a writer has not flushed a page yet)")
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         meta = IndexMeta.read_fd(f.fileno(), path)
-    status = IndexStatus(path, IndexState.OK, _mm=mm)
+    status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", _mm=mm)
     try:
         status.reader = IndexReader(mm, path=path)
         if deep:
             status.reader.check()
-        status.owner = "gtidx" if meta else "server/unknown"
         problem = _staleness(status.reader, b, meta, check_tail)
         if problem:
             status.state, status.reason = IndexState.STALE, problem

@@ -462,7 +462,8 @@ class Tailer:
         return failure is None or retry_all or time.monotonic() >= failure.retry_at
 
     def _failed(self, key: str, e: BaseException, what: str) -> None:
-        self._drop(key)                            # what a failed write left is cleaned up
+        for path in list(self.active) + list(self.settled) if key == self.directory else [key]:
+            self._drop(path)                       # the next attempt starts from what is on disk
         condition = _condition(e)
         failure = self.failures.get(key)
         if failure is None or failure.condition != condition:
