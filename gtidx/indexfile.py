@@ -428,9 +428,9 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
 
 
 def _write_atomically(target: str, pages: list[bytes], meta: IndexMeta) -> None:
-    safefile.remove_orphans(target)
+    IndexMeta.remove_orphans(target)
     try:
-        safefile.write_file(target, pages, before_publish=lambda fd: meta.write(fd, target))
+        safefile.write_file(target, [b"".join(pages)], before_publish=lambda fd: meta.write(fd, target))
     except OSError as e:
         raise GtidxIOError.from_os(e, target) from None
 

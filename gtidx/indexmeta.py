@@ -206,6 +206,13 @@ class IndexMeta:
         """Remove the sidecar of ``index`` (the xattr goes with its file)."""
         safefile.discard(sidecar_path(index))
 
+    @staticmethod
+    def remove_orphans(index: str) -> None:
+        """Temporary files of ``index`` and of its sidecar left by writers
+        that were killed."""
+        safefile.remove_orphans(index)
+        safefile.remove_orphans(sidecar_path(index))
+
 
 def now() -> float:
     return round(time.time(), 3)

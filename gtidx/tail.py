@@ -180,6 +180,7 @@ class IncrementalIndex:
         """Resume from the partial index on disk when it is ours, matches this
         binlog and has the same settings; else start afresh. Returns how.
         A failure (OSError) leaves no new file behind."""
+        IndexMeta.remove_orphans(self.path)
         try:
             why = self._resume(b)
             if why:

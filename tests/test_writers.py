@@ -392,11 +392,16 @@ def test_tail_and_status_without_xattrs(tmp_path):
         last = d / names[-1]
         data = last.read_bytes()
         last.write_bytes(growing_copy(data, len(data) // 2))
+        victim = tmp_path / "victim"
+        victim.write_bytes(VICTIM)
+        Path(sidecar_path(index_path(last))).symlink_to(victim)     # planted at the sidecar's name
         settings = TailSettings(server_grace=0, page_size=256, span_min=1024, max_ratio=None)
         Tailer(str(d), settings).run(once=True)
         with pytest.raises(OSError):
             os.getxattr(index_path(last), XATTR)
-        assert Path(sidecar_path(index_path(last))).exists()
+        assert victim.read_bytes() == VICTIM
+        assert Path(sidecar_path(index_path(last))).is_file()
+        assert not Path(sidecar_path(index_path(last))).is_symlink()
         rows = {Path(r.file).name: r for r in api.status(d)}
         assert {r.state for r in rows.values()} == {"complete", "partial"}, rows
         assert rows[names[-1]].state == "partial"
@@ -470,3 +475,20 @@ def test_sigint_during_build_leaves_no_temporary_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     assert Path(index_path(binlog)).read_bytes() == before
+
+
+def test_tail_removes_temporary_files_of_killed_writers(tmp_path):
+    """A tail killed between creating a new index (or sidecar) file and
+    renaming it left `.NAME.idx.PID.RANDOM.tmp`: the next tail removes it
+    when that process is gone."""
+    src = (M118 / "mixed" / "master-bin.000002").read_bytes()
+    binlog = tmp_path / "master-bin.000002"
+    binlog.write_bytes(growing_copy(src, 1_000_000))
+    dead = [tmp_path / ".master-bin.000002.idx.4194311.0123abcd.tmp",        # above any pid_max
+            tmp_path / ".master-bin.000002.idx.gtidx.4194311.0123abcd.tmp"]
+    alive = tmp_path / f".master-bin.000002.idx.{os.getppid()}.0123abcd.tmp"
+    for p in dead + [alive]:
+        p.write_bytes(b"half an index")
+    t = Tailer(str(tmp_path), TailSettings(server_grace=0, page_size=512, span_min=2048))
+    t.run(once=True)
+    assert not any(p.exists() for p in dead) and alive.exists()
