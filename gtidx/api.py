@@ -24,7 +24,7 @@ from . import idxformat as fmt
 from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
+from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexState, IndexStatus, build_index, index_path,
                         open_index, verify_index)
 
 log = logging.getLogger("gtidx")
@@ -129,7 +129,7 @@ class _File:
         log.warning("%s: no usable index (%s); answering by scan", self.path, why)
         if self.index is not None:
             self.index.close()
-            self.index = IndexStatus(self.index.path, "stale", why)
+            self.index = IndexStatus(self.index.path, IndexState.STALE, why)
 
     @property
     def reader(self):

@@ -106,7 +106,7 @@ class IndexStatus:
 
     @property
     def usable(self) -> bool:
-        return self.state is IndexState.OK
+        return self.state == IndexState.OK
 
     def close(self) -> None:
         self.reader = None
