@@ -91,8 +91,10 @@ class _PageFile:
     A new index (``existing`` 0), or one whose file holds more than its
     ``existing`` whole pages (a torn or unfinished node), is written to a new
     temporary file (the whole pages copied) that ``publish`` renames over the
-    index: the old file is never shrunk under a reader that maps it. An index
-    of whole pages only is opened in place, never through a link."""
+    index: the old file is never shrunk under a reader that maps it. A new
+    index appears under its name only once it holds a page (never as an
+    empty file). An index of whole pages only is opened in place, never
+    through a link."""
 
     def __init__(self, path: str, page_size: int, existing: int):
         self.path = path
@@ -125,15 +127,17 @@ class _PageFile:
             if old >= 0:
                 os.close(old)
 
-    def publish(self) -> None:
-        """Put a new file in place under the index's name (rename)."""
-        if self.tmp is not None:
+    def publish(self, force: bool = False) -> None:
+        """Put a new file in place under the index's name (rename), once it
+        holds a page (or when ``force``)."""
+        if self.tmp is not None and (force or self.existing or self.emitted):
             os.fsync(self.fd)
             safefile.publish(self.tmp, self.path)
             self.tmp = None
 
     def at_path(self) -> bool:
-        """Is the index's name still this file (not replaced or removed)?"""
+        """Is the index's name still this (published) file, not replaced or
+        removed?"""
         return self.fd >= 0 and self.tmp is None and safefile.same_file(self.fd, self.path)
 
     def __call__(self, page: bytes) -> None:
@@ -290,6 +294,7 @@ class IncrementalIndex:
             self.processed = end
         if new:
             self._save_progress(b)
+            self.sink.publish()
         self._read_guard = self._guard(b)
         return new
 
@@ -317,6 +322,7 @@ class IncrementalIndex:
                         force=True)
             return "rebuilt to fit the size budget"
         IndexMeta.of(b, page_size=self.page_size, span_min=self.span_min).write(self.sink.fd, self.path)
+        self.sink.publish(force=True)
         self.close()
         return "finished"
 
@@ -336,7 +342,7 @@ class IncrementalIndex:
     def replaced(self) -> bool:
         """Has something else (``build --force``, a user) replaced or removed
         the index under its name since we opened it?"""
-        return self.sink is not None and not self.sink.at_path()
+        return self.sink is not None and self.sink.tmp is None and not self.sink.at_path()
 
     def close(self) -> None:
         if self.sink is not None:

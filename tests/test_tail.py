@@ -72,7 +72,7 @@ def test_incremental_index_with_crashes_equals_a_clean_build(tmp_path, source, p
             inc.close()
             inc = None
             crashes += 1
-            if rnd.random() < 0.5 and idx.stat().st_size:
+            if rnd.random() < 0.5 and idx.exists() and idx.stat().st_size:
                 with open(idx, "r+b") as f:
                     f.truncate(idx.stat().st_size - rnd.randrange(1, page_size))
     assert crashes >= 5

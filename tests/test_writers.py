@@ -212,7 +212,7 @@ def test_build_never_indexes_a_binlog_still_being_written(tmp_path):
     r = subprocess.run(cli("build", "--force", live), capture_output=True, text=True)
     assert r.returncode == 0 and Path(index_path(live)).exists()
     # tail agrees: it follows the live one, finishes the crashed one
-    Tailer(str(d), TailSettings(server_grace=0, max_ratio=None)).run(once=True)
+    Tailer(str(d), TailSettings(server_grace=0, max_ratio=None, page_size=256, span_min=1024)).run(once=True)
     assert IndexMeta.read(index_path(live)).partial
     assert not IndexMeta.read(index_path(crashed)).partial
 
@@ -247,12 +247,12 @@ def wait_for(cond, timeout=30.0) -> bool:
     return cond()
 
 
-def indexes_clean(d: Path, tmp: Path) -> bool:
+def indexes_clean(d: Path, tmp: Path, **kw) -> bool:
     """Every closed binlog's index equals a clean build."""
     for name in binlog_names(d):
         idx = Path(index_path(d / name))
         try:
-            if idx.read_bytes() != clean(d / name, tmp):
+            if idx.read_bytes() != clean(d / name, tmp, **kw):
                 return False
         except OSError:
             return False
@@ -269,21 +269,32 @@ def error_lines(err: str) -> list[str]:
 
 
 def test_tail_survives_a_full_disk(tmp_path):
+    """Closed binlogs (built whole) and the active one (pages as they fill)
+    on a full tmpfs: no empty index, no temporary file, one line per file;
+    once there is space, every index is what a clean build writes."""
+    small = ("--page-size", 256, "--span-min", 1024)
+    kw = dict(page_size=256, span_min=1024)
     with mounted(tmp_path / "mnt", "tmpfs", "size=1m") as mnt:
         d = mnt / "binlogs"
         shutil.copytree(M1011 / "multifile", d)
         names = binlog_names(d)
+        last = d / names[-1]
+        data = last.read_bytes()
+        last.write_bytes(growing_copy(data, len(data) // 2))
         filler = fill(mnt)
-        r = subprocess.run(cli("tail", "--once", d), capture_output=True, text=True)
+        r = subprocess.run(cli("tail", "--once", d, *small), capture_output=True, text=True)
         assert r.returncode == 3, r.stderr
         assert leftovers(d) == []
-        t = TailProcess(d)
+        t = TailProcess(d, *small)
         try:
             time.sleep(2.0)                                  # ~10 retries per file at most 0.2 s apart
             assert t.proc.poll() is None
             assert leftovers(d) == []
+            assert not Path(index_path(last)).exists()
             filler.unlink()
-            assert wait_for(lambda: indexes_clean(d, tmp_path))
+            assert wait_for(lambda: (IndexMeta.read(index_path(last)) or IndexMeta(0, 0, 0)).partial)
+            last.write_bytes(data)                           # rotated
+            assert wait_for(lambda: indexes_clean(d, tmp_path, **kw))
             err = t.stop()
         finally:
             t.kill()
