@@ -75,13 +75,13 @@ def still_written(b: Binlog, newest: bool | None = None) -> bool:
 
 
 def _newer_beside(path: str) -> bool:
-    directory, name = os.path.split(os.path.abspath(path))
+    directory, name = os.path.split(os.fspath(path))
     m = _NUMBERED.fullmatch(name)
     if m is None:
         return False
     stem, number = m.group(1), int(m.group(2))
     try:
-        names = os.listdir(directory)
+        names = os.listdir(directory or ".")
     except OSError:
         return False
     for n in names:

@@ -20,6 +20,12 @@ _CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _SUFFIX = ".tmp"
 
 
+def _directory(path: str) -> str:
+    """The directory of ``path`` as given (a relative path stays relative: a
+    process started inside a directory it cannot reach from / still works)."""
+    return os.path.dirname(os.fspath(path)) or "."
+
+
 def temp_prefix(target: str) -> str:
     """Temporary files for ``target`` are named ``.<name>.<pid>.<random>.tmp``."""
     return f".{os.path.basename(target).lstrip('.')}."
@@ -28,7 +34,7 @@ def temp_prefix(target: str) -> str:
 def create_temp(target: str, mode: int = 0o644) -> tuple[int, str]:
     """(fd open read-write, path) of a new empty file beside ``target``,
     created exclusively: never an existing file, never through a link."""
-    directory = os.path.dirname(os.path.abspath(target))
+    directory = _directory(target)
     for _ in range(100):
         tmp = os.path.join(directory, f"{temp_prefix(target)}{os.getpid()}.{secrets.token_hex(4)}{_SUFFIX}")
         try:
@@ -55,7 +61,7 @@ def publish(tmp: str, target: str) -> None:
 
 
 def sync_directory(path: str) -> None:
-    dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    dfd = os.open(_directory(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
     finally:
@@ -114,7 +120,7 @@ def remove_orphans(target: str) -> None:
     """Temporary files of ``target`` left by a writer that was killed (its
     process is gone): they would pile up with every crash. The name says
     the pid: ``.<name>.<pid>[.<random>].tmp``."""
-    directory = os.path.dirname(os.path.abspath(target))
+    directory = _directory(target)
     prefix = temp_prefix(target)
     try:
         names = os.listdir(directory)

@@ -33,11 +33,13 @@ A sidecar must keep running: a failure (disk full, read-only filesystem,
 permission denied, the directory gone) is logged once per condition, the
 file is retried with a growing delay (up to ``retry_max`` seconds), what a
 failed write left (an index without a single complete page, a temporary
-file) is removed, and one line says when the file recovers. A binlog that shrank or changed under
-an index (a server crash that truncated or rewrote the tail), or that is
-gone (purged), leaves no wrong index behind: it is rebuilt or removed, and
-logged. Indexes written by the server itself (MariaDB 11.4+ with
-``binlog_gtid_index=ON``) carry no such xattr and are left alone.
+file) is removed, and one line says when the file recovers.
+
+A binlog that shrank or changed under an index (a server crash that
+truncated or rewrote the tail), or that is gone (purged), leaves no wrong
+index behind: it is rebuilt or removed, and logged. Indexes written by the
+server itself (MariaDB 11.4+ with ``binlog_gtid_index=ON``) carry no
+fingerprint and are left alone.
 """
 from __future__ import annotations
 
