@@ -210,8 +210,7 @@ class IndexMeta:
     def remove_orphans(index: str) -> None:
         """Temporary files of ``index`` and of its sidecar left by writers
         that were killed."""
-        safefile.remove_orphans(index)
-        safefile.remove_orphans(sidecar_path(index))
+        safefile.remove_orphans(index, sidecar_path(index))
 
 
 def now() -> float:

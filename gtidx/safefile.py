@@ -116,27 +116,32 @@ def same_file(fd: int, path: str) -> bool:
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
-def remove_orphans(target: str) -> None:
-    """Temporary files of ``target`` left by a writer that was killed (its
-    process is gone): they would pile up with every crash. The name says
-    the pid: ``.<name>.<pid>[.<random>].tmp``."""
-    directory = _directory(target)
-    prefix = temp_prefix(target)
+def remove_orphans(*targets: str) -> None:
+    """Temporary files of ``targets`` (in one directory) left by writers
+    that were killed (their process is gone): they would pile up with every
+    crash. The name says the pid: ``.<name>.<pid>[.<random>].tmp``."""
+    directory = _directory(targets[0])
+    prefixes = tuple(temp_prefix(t) for t in targets)
     try:
         names = os.listdir(directory)
     except OSError:
         return
     for n in names:
-        if not (n.startswith(prefix) and n.endswith(_SUFFIX)):
+        if not n.endswith(_SUFFIX):
             continue
-        pid = n[len(prefix):-len(_SUFFIX)].split(".")[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue                     # its writer still runs
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
-        discard(os.path.join(directory, n))
+        for prefix in prefixes:
+            if not n.startswith(prefix):
+                continue
+            pid = n[len(prefix):-len(_SUFFIX)].split(".")[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+                discard(os.path.join(directory, n))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass                             # another user's: it runs
+    return True

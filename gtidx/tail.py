@@ -59,7 +59,7 @@ from .binlog import Binlog
 from .errors import CorruptIndexError, GtidxError
 from .indexfile import (DEFAULT_MAX_RATIO, build_index, index_path, open_index, pending_gtids,
                         still_written)
-from .indexmeta import IndexMeta, Progress, crc_masked, now
+from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now
 from .reader import PartialIndex
 from .writer import IndexWriter, RecordPolicy
 
@@ -302,7 +302,7 @@ class IncrementalIndex:
 
     def _guard(self, b: Binlog) -> tuple[int, int]:
         # the server clears the FDE's IN_USE flag when it rotates: masked
-        return self.processed, crc_masked(b.buffer, max(0, self.processed - 65536), self.processed)
+        return self.processed, crc_masked(b.buffer, max(0, self.processed - FINGERPRINT_SPAN), self.processed)
 
     def unchanged(self, b: Binlog) -> bool:
         """Is what we have read of the binlog still there, the same? False
