@@ -596,7 +596,7 @@ class Tailer:
         if inc is None:
             status = open_index(b, idx, deep=True)
             status.close()
-            if status.usable:
+            if status.usable and not status.partial:
                 return                                   # already complete and current
             meta = IndexMeta.read(idx)
             if meta is not None and meta.partial:

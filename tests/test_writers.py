@@ -214,6 +214,32 @@ def test_build_never_indexes_a_binlog_still_being_written(tmp_path):
     assert not IndexMeta.read(index_path(crashed)).partial
 
 
+def test_tail_finishes_the_index_of_a_crashed_servers_binlog(tmp_path):
+    """tail followed the newest binlog; the server crashed (IN_USE stays set)
+    and started again with a new binlog: the old one is final, and tail
+    finishes its partial index (a usable partial index is not a finished one)."""
+    d = tmp_path / "binlogs"
+    shutil.copytree(M1011 / "multifile", d)
+    names = binlog_names(d)
+    crashed = d / names[-2]
+    data = crashed.read_bytes()
+    with Binlog(crashed) as b:
+        cut = [e for _, e, _ in b.group_spans()][-5]       # the crash hit between two groups
+    crashed.write_bytes(growing_copy(data, cut))
+    newest = d / names[-1]
+    newest.unlink()
+    (d / "master-bin.index").write_text("".join(f"./{n}\n" for n in names[:-1]))
+    settings = TailSettings(server_grace=0, page_size=256, span_min=1024, max_ratio=None)
+    Tailer(str(d), settings).run(once=True)
+    assert IndexMeta.read(index_path(crashed)).partial
+    shutil.copyfile(M1011 / "multifile" / names[-1], newest)     # the restarted server's binlog
+    (d / "master-bin.index").write_text("".join(f"./{n}\n" for n in names))
+    Tailer(str(d), settings).run(once=True)
+    assert not IndexMeta.read(index_path(crashed)).partial
+    assert Path(index_path(crashed)).read_bytes() == clean(crashed, tmp_path, page_size=256, span_min=1024,
+                                                           max_ratio=None)
+
+
 # -- item 9: a sidecar keeps running --------------------------------------------------------
 
 class TailProcess:
