@@ -128,13 +128,14 @@ def test_planted_links_are_never_followed(tmp_path):
     build_index(live, force=True)
     plant(f"{live.name}.idx")
     plant(f".{live.name}.idx.gtidx")
+    plant(f"{names[1]}.idx", dangling=True)
     Tailer(str(d), TailSettings(server_grace=0, page_size=256, span_min=1024)).run(once=True)
     for victim, dangling in victims.items():
         if dangling:
             assert not victim.exists() and not victim.is_symlink(), victim
         else:
             assert victim.read_bytes() == VICTIM, victim
-    for binlog in (closed, live):
+    for binlog in (closed, d / names[1], live):
         idx = Path(index_path(binlog))
         assert not idx.is_symlink() and idx.is_file()
         with Binlog(binlog) as b:
