@@ -399,7 +399,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             result.action, result.reason = "skipped", ("binlog still being written (its server or gtidx tail "
                                                        "owns its index; --force indexes what is there now)")
             return result
-        if not force and os.path.lexists(target):
+        if not force and safefile.is_regular(target):      # a link or a FIFO is replaced unread
             status = open_index(b, target, deep=True)
             status.close()
             if status.usable:

@@ -106,6 +106,16 @@ def open_for_update(path: str) -> int:
     return fd
 
 
+def is_regular(path: str) -> bool:
+    """Is ``path`` itself (not followed) a regular file? Anything else at an
+    index's name (a link, a FIFO, a device) is never read or written: it is
+    replaced."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def same_file(fd: int, path: str) -> bool:
     """Is ``path`` (not followed) still the file open as ``fd``?"""
     try:

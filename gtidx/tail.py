@@ -528,9 +528,8 @@ class Tailer:
         idx = index_path(path)
         with Binlog(path) as b:
             growing = still_written(b, newest=last)
-            # a link or anything else at the index name is not a server's index
-            theirs = (path not in self.active and os.path.lexists(idx) and not os.path.islink(idx)
-                      and IndexMeta.read(idx) is None)
+            # a link, a FIFO or anything but a regular file is not a server's index
+            theirs = path not in self.active and safefile.is_regular(idx) and IndexMeta.read(idx) is None
             if theirs and self._server_owned(b, idx, growing):
                 if not growing:
                     self.settled[path] = (st.st_size, st.st_mtime_ns)
@@ -594,10 +593,11 @@ class Tailer:
     def _finish(self, b: Binlog, path: str, idx: str) -> None:
         inc = self.active.pop(path, None)
         if inc is None:
-            status = open_index(b, idx, deep=True)
-            status.close()
-            if status.usable and not status.partial:
-                return                                   # already complete and current
+            status = open_index(b, idx, deep=True) if safefile.is_regular(idx) else None
+            if status is not None:
+                status.close()
+                if status.usable and not status.partial:
+                    return                               # already complete and current
             meta = IndexMeta.read(idx)
             if meta is not None and meta.partial:
                 inc = self._start(b)
@@ -605,7 +605,7 @@ class Tailer:
                 r = build_index(path, page_size=self.settings.page_size, span_min=self.settings.span_min,
                                 max_ratio=self.settings.max_ratio, force=True)
                 _event(logging.INFO, "built", file=path, records=r.records, size=r.size,
-                       why=status.reason or status.state)
+                       why="not a regular file" if status is None else status.reason or status.state)
                 return
         self.active[path] = inc                          # a failure below abandons it
         self._restart_if_changed(inc, b)

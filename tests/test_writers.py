@@ -129,13 +129,18 @@ def test_planted_links_are_never_followed(tmp_path):
     plant(f"{live.name}.idx")
     plant(f".{live.name}.idx.gtidx")
     plant(f"{names[1]}.idx", dangling=True)
+    os.mkfifo(d / f"{names[2]}.idx")                         # never opened: it would block
+    build_index(d / names[2])
+    assert Path(index_path(d / names[2])).is_file()
+    os.replace(d / f"{names[2]}.idx", tmp_path / "built")
+    os.mkfifo(d / f"{names[2]}.idx")
     Tailer(str(d), TailSettings(server_grace=0, page_size=256, span_min=1024)).run(once=True)
     for victim, dangling in victims.items():
         if dangling:
             assert not victim.exists() and not victim.is_symlink(), victim
         else:
             assert victim.read_bytes() == VICTIM, victim
-    for binlog in (closed, d / names[1], live):
+    for binlog in (closed, d / names[1], d / names[2], live):
         idx = Path(index_path(binlog))
         assert not idx.is_symlink() and idx.is_file()
         with Binlog(binlog) as b:
