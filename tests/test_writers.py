@@ -220,6 +220,38 @@ def test_build_never_indexes_a_binlog_still_being_written(tmp_path):
     assert not IndexMeta.read(index_path(crashed)).partial
 
 
+@pytest.mark.live
+def test_build_skips_the_live_servers_active_binlog(live_server, tmp_path):
+    """The server's own active binlog (IN_USE set by the server), copied as it
+    is being written: build leaves it; after the server rotates it, it is
+    closed and build indexes it."""
+    live_server.sql("CREATE DATABASE IF NOT EXISTS gtidx_w")
+    live_server.sql("CREATE TABLE IF NOT EXISTS gtidx_w.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(200))")
+    live_server.sql("FLUSH BINARY LOGS")
+    for i in range(20):
+        live_server.sql("INSERT INTO gtidx_w.t (v) VALUES (%s)", (f"row {i}",))
+    active = live_server.sql("SHOW MASTER STATUS")[0][0]
+
+    def copy() -> Path:
+        d = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        d.mkdir()
+        for name in [active, "master-bin.index"]:
+            shutil.copyfile(live_server.binlog_dir / name, d / name)
+        (d / "master-bin.index").write_text(f"./{active}\n")
+        return d
+
+    d = copy()
+    with Binlog(d / active) as b:
+        assert b.growing                                     # the server's flag, not ours
+    r = subprocess.run(cli("build", d), capture_output=True, text=True)
+    assert r.returncode == 0 and "skipped (binlog still being written" in r.stdout, r.stdout + r.stderr
+    assert not Path(index_path(d / active)).exists()
+    live_server.sql("FLUSH BINARY LOGS")                     # rotated: the server closes it
+    d = copy()
+    r = subprocess.run(cli("build", d), capture_output=True, text=True)
+    assert r.returncode == 0 and Path(index_path(d / active)).exists(), r.stdout + r.stderr
+
+
 def test_tail_finishes_the_index_of_a_crashed_servers_binlog(tmp_path):
     """tail followed the newest binlog; the server crashed (IN_USE stays set)
     and started again with a new binlog: the old one is final, and tail
