@@ -19,7 +19,7 @@ import os
 import stat
 import time
 import zlib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 from . import safefile
@@ -88,17 +88,13 @@ class IndexMeta:
         tail = crc_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
         return cls(size, head, tail, **progress)
 
-    def progressed(self, **changes) -> "IndexMeta":
-        return replace(self, **changes)
-
-    def matches(self, b: Binlog, size: int | None = None) -> bool:
-        """Is ``b`` (up to ``size``, default the fingerprint's own size) the
-        binlog this was taken of?"""
-        size = self.size if size is None else size
-        if size > b.size:
+    def matches(self, b: Binlog) -> bool:
+        """Is ``b``, up to this fingerprint's size, the binlog it was taken
+        of? (Progress fields are not compared.)"""
+        if self.size > b.size:
             return False
-        other = IndexMeta.of(b, size)
-        return (size, other.head_crc32, other.tail_crc32) == (self.size, self.head_crc32, self.tail_crc32)
+        other = IndexMeta.of(b, self.size)
+        return (other.head_crc32, other.tail_crc32) == (self.head_crc32, self.tail_crc32)
 
     @property
     def partial(self) -> bool:

@@ -554,3 +554,20 @@ def test_tail_removes_temporary_files_of_killed_writers(tmp_path):
     t = Tailer(str(tmp_path), TailSettings(server_grace=0, page_size=512, span_min=2048))
     t.run(once=True)
     assert not any(p.exists() for p in dead) and alive.exists()
+
+
+def test_index_meta_round_trip_and_junk():
+    """One owner reads what it writes; anything else at the xattr is no
+    fingerprint (the index then counts as not gtidx's)."""
+    from gtidx.indexmeta import Progress
+    m = IndexMeta(123, 4, 5, state=Progress.PARTIAL, page_size=512, span_min=2048, processed=99, records=3,
+                  updated=1.5)
+    assert IndexMeta.from_json(m.to_json()) == m
+    assert IndexMeta.from_json(IndexMeta(7, 8, 9).to_json()) == IndexMeta(7, 8, 9)
+    legacy = b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9}'          # gtidx build before states
+    assert IndexMeta.from_json(legacy) == IndexMeta(7, 8, 9)
+    for junk in (b"", b"[]", b"null", b'{"v":2,"size":1,"head_crc32":1,"tail_crc32":1}',
+                 b'{"v":1,"size":"1","head_crc32":1,"tail_crc32":1}', b'{"v":1,"size":1}',
+                 b'{"v":1,"size":1,"head_crc32":1,"tail_crc32":1,"state":"half"}',
+                 b'{"v":1,"size":true,"head_crc32":1,"tail_crc32":1}', b"\xff\xfe"):
+        assert IndexMeta.from_json(junk) is None, junk
