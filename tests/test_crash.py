@@ -175,6 +175,7 @@ def test_kill_9_tail_then_restart_equals_a_clean_build(tmp_path):
     for n in names:
         (d / n).write_bytes(datas[n])
     Tailer(str(d), TailSettings(page_size=64, span_min=1, max_ratio=None, server_grace=0)).run(once=True)
+    assert not list(d.glob(".*.tmp"))          # new files of killed tails are removed
     for n in names:
         got = (d / f"{n}.idx").read_bytes()
         clean = clean_index(d / n, tmp_path, page_size=64, span_min=1, max_ratio=None)
