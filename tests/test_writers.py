@@ -281,17 +281,31 @@ def test_tail_finishes_the_index_of_a_crashed_servers_binlog(tmp_path):
 # -- item 9: a sidecar keeps running --------------------------------------------------------
 
 class TailProcess:
-    def __init__(self, d: Path, *extra):
-        self.proc = subprocess.Popen(cli("tail", d, "--interval", 0.02, "--retry-max", 0.2, *extra),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.err = ""
+    """`gtidx tail` retrying quickly (at most 0.2 s apart), its log in a file."""
+
+    def __init__(self, d: Path, *extra, log: Path, prefix=(), cwd=None):
+        self.log_path = log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen([*prefix, *cli("tail", d, "--interval", 0.02, "--retry-max", 0.2,
+                                                        *extra)],
+                                         stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def errors_logged(self, n: int) -> None:
+        """Wait for ``n`` error lines, then long enough for ~5 more retries
+        of each (which must not log again)."""
+        assert wait_for(lambda: len(error_lines(self.log())) >= n), self.log()
+        time.sleep(1.0)
+        assert self.proc.poll() is None, self.log()
 
     def stop(self) -> str:
         assert self.proc.poll() is None, "tail died"
         self.proc.send_signal(signal.SIGTERM)
-        _, self.err = self.proc.communicate(timeout=30)
-        assert self.proc.returncode == 0, self.err[-2000:]
-        return self.err
+        self.proc.wait(timeout=30)
+        assert self.proc.returncode == 0, self.log()[-2000:]
+        return self.log()
 
     def kill(self):
         if self.proc.poll() is None:
@@ -362,10 +376,9 @@ def test_tail_survives_a_full_disk(tmp_path):
         r = subprocess.run(cli("tail", "--once", d, *small), capture_output=True, text=True)
         assert r.returncode == 3, r.stderr
         assert leftovers(d) == []
-        t = TailProcess(d, *small)
+        t = TailProcess(d, *small, log=tmp_path / "tail.log")
         try:
-            time.sleep(2.0)                                  # ~10 retries per file at most 0.2 s apart
-            assert t.proc.poll() is None
+            t.errors_logged(len(names))
             assert leftovers(d) == []
             assert not Path(index_path(last)).exists()
             filler.unlink()
@@ -384,9 +397,9 @@ def test_tail_survives_a_read_only_filesystem(tmp_path):
         shutil.copytree(M1011 / "multifile", d)
         names = binlog_names(d)
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        t = TailProcess(d)
+        t = TailProcess(d, log=tmp_path / "tail.log")
         try:
-            time.sleep(1.5)
+            t.errors_logged(len(names))
             subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
             assert wait_for(lambda: indexes_clean(d, tmp_path))
             err = t.stop()
@@ -404,21 +417,15 @@ def test_tail_survives_permission_denied(tmp_path):
     shutil.copytree(M1011 / "multifile", d)
     os.chmod(d, 0o755)
     names = binlog_names(d)
-    proc = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                             *cli("tail", ".", "--interval", 0.02, "--retry-max", 0.2)],
-                            cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    t = TailProcess(Path("."), log=tmp_path / "tail.log", cwd=d,
+                    prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
     try:
-        time.sleep(1.5)
-        assert proc.poll() is None, proc.stderr.read()
+        t.errors_logged(len(names))
         os.chmod(d, 0o777)
         assert wait_for(lambda: indexes_clean(d, tmp_path))
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        err = t.stop()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
+        t.kill()
     logged_once_per_file(err, names, "Permission denied")
     assert leftovers(d) == []
 
@@ -426,27 +433,29 @@ def test_tail_survives_permission_denied(tmp_path):
 def test_tail_survives_its_directory_vanishing(tmp_path):
     d = tmp_path / "binlogs"
     names, last, data = live_copy(d)
-    t = TailProcess(d)
+    t = TailProcess(d, log=tmp_path / "tail.log")
+
+    def listing() -> list[str]:
+        return [ln for ln in t.log().splitlines() if "cannot list binlogs" in ln]
     try:
         assert wait_for(lambda: IndexMeta.read(index_path(d / names[0])) is not None)
         away = tmp_path / "away"
         d.rename(away)                                       # gone mid-poll
-        time.sleep(1.0)
-        assert t.proc.poll() is None
+        t.errors_logged(1)
+        assert len(listing()) == 1
         away.rename(d)                                       # back, and the server goes on
         last.write_bytes(data)                               # rotated: closed and complete
         assert wait_for(lambda: indexes_clean(d, tmp_path))
         while d.exists():                                    # removed altogether (tail may race rmtree)
             shutil.rmtree(d, ignore_errors=True)
-        time.sleep(1.0)
+        assert wait_for(lambda: len(listing()) >= 2)
         shutil.copytree(M1011 / "multifile", d)              # and recreated
         assert wait_for(lambda: indexes_clean(d, tmp_path))
         err = t.stop()
     finally:
         t.kill()
-    listing = [ln for ln in err.splitlines() if "cannot list binlogs" in ln]
     # once per disappearance (rmtree may show a half-removed directory first)
-    assert 2 <= len(listing) <= 4, err
+    assert 2 <= len(listing()) <= 4, err
     assert err.count("event=recovered") >= 2, err
 
 
