@@ -11,6 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 sys.path.insert(0, str(ROOT / "tools"))
+# Spark started by the tests (in this process or in CLI subprocesses) listens
+# on and talks to the loopback address only.
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from mariadb import MariaDB  # noqa: E402  (tools/mariadb.py)
 
