@@ -239,3 +239,30 @@ def wait_for_line(p: subprocess.Popen, needle: str, cmd: str, timeout: float = 3
         if needle in ln:
             return
     raise AssertionError(f"{cmd}: no {needle!r} line: {''.join(seen)[-2000:]}")
+
+
+# -- dependencies: the runtime ones are what gtidx/ imports ----------------------------------
+
+MODULE_OF = {"mysql-replication": "pymysqlreplication", "PyMySQL": "pymysql", "pyspark": "pyspark"}
+
+
+def test_runtime_dependencies_are_what_the_package_imports():
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def module(req: str) -> str:
+        name = re.match(r"[A-Za-z0-9_.-]+", req).group(0)
+        return MODULE_OF.get(name, name.lower().replace("-", "_"))
+
+    declared = {module(r) for r in project["dependencies"]}
+    spark_extra = {module(r) for r in project["optional-dependencies"]["spark"]}
+    imported = {}
+    for p in (ROOT / "gtidx").glob("*.py"):
+        for n in ast.walk(ast.parse(p.read_text())):
+            names = ([a.name for a in n.names] if isinstance(n, ast.Import)
+                     else [n.module] if isinstance(n, ast.ImportFrom) and n.level == 0 else [])
+            for top in {x.split(".")[0] for x in names} - set(sys.stdlib_module_names) - {"gtidx"}:
+                imported.setdefault(top, set()).add(p.name)
+    runtime = {m for m, where in imported.items() if where != {"spark.py"}}
+    assert runtime == declared, f"imported outside spark.py: {runtime}; declared: {declared}"
+    assert {m for m, where in imported.items() if where == {"spark.py"}} <= spark_extra
