@@ -88,6 +88,9 @@ def test_every_readme_block_is_run():
         if section in RUN_ELSEWHERE:
             continue
         assert lang in handled, f"README.md:{line}: a ```{lang} block that no test runs"
+        if lang == "sh":        # sh blocks outside the Quickstart: the Spark commands (test_spark_commands)
+            assert all(x.startswith("gtidx spark ") for x in body.splitlines() if x.strip()), \
+                f"README.md:{line}: a ```sh block that no test runs"
     assert blocks("python", spark=False) and blocks("python", spark=True)
     assert blocks("console") and blocks("sh", spark=True)
 
