@@ -163,13 +163,13 @@ SHARED = ROOT.parent / "shared"
 @pytest.fixture(scope="session")
 def m118():
     """A real MariaDB 11.8 (native GTID index), started with ../shared/tools/mariadb-11.8.sh:
-    the server .ci/run started (GTIDX_M118_SOCKET), or one the test starts itself in
-    GTIDX_M118_ROOT (default ~/.cache/gtidx/m118; the first start builds a Debian 13
+    the server tools/test started (GTIDX_M118_SOCKET), or one the test starts itself in
+    GTIDX_M118_ROOT (default /var/tmp/gtidx-ci-m118, as tools/test; the first start builds a Debian 13
     root with debootstrap, a few minutes)."""
     sock = os.environ.get("GTIDX_M118_SOCKET")
     started = None
     if not sock:
-        root = Path(os.environ.get("GTIDX_M118_ROOT", Path.home() / ".cache" / "gtidx" / "m118"))
+        root = Path(os.environ.get("GTIDX_M118_ROOT", "/var/tmp/gtidx-ci-m118"))
         sock = str(root / "srv" / "m118" / "mysqld.sock")
         if not _alive(sock):
             script = SHARED / "tools" / "mariadb-11.8.sh"
