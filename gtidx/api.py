@@ -57,9 +57,21 @@ class StateAt(NamedTuple):
         return self.state.position()
 
 
+class Occurrence(NamedTuple):
+    """One place a GTID's event group was logged (file, GTID event offset, end)."""
+    file: str
+    start: int
+    end: int
+
+
 class Location(NamedTuple):
     """Where a GTID's event group is: its GTID event at ``start``, its last
-    event ending at ``end``; a reader resuming after it continues at ``resume``."""
+    event ending at ``end``; a reader resuming after it continues at ``resume``.
+
+    With ``gtid_strict_mode=OFF`` a GTID can be logged more than once: the
+    answer is then the first occurrence in file order, and ``occurrences``
+    lists all of them (this one first), in file order. Empty: the GTID is
+    logged once as far as the binlogs show (see ``plan_locate``)."""
     gtid: Gtid
     file: str
     start: int
@@ -67,6 +79,7 @@ class Location(NamedTuple):
     resume: int
     timestamp: int
     via: str
+    occurrences: tuple = ()
 
 
 class ReplicaStart(NamedTuple):
@@ -174,6 +187,66 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
     return seq is not None and seq >= g.seq
 
 
+# -- which files can hold a GTID (the one planner: Binlogs.locate and gtidx.spark) ---------------
+
+UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
+
+
+class LocatePlan(NamedTuple):
+    """The files (indexes into the binlog list, in file order) that can hold a
+    GTID, and whether its (domain, server) looked monotonic (then at most one
+    file can hold it, and it holds it at most once)."""
+    files: tuple
+    monotone: bool
+
+
+def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | str:
+    """Which files can hold ``g``: ``bounds[i]`` is the seq_no of ``g``'s
+    (domain, server) in the start state (GTID_LIST) of file ``i`` (None:
+    absent), ``bounds[-1]`` the one at the end of the last file; ``UNKNOWN``
+    where a file could not be read. ``dipped``: files in which a scan saw that
+    seq go down; ``ranges``: for files scanned whole, the (lowest, highest)
+    seq of the pair in them (None: it logged nothing there).
+    Returns a LocatePlan, or why no file can hold ``g``.
+
+    While the (domain, server) only grows (every bound at least the one
+    before, no dip seen) it is the server's rule: ``g`` is in the one file
+    whose start state lacks it and whose end has it; never written when the
+    end lacks it, purged when the first start has it. Once it is seen to go
+    down anywhere (``gtid_strict_mode=OFF``, ``SET gtid_seq_no``), a seq can
+    be anywhere, any number of times, even in a file whose bounds grow (it
+    may dip and recover inside): every file can hold it, except those whose
+    scanned range excludes it.
+
+    Not detected: a dip that recovers before the file ends, in a history
+    whose bounds never go down, in a file no scan has walked through it."""
+    n = g.seq
+    known = [0 if b is None else b for b in bounds if b is not UNKNOWN]
+    monotone = not dipped and all(a <= b for a, b in zip(known, known[1:]))
+    files = []
+    for i in range(len(bounds) - 1):
+        lo, hi = bounds[i], bounds[i + 1]
+        if ranges and i in ranges:
+            can = ranges[i] is not None and ranges[i][0] <= n <= ranges[i][1]
+        elif monotone:
+            can = (lo is UNKNOWN or (lo or 0) < n) and (hi is UNKNOWN or n <= (hi or 0))
+        else:
+            can = True
+        if can:
+            files.append(i)
+    if files:
+        return LocatePlan(tuple(files), monotone)
+    if bounds[-1] is not UNKNOWN and n > (bounds[-1] or 0):
+        return "never written"
+    if bounds[0] is not UNKNOWN and n <= (bounds[0] or 0):
+        return "purged: the earliest binlog starts after it"
+    return "no binlog that can hold it has it"
+
+
+class _Replan(Exception):
+    """A scan found a (domain, server) going down where the plan assumed not."""
+
+
 # -- a set of binlogs -----------------------------------------------------------------------
 
 def list_binlogs(path: str | os.PathLike) -> list[str]:
@@ -189,7 +262,9 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
         if len(indexes) > 1:
             raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
                                 path=path, hint="name one of them")
-        names = sorted(f for f in os.listdir(path) if _BINLOG_NAME.fullmatch(f))
+        # by the number after the last dot: master-bin.1000000 follows .999999
+        names = sorted((f for f in os.listdir(path) if _BINLOG_NAME.fullmatch(f)),
+                       key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
         if not names:
             raise NotFoundError("no binlog files here", path=path)
         return [os.path.join(path, n) for n in names]
@@ -235,6 +310,9 @@ class Binlogs:
         self._start: dict[str, BinlogState] = {}
         self._end = None
         self._names = {os.path.basename(f): f for f in self.files}
+        self._dips: dict[tuple, set] = {}      # (domain, server) -> files a scan saw it go down in
+        self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
+        self._damaged: set = set()             # files already reported as unreadable
 
     @classmethod
     def from_path(cls, path, **kw) -> "Binlogs":
@@ -339,36 +417,132 @@ class Binlogs:
         """The event group of ``gtid``. NotFoundError, naming the earliest and
         latest states, when these binlogs do not hold it.
 
-        As the server decides whether a GTID is in its binlog: it is when the
-        latest state has it (seq per (domain, server) at least its seq) and
-        the earliest does not (else it was purged); the file is the last one
-        whose GTID_LIST state does not have it yet.
+        The files that can hold it come from ``plan_locate`` (the start state
+        of every file and the end state). While its (domain, server) grows
+        monotonically that is one file, found by the index descent as the
+        server finds it; otherwise (``gtid_strict_mode=OFF``, seq_no stepped
+        back) every file that can hold it is scanned, and the answer is the
+        first occurrence in file order, with all of them in ``occurrences``.
+        A binlog that cannot be read fails only a lookup that needs it (a
+        warning on the ``gtidx`` logger names it otherwise).
         """
         g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
-        if not _contains(self.end_state(), g):
-            raise self._not_here(f"GTID {g}", "never written")
-        path = self._file_for(g)
-        if path is None:
-            raise self._not_here(f"GTID {g}", "purged: the earliest binlog starts after it")
-        f = self._file(path)
-        start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
-        loc = self._find_group(f, g, start, None, via)
-        if loc is None and start > f.binlog.body_start:
-            # seq_no went backwards in this binlog (gtid_strict_mode=OFF) and
-            # the descent passed the group: look in the part it skipped.
-            loc = self._find_group(f, g, f.binlog.body_start, start, "scan")
-        if loc is None:
-            raise self._not_here(f"GTID {g}", f"no such group in {os.path.basename(path)}")
-        return loc
+        key = (g.domain, g.server)
+        while True:
+            bounds = [self._start_bound(p, key) for p in self.files] + [self._end_bound(key)]
+            dipped, ranges = self._dips.get(key, set()), self._ranges.get(key, {})
+            plan = plan_locate(g, bounds, {i for i, p in enumerate(self.files) if p in dipped},
+                               {i: ranges[p] for i, p in enumerate(self.files) if p in ranges})
+            if isinstance(plan, str):
+                raise self._not_here(f"GTID {g}", plan)
+            try:
+                if plan.monotone:
+                    return self._locate_once(g, plan)
+                return self._locate_all(g, plan)
+            except _Replan:
+                continue            # a scan saw the seq go down: plan again with that
+
+    def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location:
+        """Monotonic (domain, server): the GTID is in at most one file, once."""
+        failed = None
+        for i in plan.files:
+            path = self.files[i]
+            try:
+                f = self._file(path)
+                start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
+                loc = self._find_group(f, g, start, None, via)
+                if loc is None and start > f.binlog.body_start:
+                    # the descent may have passed the group if the seq dipped
+                    # inside this file: look in the part it skipped
+                    loc = self._find_group(f, g, f.binlog.body_start, start, "scan")
+            except GtidxError as e:
+                failed = failed or e
+                self._warn_damaged(path, e)
+                continue
+            if loc is not None:
+                return loc
+        if failed is not None:
+            raise failed
+        raise self._not_here(f"GTID {g}", f"no such group in {os.path.basename(self.files[plan.files[-1]])}")
+
+    def _locate_all(self, g: Gtid, plan: LocatePlan) -> Location:
+        """Non-monotonic (domain, server): scan every file that can hold the
+        GTID; the first occurrence in file order is the answer."""
+        found, failed = [], None
+        for i in plan.files:
+            path = self.files[i]
+            try:
+                f = self._file(path)
+                found += self._scan_for(f, g)
+            except GtidxError as e:
+                failed = failed or e
+                self._warn_damaged(path, e)
+        if not found:
+            if failed is not None:
+                raise failed
+            raise self._not_here(f"GTID {g}", f"not in the {len(plan.files)} binlog(s) that can hold it "
+                                 "(seq_no went backwards: all of them were scanned)")
+        if failed is not None:
+            log.warning("%s: %s occurs in %s, but %s could not be searched for more occurrences",
+                        g, g, os.path.basename(found[0].file), failed.path or "a binlog")
+        occ = tuple(Occurrence(x.file, x.start, x.end) for x in found) if len(found) > 1 else ()
+        return found[0]._replace(occurrences=occ)
 
     def _find_group(self, f: _File, g: Gtid, start: int, stop: int | None, via: str) -> Location | None:
-        key = (g.seq, g.domain)
+        """The first group of ``g`` in [start, stop); a walk that sees the
+        GTID's (domain, server) go down raises _Replan (the file is not
+        monotonic for it after all)."""
+        domain_, server_, n = g
+        prev = 0
         for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
             if stop is not None and begin >= stop:
                 break
-            if (seq, domain) == key and server == g.server:
-                return Location(g, f.path, begin, end, end, ts, via if f.reader else "scan")
+            if domain == domain_ and server == server_:
+                if seq == n:
+                    return Location(g, f.path, begin, end, end, ts, via if f.reader else "scan")
+                if seq < prev:
+                    self._dips.setdefault((domain_, server_), set()).add(f.path)
+                    raise _Replan()
+                prev = seq
         return None
+
+    def _scan_for(self, f: _File, g: Gtid) -> list[Location]:
+        """Every group of ``g`` in the file, in file order (learning on the way
+        whether its (domain, server) goes down in this file)."""
+        domain_, server_, n = g
+        prev, dipped, lo, hi, out = 0, False, None, 0, []
+        for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans():
+            if domain == domain_ and server == server_:
+                if seq == n:
+                    out.append(Location(g, f.path, begin, end, end, ts, "scan"))
+                dipped = dipped or seq < prev
+                prev = seq
+                lo = seq if lo is None or seq < lo else lo
+                hi = seq if seq > hi else hi
+        if dipped:
+            self._dips.setdefault((domain_, server_), set()).add(f.path)
+        self._ranges.setdefault((domain_, server_), {})[f.path] = None if lo is None else (lo, hi)
+        return out
+
+    def _start_bound(self, path: str, key: tuple) -> int | None | str:
+        try:
+            return self.start_state(path).get(*key)
+        except GtidxError as e:
+            self._warn_damaged(path, e)
+            return UNKNOWN
+
+    def _end_bound(self, key: tuple) -> int | None | str:
+        try:
+            return self.end_state().get(*key)
+        except GtidxError as e:
+            self._warn_damaged(self.files[-1], e)
+            return UNKNOWN
+
+    def _warn_damaged(self, path: str, e: GtidxError) -> None:
+        if path not in self._damaged:
+            self._damaged.add(path)
+            log.warning("%s: cannot be read (%s); lookups that need it fail, the others are answered "
+                        "from the other binlogs", path, e)
 
     def replica_start(self, position: Position | str, *, strict: bool = False) -> ReplicaStart:
         """Where the server starts sending to a replica at ``position`` (one GTID
@@ -407,6 +581,8 @@ class Binlogs:
                 hint=f"earliest state {self.start_state(self.files[0]) or '(empty)'}")
         f = self._file(path)
         offset, state, via = f.record(lambda r: r.before_position(pos))
+        if via == "index" and offset > f.binlog.body_start and not self._skip_safe(f, path, pos, offset):
+            via = "scan"         # seq_no went back in this file: the record's state hides where to stop
         if via == "scan":
             offset, state = 4, f.binlog.start_state.copy()   # the server reads the whole file
         skip = {g.domain: g for g in pos}
@@ -415,6 +591,39 @@ class Binlogs:
                 del skip[g.domain]        # the replica stops exactly here in that domain
         first = self._first_sent(path, offset, dict(skip), strict, via)
         return ReplicaStart(pos, path, offset, state, Position(skip.values()), first, via)
+
+    def _skip_safe(self, f: _File, path: str, pos: Position, offset: int) -> bool:
+        """May a replica start at the index record at ``offset`` instead of
+        at the file's start, where MariaDB 10.11 reads from? The record's state
+        is before the position; a scan from the start would still stop
+        skipping earlier if a (domain, server) of the position reached its
+        seq_no before the record and went back (gtid_strict_mode=OFF). So the
+        record is used only while the file shows every such pair growing:
+        its start state to the next file's (or the end state), every index
+        record of the file, and what scans of it saw. Not seen: a dip, or a
+        repeated GTID, that lies between two consecutive records of a file
+        whose records and bounds never go down."""
+        i = self.files.index(path)
+        try:
+            after = self.start_state(self.files[i + 1]) if i + 1 < len(self.files) else self.end_state()
+        except GtidxError:
+            return False
+        keys = [(g.domain, g.server) for g in pos]
+        prev = [f.binlog.start_state.get(*k) or 0 for k in keys]
+        if any(path in self._dips.get(k, ()) or (after.get(*k) or 0) < p for k, p in zip(keys, prev)):
+            return False
+        records = getattr(f.reader, "records", None)
+        if records is None:
+            return False
+        try:
+            for rec in records():
+                seqs = [rec.state.get(*k) or 0 for k in keys]
+                if any(a < b for a, b in zip(seqs, prev)):
+                    return False
+                prev = seqs
+        except GtidxError:
+            return False
+        return True
 
     def _first_sent(self, path: str, offset: int, skip: dict, strict: bool, via: str) -> Location | None:
         for i in range(self.files.index(path), len(self.files)):
@@ -436,18 +645,6 @@ class Binlogs:
                         "strict mode is enabled", path=f.path, offset=begin)
                 return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
         return None
-
-    def _file_for(self, g: Gtid) -> str | None:
-        """The file that holds ``g``: the last one whose start state does not
-        have it yet (binary search: seq numbers grow per (domain, server))."""
-        lo, hi = 0, len(self.files)       # first file whose start state has g
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _contains(self.start_state(self.files[mid]), g):
-                hi = mid
-            else:
-                lo = mid + 1
-        return None if lo == 0 else self.files[lo - 1]
 
     def _not_here(self, what: str, why: str) -> NotFoundError:
         earliest = self.start_state(self.files[0])
@@ -604,7 +801,8 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
 
 
 __all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
-           "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "ReplicaStart",
+           "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
+           "LocatePlan", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
            "FileStatus",
            "DEFAULT_MAX_RATIO", "fmt"]

@@ -179,11 +179,15 @@ def seek(spec, path, as_json):
     from . import api
     r = api.seek(spec, path)
     if isinstance(r, api.Location):
+        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
-            _emit_json(_location_json(r))
+            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences]})
         else:
             with _Output() as out:
                 out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via})\n")
+                if len(occurrences) > 1:
+                    out.write(f"  {r.gtid} occurs {len(occurrences)} times (seq_no went backwards); the answer "
+                              f"is the first: {', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
         return
     first = None if r.first is None else _location_json(r.first)
     if as_json:

@@ -1,0 +1,233 @@
+"""Non-monotonic GTID histories (gtid_strict_mode=OFF, SET gtid_seq_no) written
+by a real MariaDB 10.11, with the server as the oracle: every GTID is found
+where SHOW BINLOG EVENTS has it (the first occurrence, the others listed), and
+replica starts agree with a real replica connection whether gtidx answers
+from a scan or from an index of any page size and span."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from mariadb import MariaDB  # tools/mariadb.py
+from gtidx import api
+from gtidx.binlog import Binlog
+from gtidx.errors import NotFoundError
+from gtidx.gtid import Gtid, Position
+from gtidx.indexfile import build_index
+
+pytestmark = pytest.mark.live
+
+# issue 11 item 1: domain 5, (seq_no, server_id), FLUSH BINARY LOGS between the lists
+ROTATIONS = [
+    [(100, 1), (101, 2), (102, 1), (103, 2), (104, 1), (105, 2)],
+    [(50, 1), (51, 2), (52, 1), (101, 2), (53, 1)],
+    [(104, 2), (200, 1), (60, 2), (61, 1)],
+    [(30, 2), (31, 1), (101, 1), (300, 2)],
+]
+# the 10.11 nonmono fixture's domain-5 plan, in one file: 100, 101, 102, then 50, 51, ...
+ONE_FILE = [(100, 1), (None, 1), (None, 1), (50, 1), (51, 1), (None, 1), (40, 2), (None, 2),
+            (200, 1), (None, 1), (150, 2), (60, 1), (None, 1), (300, 1), (None, 1)]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A private 10.11 of our own: a clean binlog directory, gtid_strict_mode=0."""
+    srv = MariaDB(tmp_path_factory.mktemp("nonmono-srv"), {"gtid_strict_mode": "0"})
+    try:
+        srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start a private MariaDB server: {e}", pytrace=False)
+    try:
+        srv.sql("CREATE DATABASE t")
+        srv.sql("CREATE TABLE t.a (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB")
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _trx(cur, domain: int, server_id: int, seq: int | None) -> None:
+    cur.execute("SET SESSION gtid_domain_id=%s, server_id=%s", (domain, server_id))
+    if seq is not None:
+        cur.execute("SET SESSION gtid_seq_no=%s", (seq,))
+    cur.execute("INSERT INTO t.a (v) VALUES (%s)", (f"{domain}-{server_id}-{seq}",))
+
+
+def _write(srv: MariaDB, rotations, domain: int = 5) -> list[str]:
+    """Each list of (seq_no, server_id) of ``domain`` into its own file, an
+    ordinary domain-0 transaction after each; the closed files, in order."""
+    srv.sql("FLUSH BINARY LOGS")
+    first = srv.sql("SHOW MASTER STATUS")[0][0]
+    conn = srv.connect()
+    try:
+        with conn.cursor() as cur:
+            for i, groups in enumerate(rotations):
+                for seq, sid in groups:
+                    _trx(cur, domain, sid, seq)
+                    _trx(cur, 0, 1, None)
+                cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    files = api.list_binlogs(srv.binlog_dir / "master-bin.index")
+    names = [os.path.basename(f) for f in files]
+    return files[names.index(first):-1]
+
+
+def server_groups(srv: MariaDB, path: str) -> list[tuple[Gtid, int, int]]:
+    """(gtid, start, end) of every event group, from SHOW BINLOG EVENTS."""
+    rows = srv.sql(f"SHOW BINLOG EVENTS IN '{os.path.basename(path)}'")
+    out, cur = [], None
+    for _, pos, etype, _, _, info in rows:
+        if cur is not None and etype in ("Gtid", "Gtid_list", "Binlog_checkpoint", "Rotate", "Stop"):
+            out.append((cur[0], cur[1], pos))
+            cur = None
+        if etype == "Gtid":
+            cur = (Gtid.parse(info.split("GTID ")[1].split()[0]), pos)
+    if cur is not None:
+        out.append((cur[0], cur[1], rows[-1][4]))
+    return out
+
+
+def _copy(files, dest) -> list[str]:
+    dest.mkdir()
+    out = []
+    for f in files:
+        shutil.copyfile(f, dest / os.path.basename(f))
+        out.append(str(dest / os.path.basename(f)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rotations(server, tmp_path_factory):
+    files = _write(server, ROTATIONS)
+    assert len(files) == 4
+    occurrences = {}
+    for f in files:
+        for g, start, end in server_groups(server, f):
+            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    copy = _copy(files, tmp_path_factory.mktemp("rotations") / "binlogs")
+    return copy, occurrences
+
+
+def _check_all(files, occurrences, use_index=True):
+    wrong = []
+    with api.Binlogs(files, use_index=use_index) as logs:
+        for g, occ in occurrences.items():
+            try:
+                loc = logs.locate(g)
+            except NotFoundError as e:
+                wrong.append((str(g), "not found", str(e)))
+                continue
+            mine = [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] or \
+                [(os.path.basename(loc.file), loc.start, loc.end)]
+            if mine != occ or (os.path.basename(loc.file), loc.start, loc.end) != occ[0]:
+                wrong.append((str(g), mine, occ))
+    return wrong
+
+
+def test_locate_across_rotations_finds_every_occurrence(rotations):
+    files, occurrences = rotations
+    assert len(occurrences[Gtid(5, 2, 101)]) == 2          # logged twice, in two files
+    assert _check_all(files, occurrences) == []
+    assert _check_all(files, occurrences, use_index=False) == []
+    with api.Binlogs(files) as logs:
+        for missing in ("5-1-99", "5-2-102", "5-1-500", "5-3-1", "7-1-1"):
+            with pytest.raises(NotFoundError):
+                logs.locate(missing)
+
+
+@pytest.mark.parametrize("page_size,span", [(64, 1), (512, 256), (4096, 65536)])
+def test_locate_across_rotations_with_indexes(rotations, tmp_path, page_size, span):
+    files, occurrences = rotations
+    files = _copy(files, tmp_path / "idx")
+    for f in files:
+        build_index(f, page_size=page_size, span_min=span, max_ratio=None, force=True)
+    assert _check_all(files, occurrences) == []
+
+
+def _seek(directory, gtid, *extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "gtidx", "seek", "--gtid", gtid, str(directory), *extra],
+                          capture_output=True, text=True, env=env)
+
+
+def test_seek_cli_answers_the_issue_gtids(rotations):
+    files, occurrences = rotations
+    directory = os.path.dirname(files[0])
+    for gtid in ("5-1-104", "5-1-50", "5-1-31", "5-2-30", "5-2-101"):
+        occ = occurrences[Gtid.parse(gtid)]
+        p = _seek(directory, gtid, "--json")
+        assert p.returncode == 0, (gtid, p.stderr)
+        out = json.loads(p.stdout)
+        assert (os.path.basename(out["file"]), out["start"], out["end"]) == occ[0]
+        assert [(os.path.basename(o["file"]), o["start"], o["end"]) for o in out["occurrences"]] == occ
+        text = _seek(directory, gtid)
+        assert text.returncode == 0 and text.stdout.startswith(f"{gtid} ")
+        assert ("occurs 2 times" in text.stdout) == (len(occ) == 2), text.stdout
+
+
+# -- replica start: index vs scan vs a real replica (issue 11 item 2) ------------------------------
+
+@pytest.fixture(scope="module")
+def one_file(server, rotations, tmp_path_factory):
+    """The nonmono fixture's plan (seq_no back from 102 to 50 and up again),
+    in one file after files of domain 0, in a domain of its own (7)."""
+    files = _write(server, [ONE_FILE], domain=7)
+    assert len(files) == 1
+    return files[0]
+
+
+def _positions(server, path) -> list[str]:
+    """Every position a replica can be at inside the file (each group end's
+    state), the same with each domain's other server, and the issue's case."""
+    out = set()
+    with api.Binlogs([path], use_index=False) as logs:
+        start = logs.start_state(path)
+        for g, _, end in server_groups(server, path):
+            st = logs.state_at(path, end).state
+            pos = st.position()
+            out.add(str(pos))
+            for other in st:
+                if other.domain == 7 and other != st.last(7):
+                    out.add(str(Position([other if p.domain == 7 else p for p in pos])))
+        for seq in (102, 101, 103, 51, 200, 60, 150, 40):
+            for sid in (1, 2):
+                out.add(str(Position(list(start.position()) + [Gtid(7, sid, seq)])))
+    return sorted(out)
+
+
+def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_path):
+    from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
+    positions = _positions(server, one_file)
+    real = {p: first_gtid_a_replica_gets(server, p, server_id=3000 + i) for i, p in enumerate(positions)}
+    with Binlog(one_file) as b:
+        assert [g.gtid.seq for g in b.groups() if g.gtid.domain == 7][:6] == [100, 101, 102, 50, 51, 103]
+    configs = [None, (64, 1), (64, 256), (512, 1), (4096, 65536)]
+    everything = api.list_binlogs(server.binlog_dir / "master-bin.index")    # as the server has them
+    wrong = []
+    for k, cfg in enumerate(configs):
+        d = tmp_path / f"c{k}"
+        files = _copy(everything, d)
+        path = str(d / os.path.basename(one_file))
+        if cfg is not None:
+            build_index(path, page_size=cfg[0], span_min=cfg[1], max_ratio=None, force=True)
+        with api.Binlogs(files, use_index=cfg is not None) as logs:
+            for p in positions:
+                try:
+                    r = logs.replica_start(p, strict=True)
+                    mine = None if r.first is None else r.first.gtid
+                except NotFoundError as e:
+                    mine = Refused(e)
+                theirs = real[p]
+                if isinstance(theirs, Refused) or isinstance(mine, Refused):
+                    ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
+                else:
+                    ok = theirs == mine
+                if not ok:
+                    wrong.append((cfg, p, str(theirs), str(mine)))
+    assert wrong == [], wrong[:8]
