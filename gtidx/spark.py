@@ -12,9 +12,12 @@ files x GTIDs:
    state (GTID_LIST) and, for the last file, its end state (index, then a
    short scan);
 2. each GTID is assigned to its file with the summaries alone (broadcast),
-   by the same rules as ``Binlogs.locate``: not in these binlogs when the
-   latest state lacks it (never written) or the earliest has it (purged);
-   else the last file whose start state does not have it yet;
+   by the planner of ``Binlogs.locate`` (``api.plan_locate``): not in these
+   binlogs when the latest state lacks it (never written) or the earliest
+   has it (purged); else the last file whose start state does not have it
+   yet. A GTID whose (domain, server) went backwards (gtid_strict_mode=OFF)
+   can be in several files: it goes to the first of them, whose task answers
+   it with ``Binlogs.locate`` (every file that can hold it, first occurrence);
 3. GTIDs are grouped by file and one task per file opens that file once and
    answers all its GTIDs in offset order: by index lookups when they are few,
    by one pass over the file's groups when they are many (a pass costs what
@@ -25,7 +28,6 @@ position with several domains: ``replica_start``), found or not.
 """
 from __future__ import annotations
 
-import bisect
 import os
 import time
 
@@ -106,20 +108,21 @@ class _Plan:
                 if st.is_before(pos):
                     return f, value
             return self.files[-1], value       # replica_start explains the refusal
-        g = next(iter(pos))
-        if not _has(latest, g):
-            return None, "not in these binlogs (never written)"
-        # first file whose start state has g: the GTID is in the one before it
-        keys = [_has(st, g) for st in starts]
-        i = bisect.bisect_left(keys, True)
-        if i == 0:
-            return None, "not in these binlogs (purged: the earliest binlog starts after it)"
-        return self.files[i - 1], value
+        plan = self.plan(next(iter(pos)))
+        if isinstance(plan, str):
+            return None, f"not in these binlogs ({plan})"
+        return self.files[plan.files[0]], value
 
+    def plan(self, g: Gtid) -> api.LocatePlan | str:
+        """``api.plan_locate`` on the summaries."""
+        starts, latest = self._states()
+        return api.plan_locate(g, [st.get(g.domain, g.server) for st in starts] +
+                               [latest.get(g.domain, g.server)])
 
-def _has(state: BinlogState, g: Gtid) -> bool:
-    seq = state.get(g.domain, g.server)
-    return seq is not None and seq >= g.seq
+    def one_file(self, g: Gtid) -> bool:
+        """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
+        plan = self.plan(g)
+        return not isinstance(plan, str) and plan.monotone and len(plan.files) == 1
 
 
 def _not_found(value: str, reason: str) -> tuple:
@@ -127,7 +130,7 @@ def _not_found(value: str, reason: str) -> tuple:
     return (value, kind, None, None, None, None, None, None, False, reason)
 
 
-def _answer_file(item, all_files: list[str], pass_per_byte: float) -> list[tuple]:
+def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan | None = None) -> list[tuple]:
     """All the GTIDs (and positions) assigned to one file, answered together."""
     path, values = item
     values = list(values)
@@ -137,7 +140,7 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float) -> list[tuple
     out = []
     with api.Binlogs(all_files) as logs:
         if gtids:
-            out += _answer_gtids(logs, path, gtids, pass_per_byte)
+            out += _answer_gtids(logs, path, gtids, pass_per_byte, plan)
         for v in positions:
             try:
                 r = logs.replica_start(v)
@@ -151,16 +154,26 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float) -> list[tuple
     return out
 
 
-def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte: float) -> list[tuple]:
+def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte: float,
+                  plan: _Plan | None = None) -> list[tuple]:
     wanted = {}
     for v in values:
         wanted.setdefault(Gtid.parse(v), []).append(v)
     with Binlog(path) as b:
         size = b.size
     found = {}
-    if len(wanted) > size * pass_per_byte:
+    if plan is not None:
+        # (domain, server) that went backwards: Binlogs.locate searches every
+        # file that can hold them (this is the first)
+        for g in [g for g in wanted if not plan.one_file(g)]:
+            try:
+                found[g] = logs.locate(g)
+            except NotFoundError:
+                found[g] = None
+    rest = [g for g in wanted if g not in found]
+    if len(rest) > size * pass_per_byte:
         # Many GTIDs in this file: one pass over its groups, in offset order.
-        keys = {(g.seq, g.domain, g.server): g for g in wanted}
+        keys = {(g.seq, g.domain, g.server): g for g in rest}
         with Binlog(path) as b:
             for begin, end, (ts, server, seq, domain, _) in b.group_spans():
                 g = keys.pop((seq, domain, server), None)
@@ -170,7 +183,7 @@ def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte
                         break
     else:
         # Few: index lookups, in GTID order (offset order where seq grows).
-        for g in sorted(wanted):
+        for g in sorted(rest):
             try:
                 found[g] = logs.locate(g)
             except NotFoundError:
@@ -221,13 +234,13 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
 
         def answer(item):
             t = time.perf_counter()
-            rows = _answer_file(item, files, pass_per_byte)
+            rows = _answer_file(item, files, pass_per_byte, bplan.value)
             spent.add(time.perf_counter() - t)
             touched_files.add(1)
             return rows
     else:
         def answer(item):
-            return _answer_file(item, files, pass_per_byte)
+            return _answer_file(item, files, pass_per_byte, bplan.value)
     answered = touched.groupByKey(numPartitions=n).flatMap(answer)
     return spark.createDataFrame(missing.union(answered), LOCATE_SCHEMA)
 

@@ -231,3 +231,29 @@ def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_pat
                 if not ok:
                     wrong.append((cfg, p, str(theirs), str(mine)))
     assert wrong == [], wrong[:8]
+
+
+# -- Spark plans with the same rule ----------------------------------------------------------------
+
+def test_spark_locate_equals_the_library_on_rotations(rotations, tmp_path):
+    """gtidx.spark assigns GTIDs with api.plan_locate: a GTID of a (domain,
+    server) that went backwards is answered as Binlogs.locate answers it."""
+    gs = pytest.importorskip("gtidx.spark")
+    files, occurrences = rotations
+    values = [str(g) for g in occurrences] + ["5-1-99", "5-2-102", "7-1-1"]
+    session = gs.session("local[2]", app="gtidx-nonmono")
+    try:
+        df = session.createDataFrame([(v,) for v in values], "gtid string")
+        for per_byte in (1.0, 1e-12):          # one pass per file, and index lookups
+            rows = {r.gtid: r for r in gs.locate(session, df, os.path.dirname(files[0]),
+                                                  pass_per_byte=per_byte).collect()}
+            assert len(rows) == len(values)
+            for v in values:
+                occ = occurrences.get(Gtid.parse(v))
+                r = rows[v]
+                if occ is None:
+                    assert not r.found, v
+                else:
+                    assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
+    finally:
+        session.stop()
