@@ -223,13 +223,23 @@ def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | s
     n = g.seq
     known = [0 if b is None else b for b in bounds if b is not UNKNOWN]
     monotone = not dipped and all(a <= b for a, b in zip(known, known[1:]))
+    # while monotonic, an unknown bound lies between the known ones around it
+    below, above = [], []
+    last = 0
+    for b in bounds:
+        last = last if b is UNKNOWN else (b or 0)
+        below.append(last)
+    nxt = None
+    for b in reversed(bounds):
+        nxt = nxt if b is UNKNOWN else (b or 0)
+        above.append(nxt)
+    above.reverse()
     files = []
     for i in range(len(bounds) - 1):
-        lo, hi = bounds[i], bounds[i + 1]
         if ranges and i in ranges:
             can = ranges[i] is not None and ranges[i][0] <= n <= ranges[i][1]
         elif monotone:
-            can = (lo is UNKNOWN or (lo or 0) < n) and (hi is UNKNOWN or n <= (hi or 0))
+            can = below[i] < n and (above[i + 1] is None or n <= above[i + 1])
         else:
             can = True
         if can:
@@ -368,7 +378,10 @@ class Binlogs:
 
     def end_state(self) -> BinlogState:
         """The state after the last complete event of the last file."""
-        f = self._file(self.files[-1])
+        return self._end_of(self.files[-1])
+
+    def _end_of(self, path: str) -> BinlogState:
+        f = self._file(path)
         b = f.binlog
         if self._end is None or self._end[0] != (b.path, b.size):
             offset, state, via = f.record(lambda r: r.last_record())
@@ -376,6 +389,19 @@ class Binlogs:
             state, _ = self._apply(f, state, offset, end, via)
             self._end = ((b.path, b.size), state)
         return self._end[1].copy()
+
+    def _latest_known(self) -> tuple[BinlogState, GtidxError | None]:
+        """The end state, or, when the newest binlogs cannot be read, the end
+        state of the newest one that can (a lower bound) and the error of the
+        newest."""
+        failed = None
+        for path in reversed(self.files):
+            try:
+                return self._end_of(path), failed
+            except GtidxError as e:
+                self._warn_damaged(path, e)
+                failed = failed or e
+        raise failed
 
     # -- lookups ------------------------------------------------------------------
     def state_at(self, file, offset: int) -> StateAt:
@@ -394,6 +420,8 @@ class Binlogs:
             via = "index" if f.reader is not None else "scan"
         else:
             start, state, via = f.record(lambda r: r.at_offset(offset))
+            if offset == b.size and not b.growing:
+                b.complete_end(start)      # the end of a closed binlog cut short is not its end state
             state, via = self._apply(f, state, start, offset, via)
         if state is None:
             raise NotFoundError("not the start of an event", path=b.path, offset=offset,
@@ -541,8 +569,8 @@ class Binlogs:
     def _warn_damaged(self, path: str, e: GtidxError) -> None:
         if path not in self._damaged:
             self._damaged.add(path)
-            log.warning("%s: cannot be read (%s); lookups that need it fail, the others are answered "
-                        "from the other binlogs", path, e)
+            log.warning("%s (lookups that need %s fail; the others are answered from the other "
+                        "binlogs)", e if e.path else f"{path}: {e}", os.path.basename(path))
 
     def replica_start(self, position: Position | str, *, strict: bool = False) -> ReplicaStart:
         """Where the server starts sending to a replica at ``position`` (one GTID
@@ -563,17 +591,19 @@ class Binlogs:
           ends with the requested GTID skip nothing.
         """
         pos = Position.parse(position) if isinstance(position, str) else position
-        latest = self.end_state()
+        latest, failed = self._latest_known()
         for g in pos:
             seq = latest.get(g.domain, g.server)
-            if (seq is not None and seq >= g.seq) or latest.last(g.domain) is None:
+            if (seq is not None and seq >= g.seq) or (latest.last(g.domain) is None and failed is None):
                 continue
+            if failed is not None:
+                raise failed         # the unreadable newest binlog may hold it
             diverged = latest.last(g.domain).seq >= g.seq
             raise NotFoundError(
                 f"connecting replica requested to start from GTID {g}, which is not in the "
                 f"master's binlog{' (the replica has probably diverged: the binlog has higher seq_no)' if diverged else ''}",
                 hint=f"latest state {latest or '(empty)'}")
-        path = next((p for p in reversed(self.files) if self.start_state(p).is_before(pos)), None)
+        path = next((p for p in reversed(self.files) if self._start_before(p, pos)), None)
         if path is None:
             raise NotFoundError(
                 "could not find the GTID state requested by the replica in any binlog file: the "
@@ -592,6 +622,20 @@ class Binlogs:
         first = self._first_sent(path, offset, dict(skip), strict, via)
         return ReplicaStart(pos, path, offset, state, Position(skip.values()), first, via)
 
+    def _start_before(self, path: str, pos: Position) -> bool:
+        """Is the file's start state before ``pos``? For a binlog whose start
+        cannot be read, the end state of the one before it stands in (the
+        server writes that state as the next file's GTID_LIST): a replica
+        that would start in the unreadable file gets its error."""
+        try:
+            return self.start_state(path).is_before(pos)
+        except GtidxError as e:
+            self._warn_damaged(path, e)
+            i = self.files.index(path)
+            if i == 0 or self._end_of(self.files[i - 1]).is_before(pos):
+                raise
+            return False
+
     def _skip_safe(self, f: _File, path: str, pos: Position, offset: int) -> bool:
         """May a replica start at the index record at ``offset`` instead of
         at the file's start, where MariaDB 10.11 reads from? The record's state
@@ -599,8 +643,9 @@ class Binlogs:
         skipping earlier if a (domain, server) of the position reached its
         seq_no before the record and went back (gtid_strict_mode=OFF). So the
         record is used only while the file shows every such pair growing:
-        its start state to the next file's (or the end state), every index
-        record of the file, and what scans of it saw. Not seen: a dip, or a
+        its start state to the next file's (or the end state) and every index
+        record of the file. (Not what earlier lookups' scans saw: the answer
+        must not depend on what was asked before.) Not seen: a dip, or a
         repeated GTID, that lies between two consecutive records of a file
         whose records and bounds never go down."""
         i = self.files.index(path)
@@ -610,7 +655,7 @@ class Binlogs:
             return False
         keys = [(g.domain, g.server) for g in pos]
         prev = [f.binlog.start_state.get(*k) or 0 for k in keys]
-        if any(path in self._dips.get(k, ()) or (after.get(*k) or 0) < p for k, p in zip(keys, prev)):
+        if any((after.get(*k) or 0) < p for k, p in zip(keys, prev)):
             return False
         records = getattr(f.reader, "records", None)
         if records is None:
@@ -647,13 +692,17 @@ class Binlogs:
         return None
 
     def _not_here(self, what: str, why: str) -> NotFoundError:
-        earliest = self.start_state(self.files[0])
+        try:
+            earliest = self.start_state(self.files[0])
+        except GtidxError:
+            earliest = None
         try:
             latest = self.end_state()
         except GtidxError:
             latest = None
         return NotFoundError(f"{what} is not in these binlogs ({why})",
-                             hint=f"earliest state {earliest or '(empty)'}; latest {latest or '(unknown)'}")
+                             hint=f"earliest state {'(unknown)' if earliest is None else earliest or '(empty)'}; "
+                                  f"latest {'(unknown)' if latest is None else latest or '(empty)'}")
 
 
 def open(path: str | os.PathLike, **kw) -> Binlogs:  # noqa: A001 (gtidx.open)
