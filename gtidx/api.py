@@ -13,6 +13,7 @@ failure is a ``GtidxError``.
 """
 from __future__ import annotations
 
+import bisect
 import builtins
 import logging
 import os
@@ -200,6 +201,59 @@ class LocatePlan(NamedTuple):
     monotone: bool
 
 
+class Planner:
+    """Which files can hold a GTID of one (domain, server) (the rule of
+    ``plan_locate``), prepared once from its bounds so that each GTID costs a
+    bisection while the pair grows monotonically."""
+
+    __slots__ = ("bounds", "monotone", "_below", "_above")
+
+    def __init__(self, bounds: list):
+        self.bounds = bounds
+        known = [0 if b is None else b for b in bounds if b != UNKNOWN]
+        self.monotone = all(a <= b for a, b in zip(known, known[1:]))
+        # while monotonic, an unknown bound lies between the known ones around it
+        below, last = [], 0
+        for b in bounds:
+            last = last if b == UNKNOWN else (b or 0)
+            below.append(last)
+        above, nxt = [], _INFINITE
+        for b in reversed(bounds):
+            nxt = nxt if b == UNKNOWN else (b or 0)
+            above.append(nxt)
+        above.reverse()
+        self._below, self._above = below, above
+
+    def plan(self, n: int, dipped=(), ranges=None) -> "LocatePlan | str":
+        bounds, count = self.bounds, len(self.bounds) - 1
+        monotone = self.monotone and not dipped
+        if monotone and not ranges:
+            # file i can hold n when below[i] < n <= above[i + 1]: both grow with i
+            hi = bisect.bisect_left(self._below, n, 0, count)
+            lo = bisect.bisect_left(self._above, n, 1, count + 1) - 1
+            files = tuple(range(lo, hi))
+        else:
+            files = []
+            for i in range(count):
+                if ranges and i in ranges:
+                    can = ranges[i] is not None and ranges[i][0] <= n <= ranges[i][1]
+                else:
+                    can = not monotone or self._below[i] < n <= self._above[i + 1]
+                if can:
+                    files.append(i)
+            files = tuple(files)
+        if files:
+            return LocatePlan(files, monotone)
+        if bounds[-1] != UNKNOWN and n > (bounds[-1] or 0):
+            return "never written"
+        if bounds[0] != UNKNOWN and n <= (bounds[0] or 0):
+            return "purged: the earliest binlog starts after it"
+        return "no binlog that can hold it has it"
+
+
+_INFINITE = float("inf")
+
+
 def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | str:
     """Which files can hold ``g``: ``bounds[i]`` is the seq_no of ``g``'s
     (domain, server) in the start state (GTID_LIST) of file ``i`` (None:
@@ -216,41 +270,12 @@ def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | s
     down anywhere (``gtid_strict_mode=OFF``, ``SET gtid_seq_no``), a seq can
     be anywhere, any number of times, even in a file whose bounds grow (it
     may dip and recover inside): every file can hold it, except those whose
-    scanned range excludes it.
+    scanned range excludes it. An unknown bound counts as anything between
+    the known ones around it while the pair is monotonic, else as anything.
 
     Not detected: a dip that recovers before the file ends, in a history
     whose bounds never go down, in a file no scan has walked through it."""
-    n = g.seq
-    known = [0 if b is None else b for b in bounds if b is not UNKNOWN]
-    monotone = not dipped and all(a <= b for a, b in zip(known, known[1:]))
-    # while monotonic, an unknown bound lies between the known ones around it
-    below, above = [], []
-    last = 0
-    for b in bounds:
-        last = last if b is UNKNOWN else (b or 0)
-        below.append(last)
-    nxt = None
-    for b in reversed(bounds):
-        nxt = nxt if b is UNKNOWN else (b or 0)
-        above.append(nxt)
-    above.reverse()
-    files = []
-    for i in range(len(bounds) - 1):
-        if ranges and i in ranges:
-            can = ranges[i] is not None and ranges[i][0] <= n <= ranges[i][1]
-        elif monotone:
-            can = below[i] < n and (above[i + 1] is None or n <= above[i + 1])
-        else:
-            can = True
-        if can:
-            files.append(i)
-    if files:
-        return LocatePlan(tuple(files), monotone)
-    if bounds[-1] is not UNKNOWN and n > (bounds[-1] or 0):
-        return "never written"
-    if bounds[0] is not UNKNOWN and n <= (bounds[0] or 0):
-        return "purged: the earliest binlog starts after it"
-    return "no binlog that can hold it has it"
+    return Planner(bounds).plan(g.seq, dipped, ranges)
 
 
 class _Replan(Exception):
@@ -323,6 +348,7 @@ class Binlogs:
         self._dips: dict[tuple, set] = {}      # (domain, server) -> files a scan saw it go down in
         self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
         self._damaged: set = set()             # files already reported as unreadable
+        self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
 
     @classmethod
     def from_path(cls, path, **kw) -> "Binlogs":
@@ -457,10 +483,14 @@ class Binlogs:
         g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
         key = (g.domain, g.server)
         while True:
-            bounds = [self._start_bound(p, key) for p in self.files] + [self._end_bound(key)]
-            dipped, ranges = self._dips.get(key, set()), self._ranges.get(key, {})
-            plan = plan_locate(g, bounds, {i for i, p in enumerate(self.files) if p in dipped},
-                               {i: ranges[p] for i, p in enumerate(self.files) if p in ranges})
+            end = self._end_bound(key)
+            cached = self._planners.get(key)
+            if cached is None or cached.bounds[-1] != end:
+                cached = Planner([self._start_bound(p, key) for p in self.files] + [end])
+                self._planners[key] = cached
+            dipped, ranges = self._dips.get(key, ()), self._ranges.get(key)
+            plan = cached.plan(g.seq, dipped and {i for i, p in enumerate(self.files) if p in dipped},
+                               ranges and {i: ranges[p] for i, p in enumerate(self.files) if p in ranges})
             if isinstance(plan, str):
                 raise self._not_here(f"GTID {g}", plan)
             try:
@@ -851,7 +881,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
 
 __all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
-           "LocatePlan", "plan_locate",
+           "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
            "FileStatus",
            "DEFAULT_MAX_RATIO", "fmt"]

@@ -369,6 +369,30 @@ def test_locate_outside_the_binlogs(tmp_path):
             logs.locate("77-1-1")
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(1, 30), st.just(api.UNKNOWN)), min_size=2, max_size=9),
+       st.integers(1, 32))
+def test_planner_bisection_is_the_rule(bounds, n):
+    """Planner's bisection (monotonic pairs) answers what the rule says file
+    by file: file i can hold n when the known bounds around it allow it."""
+    plan = api.plan_locate(api.Gtid(0, 1, n), bounds)
+    known = [0 if b is None else b for b in bounds if b != api.UNKNOWN]
+    if any(a > b for a, b in zip(known, known[1:])):
+        assert plan.monotone is False and plan.files == tuple(range(len(bounds) - 1))
+        return
+
+    def lower(i):      # the nearest known bound at or before i
+        return next((b or 0 for b in reversed(bounds[:i + 1]) if b != api.UNKNOWN), 0)
+
+    def upper(i):      # the nearest known bound at or after i
+        return next((b or 0 for b in bounds[i:] if b != api.UNKNOWN), float("inf"))
+    expected = tuple(i for i in range(len(bounds) - 1) if lower(i) < n <= upper(i + 1))
+    if expected:
+        assert plan == api.LocatePlan(expected, True)
+    else:
+        assert isinstance(plan, str)
+
+
 def _replica_positions(files) -> list[str]:
     """The position at every group end, and each with the domain's other servers' GTIDs."""
     out = set()
