@@ -404,9 +404,10 @@ class Binlogs:
 
     def end_state(self) -> BinlogState:
         """The state after the last complete event of the last file."""
-        return self._end_of(self.files[-1])
+        return self._end_of(self.files[-1]).copy()
 
     def _end_of(self, path: str) -> BinlogState:
+        """The end state of ``path`` (cached; not a copy: do not change it)."""
         f = self._file(path)
         b = f.binlog
         if self._end is None or self._end[0] != (b.path, b.size):
@@ -414,7 +415,7 @@ class Binlogs:
             end = b.complete_end(offset)
             state, _ = self._apply(f, state, offset, end, via)
             self._end = ((b.path, b.size), state)
-        return self._end[1].copy()
+        return self._end[1]
 
     def _latest_known(self) -> tuple[BinlogState, GtidxError | None]:
         """The end state, or, when the newest binlogs cannot be read, the end
@@ -423,7 +424,7 @@ class Binlogs:
         failed = None
         for path in reversed(self.files):
             try:
-                return self._end_of(path), failed
+                return self._end_of(path).copy(), failed
             except GtidxError as e:
                 self._warn_damaged(path, e)
                 failed = failed or e
@@ -591,7 +592,7 @@ class Binlogs:
 
     def _end_bound(self, key: tuple) -> int | None | str:
         try:
-            return self.end_state().get(*key)
+            return self._end_of(self.files[-1]).get(*key)
         except GtidxError as e:
             self._warn_damaged(self.files[-1], e)
             return UNKNOWN
