@@ -130,6 +130,7 @@ class _File:
     def __init__(self, path: str, use_index: bool):
         self.binlog = Binlog(path)
         self.index: IndexStatus | None = None
+        self._down: set | None = None      # pairs_going_down(), once computed
         if use_index:
             self.index = open_index(self.binlog)
             if not self.index.usable:
@@ -175,6 +176,26 @@ class _File:
                     return rec.offset, rec.state.copy(), "index"
                 self._fallback(f"record at offset {rec.offset} is not an event in this binlog (stale index)")
         return (*self.start_record(), "scan")
+
+    def pairs_going_down(self) -> set | None:
+        """The (domain, server) pairs whose seq_no goes down from one index
+        record of this file to a later one (gtid_strict_mode=OFF); None when
+        there is no usable index. One walk over the records, kept."""
+        if self._down is None and self.reader is not None:
+            records = getattr(self.reader, "records", None)
+            if records is None:
+                return None
+            down, last = set(), {}
+            try:
+                for rec in records():
+                    for d, s, q in rec.state:
+                        if q < last.get((d, s), 0):
+                            down.add((d, s))
+                        last[(d, s)] = q
+            except GtidxError:
+                return None
+            self._down = down
+        return self._down
 
     def close(self) -> None:
         if self.index is not None:
@@ -542,8 +563,8 @@ class Binlogs:
             raise self._not_here(f"GTID {g}", f"not in the {len(plan.files)} binlog(s) that can hold it "
                                  "(seq_no went backwards: all of them were scanned)")
         if failed is not None:
-            log.warning("%s: %s occurs in %s, but %s could not be searched for more occurrences",
-                        g, g, os.path.basename(found[0].file), failed.path or "a binlog")
+            log.warning("%s occurs in %s, but %s could not be searched for more occurrences",
+                        g, os.path.basename(found[0].file), failed.path or "a binlog")
         occ = tuple(Occurrence(x.file, x.start, x.end) for x in found) if len(found) > 1 else ()
         return found[0]._replace(occurrences=occ)
 
@@ -684,22 +705,11 @@ class Binlogs:
             after = self.start_state(self.files[i + 1]) if i + 1 < len(self.files) else self.end_state()
         except GtidxError:
             return False
-        keys = [(g.domain, g.server) for g in pos]
-        prev = [f.binlog.start_state.get(*k) or 0 for k in keys]
-        if any((after.get(*k) or 0) < p for k, p in zip(keys, prev)):
+        start = f.binlog.start_state
+        if any((after.get(g.domain, g.server) or 0) < (start.get(g.domain, g.server) or 0) for g in pos):
             return False
-        records = getattr(f.reader, "records", None)
-        if records is None:
-            return False
-        try:
-            for rec in records():
-                seqs = [rec.state.get(*k) or 0 for k in keys]
-                if any(a < b for a, b in zip(seqs, prev)):
-                    return False
-                prev = seqs
-        except GtidxError:
-            return False
-        return True
+        down = f.pairs_going_down()
+        return down is not None and not any((g.domain, g.server) in down for g in pos)
 
     def _first_sent(self, path: str, offset: int, skip: dict, strict: bool, via: str) -> Location | None:
         for i in range(self.files.index(path), len(self.files)):

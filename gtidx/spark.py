@@ -89,6 +89,7 @@ class _Plan:
         self.starts = starts          # text, parsed lazily on each executor
         self.latest = latest
         self._parsed = None
+        self._planners = {}
 
     def _states(self):
         if self._parsed is None:
@@ -114,10 +115,20 @@ class _Plan:
         return self.files[plan.files[0]], value
 
     def plan(self, g: Gtid) -> api.LocatePlan | str:
-        """``api.plan_locate`` on the summaries."""
-        starts, latest = self._states()
-        return api.plan_locate(g, [st.get(g.domain, g.server) for st in starts] +
-                               [latest.get(g.domain, g.server)])
+        """``api.Planner`` on the summaries (one per (domain, server), kept)."""
+        key = (g.domain, g.server)
+        planner = self._planners.get(key)
+        if planner is None:
+            starts, latest = self._states()
+            planner = api.Planner([st.get(*key) for st in starts] + [latest.get(*key)])
+            self._planners[key] = planner
+        return planner.plan(g.seq)
+
+    def __getstate__(self):
+        return {"files": self.files, "starts": self.starts, "latest": self.latest}
+
+    def __setstate__(self, state):
+        self.__init__(state["files"], state["starts"], state["latest"])
 
     def one_file(self, g: Gtid) -> bool:
         """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
