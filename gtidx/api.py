@@ -489,7 +489,7 @@ class Binlogs:
         state = f.binlog.start_state.copy()
         return (state if f.binlog.apply_until(state, f.binlog.body_start, target) else None), "scan"
 
-    def locate(self, gtid: Gtid | str) -> Location:
+    def locate(self, gtid: Gtid | str, *, every: bool = False) -> Location:
         """The event group of ``gtid``. NotFoundError, naming the earliest and
         latest states, when these binlogs do not hold it.
 
@@ -501,8 +501,15 @@ class Binlogs:
         first occurrence in file order, with all of them in ``occurrences``.
         A binlog that cannot be read fails only a lookup that needs it (a
         warning on the ``gtidx`` logger names it otherwise).
+
+        ``every``: scan every binlog for every occurrence, certain also where
+        a seq_no went back and recovered inside a file whose start and end
+        states do not show it (what ``plan_locate`` cannot see); it reads all
+        the binlogs.
         """
         g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
+        if every:
+            return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
         key = (g.domain, g.server)
         while True:
             end = self._end_bound(key)
@@ -560,8 +567,9 @@ class Binlogs:
         if not found:
             if failed is not None:
                 raise failed
-            raise self._not_here(f"GTID {g}", f"not in the {len(plan.files)} binlog(s) that can hold it "
-                                 "(seq_no went backwards: all of them were scanned)")
+            why = "all of them were scanned" if len(plan.files) == len(self.files) else \
+                f"the {len(plan.files)} that can hold it were scanned: seq_no went backwards"
+            raise self._not_here(f"GTID {g}", why)
         if failed is not None:
             log.warning("%s occurs in %s, but %s could not be searched for more occurrences",
                         g, os.path.basename(found[0].file), failed.path or "a binlog")
@@ -880,13 +888,13 @@ def status(directory: str | os.PathLike) -> list[FileStatus]:
     return out
 
 
-def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
-    """``spec`` is one GTID (-> Location) or a replication position with
-    several domains (-> ReplicaStart)."""
+def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, every: bool = False):
+    """``spec`` is one GTID (-> Location; ``every``: see ``Binlogs.locate``) or
+    a replication position with several domains (-> ReplicaStart)."""
     pos = Position.parse(spec)
     with Binlogs.from_path(path) as logs:
         if len(pos) == 1:
-            return logs.locate(next(iter(pos)))
+            return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)
 
 

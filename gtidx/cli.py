@@ -173,11 +173,14 @@ def _location_json(loc) -> dict:
                    "per domain (where does a replica at that position start?).")
 @click.argument("path", default=".", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
-def seek(spec, path, as_json):
+@click.option("--every", is_flag=True,
+              help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
+                   "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
+def seek(spec, path, as_json, every):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
     a master-bin.index (default: the current directory)."""
     from . import api
-    r = api.seek(spec, path)
+    r = api.seek(spec, path, every=every)
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
@@ -186,8 +189,9 @@ def seek(spec, path, as_json):
             with _Output() as out:
                 out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via})\n")
                 if len(occurrences) > 1:
-                    out.write(f"  {r.gtid} occurs {len(occurrences)} times (seq_no went backwards); the answer "
-                              f"is the first: {', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
+                    out.write(f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
+                              f"gtid_strict_mode=OFF); the answer is the first: "
+                              f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
         return
     first = None if r.first is None else _location_json(r.first)
     if as_json:
