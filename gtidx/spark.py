@@ -73,11 +73,17 @@ PASS_PER_BYTE = 1 / 131072
 # -- locate ---------------------------------------------------------------------------------------
 
 def _summary(path: str, last: bool) -> tuple[str, str, str | None]:
-    """(file, start state, end state for the last file): what planning needs."""
-    with api.Binlogs([path]) as logs:
-        start = logs.start_state(path)
-        end = logs.end_state() if last else None
-    return path, str(start), None if end is None else str(end)
+    """(file, start state, end state for the last file): what planning needs;
+    ``api.UNKNOWN`` for a state a damaged binlog does not give (the lookups
+    that need that file then fail with its error, the others are answered)."""
+    start = end = api.UNKNOWN
+    try:
+        with api.Binlogs([path]) as logs:
+            start = str(logs.start_state(path))
+            end = str(logs.end_state()) if last else None
+    except GtidxError:
+        pass
+    return path, start, end
 
 
 class _Plan:
@@ -93,7 +99,7 @@ class _Plan:
 
     def _states(self):
         if self._parsed is None:
-            self._parsed = ([BinlogState.parse(s) for s in self.starts], BinlogState.parse(self.latest))
+            self._parsed = ([_parse_state(s) for s in self.starts], _parse_state(self.latest))
         return self._parsed
 
     def assign(self, value: str) -> tuple[str | None, str]:
@@ -106,7 +112,7 @@ class _Plan:
         if len(pos) != 1:
             # A replica position: the newest file whose start state is before it.
             for f, st in zip(reversed(self.files), reversed(starts)):
-                if st.is_before(pos):
+                if st != api.UNKNOWN and st.is_before(pos):
                     return f, value
             return self.files[-1], value       # replica_start explains the refusal
         plan = self.plan(next(iter(pos)))
@@ -120,7 +126,7 @@ class _Plan:
         planner = self._planners.get(key)
         if planner is None:
             starts, latest = self._states()
-            planner = api.Planner([st.get(*key) for st in starts] + [latest.get(*key)])
+            planner = api.Planner([st if st == api.UNKNOWN else st.get(*key) for st in starts + [latest]])
             self._planners[key] = planner
         return planner.plan(g.seq)
 
@@ -134,6 +140,10 @@ class _Plan:
         """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
         plan = self.plan(g)
         return not isinstance(plan, str) and plan.monotone and len(plan.files) == 1
+
+
+def _parse_state(text: str):
+    return api.UNKNOWN if text == api.UNKNOWN else BinlogState.parse(text)
 
 
 def _not_found(value: str, reason: str) -> tuple:
@@ -170,40 +180,50 @@ def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte
     wanted = {}
     for v in values:
         wanted.setdefault(Gtid.parse(v), []).append(v)
-    with Binlog(path) as b:
-        size = b.size
-    found = {}
+    found, failed = {}, {}
+
+    def library(g):
+        try:
+            found[g] = logs.locate(g)
+        except NotFoundError:
+            found[g] = None
+        except GtidxError as e:      # a damaged binlog this GTID needs: its error
+            failed[g] = str(e)
+
     if plan is not None:
         # (domain, server) that went backwards: Binlogs.locate searches every
         # file that can hold them (this is the first)
         for g in [g for g in wanted if not plan.one_file(g)]:
-            try:
-                found[g] = logs.locate(g)
-            except NotFoundError:
-                found[g] = None
-    rest = [g for g in wanted if g not in found]
-    if len(rest) > size * pass_per_byte:
-        # Many GTIDs in this file: one pass over its groups, in offset order.
-        keys = {(g.seq, g.domain, g.server): g for g in rest}
+            library(g)
+    rest = [g for g in wanted if g not in found and g not in failed]
+    try:
         with Binlog(path) as b:
-            for begin, end, (ts, server, seq, domain, _) in b.group_spans():
-                g = keys.pop((seq, domain, server), None)
-                if g is not None:
-                    found[g] = api.Location(g, path, begin, end, end, ts, "scan")
-                    if not keys:
-                        break
-    else:
-        # Few: index lookups, in GTID order (offset order where seq grows).
-        for g in sorted(rest):
-            try:
-                found[g] = logs.locate(g)
-            except NotFoundError:
-                pass
+            size = b.size
+        if len(rest) > size * pass_per_byte:
+            # Many GTIDs in this file: one pass over its groups, in offset order.
+            keys = {(g.seq, g.domain, g.server): g for g in rest}
+            with Binlog(path) as b:
+                for begin, end, (ts, server, seq, domain, _) in b.group_spans():
+                    g = keys.pop((seq, domain, server), None)
+                    if g is not None:
+                        found[g] = api.Location(g, path, begin, end, end, ts, "scan")
+                        if not keys:
+                            break
+        else:
+            # Few: index lookups, in GTID order (offset order where seq grows).
+            for g in sorted(rest):
+                library(g)
+    except GtidxError as e:
+        for g in rest:
+            if g not in found:
+                failed[g] = str(e)
     out = []
     for g, vs in wanted.items():
         loc = found.get(g)
         for v in vs:
-            if loc is None:
+            if g in failed:
+                out.append(_not_found(v, failed[g]))
+            elif loc is None:
                 out.append(_not_found(v, f"not in these binlogs (no such group in {os.path.basename(path)})"))
             else:
                 out.append((v, "gtid", loc.file, loc.start, loc.end, loc.resume, loc.timestamp, None, True, None))
