@@ -141,6 +141,23 @@ def test_locate_across_rotations_finds_every_occurrence(rotations):
                 logs.locate(missing)
 
 
+def test_state_at_every_group_boundary_is_binlog_gtid_pos(server, rotations):
+    """On the non-monotonic history, the state at each group's start and end
+    is what the server's BINLOG_GTID_POS says (the most recent GTID per
+    domain in file order, not the highest)."""
+    files, occurrences = rotations
+    wrong = []
+    with api.Binlogs(files) as logs:
+        for occ in occurrences.values():
+            for name, start, end in occ:
+                for offset in (start, end):
+                    theirs = server.sql("SELECT BINLOG_GTID_POS(%s, %s)", (name, offset))[0][0]
+                    mine = logs.state_at(os.path.join(os.path.dirname(files[0]), name), offset).position
+                    if mine != Position.parse(theirs):
+                        wrong.append((name, offset, str(mine), theirs))
+    assert wrong == []
+
+
 @pytest.mark.parametrize("page_size,span", [(64, 1), (512, 256), (4096, 65536)])
 def test_locate_across_rotations_with_indexes(rotations, tmp_path, page_size, span):
     files, occurrences = rotations
