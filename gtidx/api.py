@@ -179,19 +179,26 @@ class _File:
 
     def pairs_going_down(self) -> set | None:
         """The (domain, server) pairs whose seq_no goes down from one index
-        record of this file to a later one (gtid_strict_mode=OFF); None when
-        there is no usable index. One walk over the records, kept."""
+        record of this file to a later one, or that may have been logged
+        again between two records (gtid_strict_mode=OFF); None when there is
+        no usable index. Records lie at group ends, so two consecutive
+        records with the same state had groups between them that changed
+        nothing: GTIDs logged again, each its domain's last. One walk over
+        the records, kept."""
         if self._down is None and self.reader is not None:
             records = getattr(self.reader, "records", None)
             if records is None:
                 return None
-            down, last = set(), {}
+            down, last, prev = set(), {}, None
             try:
                 for rec in records():
                     for d, s, q in rec.state:
                         if q < last.get((d, s), 0):
                             down.add((d, s))
                         last[(d, s)] = q
+                    if prev is not None and rec.state == prev:
+                        down.update((g.domain, g.server) for g in rec.state.position())
+                    prev = rec.state
             except GtidxError:
                 return None
             self._down = down

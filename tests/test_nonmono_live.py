@@ -274,3 +274,84 @@ def test_spark_locate_equals_the_library_on_rotations(rotations, tmp_path):
                     assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
     finally:
         session.stop()
+
+
+def _random_plan(seed: int) -> list[list[tuple]]:
+    """Three files of domain-8 transactions from servers 1-3, a third of them
+    with seq_no set: back, forward, or again to a recent one (a repeat)."""
+    import random
+    rnd = random.Random(seed)
+    files, recent = [], [10]
+    for _ in range(3):
+        groups = []
+        for _ in range(rnd.randint(8, 16)):
+            r = rnd.random()
+            if r < 0.12:
+                seq = rnd.choice(recent)                      # logged again
+            elif r < 0.25:
+                seq = max(1, rnd.choice(recent) - rnd.randint(1, 30))
+            elif r < 0.33:
+                seq = max(recent) + rnd.randint(2, 40)
+            else:
+                seq = None                                    # the server's next
+            groups.append((seq, rnd.choice((1, 2, 3))))
+            recent = (recent + [seq or max(recent) + 1])[-6:]
+        files.append(groups)
+    return files
+
+
+def test_random_histories_replica_start_at_every_record(server, tmp_path):
+    """Random non-monotonic histories (seq_no set back, forward, repeated):
+    with a record at every group (span 1) the index path can see every dip
+    and repeat, so it must agree with the scan and with a real replica."""
+    from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
+    repeat = [[(100, 1), (101, 1), (101, 1), (102, 2), (None, 1)], [(50, 2), (103, 1), (103, 1)]]
+    for seed in (1, 2, 3):
+        plan = repeat if seed == 3 else _random_plan(seed)      # 3: a GTID logged twice in a row
+        files = _write(server, plan, domain=8 + seed)
+        everything = api.list_binlogs(server.binlog_dir / "master-bin.index")
+        positions = set()
+        with api.Binlogs(everything, use_index=False) as logs:
+            for f in files:
+                for _, _, end in server_groups(server, f):
+                    st = logs.state_at(f, end).state
+                    pos = st.position()
+                    positions.add(str(pos))
+                    for other in st:
+                        if other.domain == 8 + seed and other != st.last(8 + seed):
+                            positions.add(str(Position([other if p.domain == other.domain else p for p in pos])))
+        positions = sorted(positions)
+        real = {p: first_gtid_a_replica_gets(server, p, server_id=5000 + 1000 * seed + i)
+                for i, p in enumerate(positions)}
+        d = tmp_path / f"seed{seed}"
+        copies = _copy(everything, d)
+        for f in files:
+            build_index(str(d / os.path.basename(f)), page_size=64, span_min=1, max_ratio=None, force=True)
+        wrong = []
+        for use_index in (False, True):
+            with api.Binlogs(copies, use_index=use_index) as logs:
+                for p in positions:
+                    try:
+                        r = logs.replica_start(p, strict=True)
+                        mine = None if r.first is None else r.first.gtid
+                    except NotFoundError as e:
+                        mine = Refused(e)
+                    theirs = real[p]
+                    if isinstance(theirs, Refused) or isinstance(mine, Refused):
+                        ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
+                    else:
+                        ok = theirs == mine
+                    if not ok:
+                        wrong.append((seed, use_index, p, str(theirs), str(mine)))
+        assert wrong == [], wrong[:6]
+        # every GTID, found with every=True where the server logged it (first occurrence)
+        occurrences = {}
+        for f in files:
+            for g, start, end in server_groups(server, f):
+                occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+        with api.Binlogs(copies) as logs:
+            for g, occ in occurrences.items():
+                loc = logs.locate(g, every=True)
+                mine = [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] or \
+                    [(os.path.basename(loc.file), loc.start, loc.end)]
+                assert mine == occ, g
