@@ -184,7 +184,8 @@ class _File:
         no usable index. Records lie at group ends, so two consecutive
         records with the same state had groups between them that changed
         nothing: GTIDs logged again, each its domain's last. One walk over
-        the records, kept."""
+        the records, kept. A domain whose last GTID moves back to a server at
+        the seq that server already had: that server logged it again."""
         if self._down is None and self.reader is not None:
             records = getattr(self.reader, "records", None)
             if records is None:
@@ -196,8 +197,13 @@ class _File:
                         if q < last.get((d, s), 0):
                             down.add((d, s))
                         last[(d, s)] = q
-                    if prev is not None and rec.state == prev:
-                        down.update((g.domain, g.server) for g in rec.state.position())
+                    if prev is not None:
+                        if rec.state == prev:
+                            down.update((g.domain, g.server) for g in rec.state.position())
+                        for g in rec.state.position():
+                            # the domain's last moved back to a server at the seq it had
+                            if prev.last(g.domain) != g and prev.get(g.domain, g.server) == g.seq:
+                                down.add((g.domain, g.server))
                     prev = rec.state
             except GtidxError:
                 return None

@@ -305,7 +305,8 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
     with a record at every group (span 1) the index path can see every dip
     and repeat, so it must agree with the scan and with a real replica."""
     from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
-    repeat = [[(100, 1), (101, 1), (101, 1), (102, 2), (None, 1)], [(50, 2), (103, 1), (103, 1)]]
+    repeat = [[(100, 1), (101, 1), (101, 1), (102, 2), (None, 1)], [(50, 2), (103, 1), (103, 1)],
+              [(200, 1), (7, 2), (200, 1), (8, 2)]]
     for seed in (1, 2, 3):
         plan = repeat if seed == 3 else _random_plan(seed)      # 3: a GTID logged twice in a row
         files = _write(server, plan, domain=8 + seed)
