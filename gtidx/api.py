@@ -723,7 +723,7 @@ class Binlogs:
         whose records and bounds never go down."""
         i = self.files.index(path)
         try:
-            after = self.start_state(self.files[i + 1]) if i + 1 < len(self.files) else self.end_state()
+            after = self.start_state(self.files[i + 1]) if i + 1 < len(self.files) else self._end_of(path)
         except GtidxError:
             return False
         start = f.binlog.start_state
