@@ -657,6 +657,8 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, l
     handler.setFormatter(_JsonLogLines() if as_json else LogfmtFormatter())
     logger = logging.getLogger("gtidx.tail")
     logger.addHandler(handler)
+    # process-wide state (tests run many commands in one process): restored after
+    saved = logger.level, logger.propagate
     logger.setLevel(log_level.upper())
     logger.propagate = False
     try:
@@ -664,6 +666,8 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, l
                      max_ratio=max_ratio, retry_max=retry_max)
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
     if once and t.failed:
         click.get_current_context().exit(3)
 
