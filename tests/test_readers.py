@@ -83,7 +83,7 @@ def ask(logs, b, q):
     except GtidxError as e:
         return {"error": type(e).__name__, "message": str(e)}
 
-logs = api.Binlogs.from_path(path)
+logs = api.BinlogSeries.from_path(path)
 b = Binlog(binlog)
 warm = [ask(logs, b, q) for q in warm]              # the index open, some pages read
 print("ready", flush=True)
