@@ -116,7 +116,6 @@ GTID_ENTRY = struct.Struct("<IIQ")         # domain, server, seq (GTID_LIST, .id
 FDE_FIXED = struct.Struct("<H50sIB")       # binlog_version, server_version, created, header_len
 QUERY_POST_HEADER = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_len
 XA_HEAD = struct.Struct("<IBB")            # formatID, gtrid_length, bqual_length
-U8 = struct.Struct("<B")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 
@@ -280,16 +279,6 @@ def is_group_terminator(event_type: int, body, standalone: bool) -> bool:
     return text in _TERMINATING_QUERIES or text.startswith(_TERMINATING_XA)
 
 
-def _parse_version(text: str) -> tuple[int, ...]:
-    nums = []
-    for part in text.split("-", 1)[0].split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        nums.append(int(digits))
-    return tuple(nums)
-
-
 # -- the file ----------------------------------------------------------------
 
 def _no_fill(lo: int, hi: int) -> None:
@@ -446,7 +435,6 @@ class Binlog:
         self.fde = FormatDescription(binlog_version, server_version, created, header_len, alg,
                                      bool(flags & IN_USE_FLAG), length)
         self.checksum_len = CRC_LEN if alg == CHECKSUM_CRC32 else 0
-        self.server_version = _parse_version(server_version)
 
         # Header events before the first group: START_ENCRYPTION, GTID_LIST,
         # BINLOG_CHECKPOINT. Look at a bounded number of them.

@@ -56,7 +56,7 @@ def event_offsets(path: Path) -> list[tuple[int, int, int]]:
 def test_fde_facts():
     with Binlog(MIXED) as b:
         assert b.fde.binlog_version == 4
-        assert "MariaDB" in b.fde.server_version and b.server_version[:2] == (11, 8)
+        assert "MariaDB" in b.fde.server_version and b.fde.server_version.startswith("11.8.")
         assert b.fde.checksum == bl.CHECKSUM_CRC32 and b.checksum_len == 4
         assert b.fde.in_use is False and not b.growing
         assert b.gtid_list_offset == 256
