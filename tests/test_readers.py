@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import socket
@@ -26,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gtidx import api
-from gtidx.errors import BadInputError, GtidxError
+from gtidx.errors import BadInputError
 from gtidx.indexfile import build_index, open_index
 from gtidx.binlog import Binlog, IN_USE_FLAG
 from gtidx.gtid import Position

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import os
 import re
 import shlex
@@ -15,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
