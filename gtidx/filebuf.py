@@ -9,15 +9,14 @@ The one owner of two rules:
   exit 2) instead of hanging a read forever. Symlinks are followed: a link
   to a regular file is read as that file.
 
-* **No mapping of a file that can shrink.** A page of a ``mmap`` past the
-  end of a file that shrank faults: the process dies with SIGBUS. So a
-  file that can shrink under us is never mapped; it is copied with
-  ``pread`` into private memory (``PreadBuffer``: an anonymous mapping of
-  the size at open, filled on demand in chunks, so only what a walk touches
-  is read). A short read means the file shrank: a ``GtidxIOError`` (exit 3)
-  naming the path and offset. ``ReadFile.mapping()`` is for the files that
-  cannot shrink (closed binlogs: see docs/design.md, "Files that change
-  under a reader"); the caller decides, this module only provides.
+* **No mapping of a file.** A page of a ``mmap`` past the end of a file
+  that shrank faults: the process dies with SIGBUS. Any binlog can shrink
+  (docs/design.md, "Files that change under a reader"), so none is mapped:
+  its bytes are copied with ``pread`` into private memory, either on demand
+  in chunks that stay (``PreadBuffer``: lookups, the preamble) or, for a
+  walk, into one reused buffer moved along the file (``Window``: bounded
+  memory whatever the file's size). A short read means the file shrank: a
+  ``GtidxIOError`` (exit 3) naming the path and offset.
 """
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ from .errors import BadInputError, GtidxIOError
 CHUNK_SHIFT = 16                 # PreadBuffer fills 64 KiB chunks
 CHUNK = 1 << CHUNK_SHIFT
 MAX_READ = 16 << 20              # at most this much per pread call
+WINDOW = 1 << 20                 # a walk's buffer (Window) grows from CHUNK to this
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -118,10 +118,6 @@ class ReadFile:
             got += len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def mapping(self) -> mmap.mmap:
-        """The whole file mapped read-only: only for a file that cannot shrink."""
-        return mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
-
     def private(self) -> "PreadBuffer":
         """A private copy of the file's bytes as of open, read on demand."""
         return PreadBuffer(self, self.size)
@@ -134,6 +130,22 @@ def open_file(path: str | os.PathLike) -> ReadFile:
         return ReadFile(path)
     except OSError as e:
         raise GtidxIOError.from_os(e, os.fspath(path)) from None
+
+
+def read_into(src: ReadFile, view: memoryview, offset: int) -> None:
+    """Fill ``view`` with the file's bytes from ``offset`` (``preadv``, no
+    copy in between); a GtidxIOError when the file no longer has them."""
+    fd, pos, got, n = src.fd, offset, 0, len(view)
+    if fd is None:
+        raise GtidxIOError("read after close", path=src.path, offset=offset)
+    while got < n:
+        try:
+            k = os.preadv(fd, [view[got:]], pos + got)
+        except OSError as e:
+            raise GtidxIOError(f"read failed: {e.strerror}", path=src.path, offset=pos + got) from None
+        if k == 0:
+            raise shrank(src.path, pos + got, src.size)
+        got += k
 
 
 def shrank(path: str, offset: int, size: int) -> GtidxIOError:
@@ -184,16 +196,8 @@ class PreadBuffer:
             c = e
 
     def _read(self, lo: int, hi: int) -> None:
-        fd, pos = self._src.fd, lo
         with memoryview(self.mem) as view:
-            while pos < hi:
-                try:
-                    n = os.preadv(fd, [view[pos:hi]], pos)
-                except OSError as e:
-                    raise GtidxIOError(f"read failed: {e.strerror}", path=self.path, offset=pos) from None
-                if n == 0:
-                    raise shrank(self.path, pos, self.size)
-                pos += n
+            read_into(self._src, view[lo:hi], lo)
 
     def view(self) -> "FillingView":
         return FillingView(self)
@@ -225,3 +229,47 @@ class FillingView:
             i = key + self._buf.size if key < 0 else key
             self._buf.fill(i, i + 1)
         return self._buf.mem[key]
+
+
+class Window:
+    """A walk's view of ``[start, end)`` of a file, moved forward through one
+    reused buffer: ``view`` holds the file's bytes ``[base, base + len(view))``.
+
+    The buffer starts at CHUNK bytes and doubles with each move up to WINDOW,
+    so a lookup's short walk reads little and a long walk holds at most
+    WINDOW bytes, whatever the file's size; the copy (``preadv`` into a buffer
+    that stays in the CPU cache) costs no more than walking a mapping. A walk
+    runs over ``view`` with offsets relative to ``base``; where its next read
+    does not fit in ``view`` (``unpack_from`` raises struct.error there, or a
+    bounds test says so), it calls ``advance`` (or ``move``) with the file
+    offset it stopped at, and goes on at relative offset 0 of the new view."""
+
+    __slots__ = ("_src", "_buf", "_want", "end", "base", "view")
+
+    def __init__(self, src: ReadFile, start: int, end: int):
+        self._src = src
+        self._buf = None
+        self._want = CHUNK
+        self.end = min(end, src.size)
+        self.base = start
+        self.view = memoryview(b"")
+        if start < self.end:
+            self.move(start)
+
+    def move(self, pos: int) -> memoryview:
+        """Read the window starting at file offset ``pos`` (< ``end``): the new view."""
+        n = self._want
+        if self._buf is None or len(self._buf) < n:
+            self._buf = memoryview(bytearray(n))
+        view = self._buf[:min(n, self.end - pos)]
+        read_into(self._src, view, pos)
+        self._want = min(WINDOW, n * 2)
+        self.base, self.view = pos, view
+        return view
+
+    def advance(self, pos: int) -> memoryview | None:
+        """The view from ``pos`` on, or None when the current view already
+        reaches ``end`` (or ``pos`` is past it): the walk is at its end."""
+        if self.base + len(self.view) >= self.end or pos >= self.end:
+            return None
+        return self.move(pos)
