@@ -25,7 +25,7 @@ the new end kills the process with SIGBUS. The bytes are read with
   computed only where an event is looked at (the cold branch);
 * everything else (the preamble, a lookup's event, ``buffer``) reads the
   ``PreadBuffer`` ``self._mm`` after ``self._fill(lo, hi)`` for its range:
-  64 KiB chunks read on first use and kept.
+  16 KiB chunks read on first use and kept.
 
 A file that shrank below what is read gives a GtidxIOError ("shrank"),
 never a signal.
@@ -605,30 +605,33 @@ class Binlog:
         """The one event walk behind ``group_spans`` (``span`` None: a yield
         per group) and ``group_batches`` (a yield per ``span`` bytes).
 
-        It runs over a moving ``filebuf.Window``: ``off`` is relative to the
-        window's ``base``, ``pos = base + off`` the file offset, computed in
-        the cold branch only. Where ``unpack`` (or ``gtid_head``) does not fit
-        in the window it raises struct.error with ``off`` not yet advanced:
-        the window moves to ``pos`` and the same iteration runs again. That
+        It runs over a moving ``filebuf.Window``: ``off`` and every offset
+        the loop keeps (``mark``, ``cur_start``, ``last_end``, ``due``,
+        ``rsize``) are relative to the window's ``base``; file offsets are
+        ``base + ...`` where they leave the loop (yields, errors), so the cold
+        branch does what it did over a mapping. Where ``unpack`` (or
+        ``gtid_head``) does not fit in the window it raises struct.error with
+        ``off`` not yet advanced: the window moves to ``base + off``, the kept
+        offsets shift by the move, and the same iteration runs again. That
         re-run is exact: before the only raise after state changes
         (``gtid_head``), the open group was yielded or added and ``cur`` set
-        to None, so the re-run skips that part, and ``mark = pos`` is the same
+        to None, so the re-run skips that part, and ``mark = off`` is the same
         assignment again."""
-        size = self.size
-        w = self._window(off, size)         # the walk reads to the end
+        w = self._window(off, self.size)    # the walk reads to the end
         mm, base, off = w.view, off, 0
+        rsize = self.size - base            # the file's size, relative to base
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         cold = _COLD_TYPE
         body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
         per_group = span is None
-        due = 0 if per_group else previous + span   # the group end that closes a batch
+        due = 0 if per_group else previous + span - base   # the group end that closes a batch
         batch = []
         add = batch.append
-        last_end = base     # end of the last complete group walked (file offsets from here)
+        last_end = 0        # end of the last complete group walked
         cur = None          # GTID_HEAD fields of the open group
         cur_start = 0
-        mark = base         # a boundary we know is good: the tail check restarts here
+        mark = 0            # a boundary we know is good: the tail check restarts here
         while True:
             try:
                 while True:
@@ -637,38 +640,49 @@ class Binlog:
                     # that is the loop's exit, no per-event bounds check.
                     etype, ln = unpack(mm, off)
                     if ln < 19 or cold[etype]:            # 19 = HEADER_LEN (a literal: no global lookup)
-                        pos = base + off
                         if ln < HEADER_LEN:
-                            raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", pos)
+                            raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header",
+                                                base + off)
                         if cur is not None:
                             if per_group:
-                                yield cur_start, pos, cur
+                                yield base + cur_start, base + off, cur
                             else:
                                 add(cur)
-                                last_end = pos
-                                if pos >= due:
-                                    yield pos, batch, True
+                                last_end = off
+                                if off >= due:
+                                    yield base + off, batch, True
                                     batch = []
                                     add = batch.append
-                                    due = pos + span
+                                    due = off + span
                             cur = None
-                        mark = pos
+                        mark = off
                         if etype == GTID:
-                            if pos + ln > size:
+                            if off + ln > rsize:
                                 break              # partial GTID event at the end
                             if ln < body_min:
-                                raise self._corrupt(f"GTID event length {ln} is below {body_min}", pos)
+                                raise self._corrupt(f"GTID event length {ln} is below {body_min}", base + off)
                             cur = gtid_head(mm, off)
                             if not cur[2]:
-                                raise self._corrupt("GTID event with seq_no 0", pos)
-                            cur_start = pos
+                                raise self._corrupt("GTID event with seq_no 0", base + off)
+                            cur_start = off
                     off += ln
                 break
             except struct.error:                   # the end of the window: move it, or the end
                 mm = w.advance(base + off)
                 if mm is None:
                     break
-                base, off = w.base, 0
+                shift = base - w.base
+                base = w.base
+                off += shift                        # 0
+                mark += shift
+                cur_start += shift
+                last_end += shift
+                due += shift
+                rsize += shift
+        mark += base                                # file offsets again
+        cur_start += base
+        last_end += base
+        due += base
         # Cold tail: where do complete events end, and is the open group done?
         end = self._tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
         if per_group:
