@@ -200,6 +200,18 @@ class PreadBuffer:
         with memoryview(self.mem) as view:
             read_into(self._src, view[lo:hi], lo)
 
+    def read(self, lo: int, hi: int) -> bytes:
+        """The bytes ``[lo, hi)`` (clipped to the size at open): from memory
+        where all their chunks are there, else with one ``pread`` that is not
+        kept (a one-off read such as a fingerprint's 64 KiB: one copy, no
+        pages of ``mem`` touched)."""
+        hi = min(hi, self.size)
+        if lo >= hi:
+            return b""
+        if not self._missing or all(self._have[lo >> CHUNK_SHIFT:((hi - 1) >> CHUNK_SHIFT) + 1]):
+            return self.mem[lo:hi]
+        return self._src.read_exact(lo, hi - lo)
+
     def view(self) -> "FillingView":
         return FillingView(self)
 
@@ -211,8 +223,8 @@ class PreadBuffer:
 
 
 class FillingView:
-    """Slicing and indexing of a ``PreadBuffer`` that fill before they read:
-    what ``Binlog.buffer`` hands out for a file that can shrink."""
+    """Slicing and indexing of a ``PreadBuffer`` that read the file where
+    memory does not hold the bytes yet: what ``Binlog.buffer`` hands out."""
 
     __slots__ = ("_buf",)
 
@@ -224,7 +236,9 @@ class FillingView:
 
     def __getitem__(self, key):
         if isinstance(key, slice):
-            lo, hi, _ = key.indices(self._buf.size)
+            lo, hi, step = key.indices(self._buf.size)
+            if step == 1:
+                return self._buf.read(lo, hi)
             self._buf.fill(lo, hi)
         else:
             i = key + self._buf.size if key < 0 else key
@@ -236,8 +250,9 @@ class Window:
     """A walk's view of ``[start, end)`` of a file, moved forward through one
     reused buffer: ``view`` holds the file's bytes ``[base, base + len(view))``.
 
-    The buffer starts at CHUNK bytes and doubles with each move up to WINDOW,
-    so a lookup's short walk reads little and a long walk holds at most
+    The buffer starts at CHUNK bytes (a range of up to 4 CHUNKs: all of it)
+    and doubles with each move up to WINDOW, so a lookup's short walk reads
+    little and a long walk holds at most
     WINDOW bytes, whatever the file's size; the copy (``preadv`` into a buffer
     that stays in the CPU cache) costs no more than walking a mapping. A walk
     runs over ``view`` with offsets relative to ``base``; where its next read
@@ -250,8 +265,10 @@ class Window:
     def __init__(self, src: ReadFile, start: int, end: int):
         self._src = src
         self._buf = None
-        self._want = CHUNK
         self.end = min(end, src.size)
+        # a short range (a lookup's walk to its target) in one read, a long one
+        # from CHUNK on: a walk its caller stops early reads little
+        self._want = self.end - start if 0 < self.end - start <= 4 * CHUNK else CHUNK
         self.base = start
         self.view = memoryview(b"")
         if start < self.end:
