@@ -31,7 +31,8 @@ from .errors import BadInputError, GtidxIOError
 CHUNK_SHIFT = 14                 # PreadBuffer fills 16 KiB chunks
 CHUNK = 1 << CHUNK_SHIFT
 MAX_READ = 16 << 20              # at most this much per pread call
-WINDOW = 1 << 20                 # a walk's buffer (Window) grows from CHUNK to this
+WINDOW_FIRST = 16 << 10          # a walk's buffer (Window) starts at this (>= 32: a GTID head)
+WINDOW = 1 << 20                 # and doubles up to this
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -250,11 +251,11 @@ class Window:
     """A walk's view of ``[start, end)`` of a file, moved forward through one
     reused buffer: ``view`` holds the file's bytes ``[base, base + len(view))``.
 
-    The buffer starts at CHUNK bytes (a range of up to 4 CHUNKs: all of it)
-    and doubles with each move up to WINDOW, so a lookup's short walk reads
-    little and a long walk holds at most
-    WINDOW bytes, whatever the file's size; the copy (``preadv`` into a buffer
-    that stays in the CPU cache) costs no more than walking a mapping. A walk
+    The buffer starts at WINDOW_FIRST bytes (a range of up to 4 times that:
+    all of it) and doubles with each move up to WINDOW, so a lookup's short
+    walk reads little and a long walk holds at most WINDOW bytes, whatever the
+    file's size; the copy (``preadv`` into a buffer that stays in the CPU
+    cache) costs about what walking a mapping costs. A walk
     runs over ``view`` with offsets relative to ``base``; where its next read
     does not fit in ``view`` (``unpack_from`` raises struct.error there, or a
     bounds test says so), it calls ``advance`` (or ``move``) with the file
@@ -267,8 +268,8 @@ class Window:
         self._buf = None
         self.end = min(end, src.size)
         # a short range (a lookup's walk to its target) in one read, a long one
-        # from CHUNK on: a walk its caller stops early reads little
-        self._want = self.end - start if 0 < self.end - start <= 4 * CHUNK else CHUNK
+        # from WINDOW_FIRST on: a walk its caller stops early reads little
+        self._want = self.end - start if 0 < self.end - start <= 4 * WINDOW_FIRST else WINDOW_FIRST
         self.base = start
         self.view = memoryview(b"")
         if start < self.end:
