@@ -365,8 +365,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     server's layout whatever its size."""
     if not fmt.valid_page_size(page_size):
         raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
-    if span_min < 1:
-        raise BadInputError(f"span_min must be at least 1, not {span_min}")
+    policy = RecordPolicy(span_min)      # refuses a span_min below 1
     if max_ratio is not None and not 0 < max_ratio <= 1:
         raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
     t0 = time.perf_counter()
@@ -384,7 +383,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             if status.usable:
                 result.action, result.reason = "skipped", "index is valid and current"
                 return result
-        records = server_records(b, span_min, progress)
+        records = policy.records(b, progress)
         pages = write_records(records, page_size)
         budget = None if max_ratio is None else int(max_ratio * b.size)
         if budget is not None and len(pages) * page_size > budget:
