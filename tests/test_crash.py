@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import FIXTURES
+from conftest import FIXTURES, growing_copy
 from gtidx import api
 from gtidx.errors import NotFoundError
 from gtidx.indexfile import IndexMeta, build_index
@@ -27,13 +27,6 @@ from gtidx.tail import TailSettings, Tailer
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
 SEED = 20261122
-
-
-def growing_copy(data: bytes, n: int) -> bytes:
-    part = bytearray(data[:n])
-    if len(part) > 21:
-        part[21] |= 1            # IN_USE: still being written (the FDE's CRC ignores it)
-    return bytes(part)
 
 
 def clean_index(binlog: Path, tmp: Path, **kw) -> bytes:
