@@ -133,7 +133,7 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     key)`` holds: the step shared by the root descent and the leaf search.
 
     Returns ``(state, last, stop)``: the state after the accepted keys,
-    the last accepted key's ``(offset, child)`` (None: none was) and the
+    the last accepted key as ``keys`` gave it (None: none was) and the
     first rejected key's offset (None: every key was accepted). With
     ``needs_state=False`` ``accept`` gets None for the state and a rejected
     key costs no state work (``state`` is updated in place); otherwise
@@ -143,17 +143,19 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     copy per key when ``needs_state``.
     """
     last = None
-    for offset, gtids, child in keys:
-        if needs_state:
-            trial = state.copy().update(gtids)
-            if not accept(offset, trial):
-                return state, last, offset
-            state = trial
-        else:
-            if not accept(offset, None):
-                return state, last, offset
-            state.update(gtids)
-        last = offset, child
+    if needs_state:
+        for key in keys:
+            trial = state.copy().update(key[1])
+            if not accept(key[0], trial):
+                return state, last, key[0]
+            state, last = trial, key
+    else:
+        update = state.update
+        for key in keys:
+            if not accept(key[0], None):
+                return state, last, key[0]
+            update(key[1])
+            last = key
     return state, last, None
 
 
@@ -366,7 +368,7 @@ class IndexReader(_Lookups):
             state, last, stop = _accepted(_keys(cur, page, self.path, lo, hi, children=True),
                                           state, accept, needs_state)
             if last is not None:
-                lo, child = last
+                lo, _, child = last
             if stop is not None:
                 hi = stop
             page = child
@@ -396,21 +398,21 @@ class IndexReader(_Lookups):
             self._check_separator(offset, gtids, lo, state, page)
         return offset, keys
 
-    def _check_separator(self, offset: int, gtids, sep: int, state: BinlogState, page: int) -> None:
+    def _check_separator(self, offset: int, gtids, sep: int, state: BinlogState, page: int,
+                         exact: bool = False) -> None:
         """A leaf's first key at ``offset`` repeats the separator at ``sep``
         that leads to it: the same offset, and GTIDs that ``state`` (which
-        the separator has been applied to) already holds, each domain's last
-        server included; applying them would change nothing. Checked
-        without copying ``state``: O(k) for a key of k GTIDs."""
-        last = {}
-        for d, s, q in gtids:
-            if state.get(d, s) != q:
-                break
-            last[d] = s
-        else:
-            if offset == sep and all(state.last(d).server == s for d, s in last.items()):
-                return
-        raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {sep})", page)
+        the separator has been applied to) already holds.
+
+        That is all a lookup relies on: the key is never applied, the
+        separator's state is the record's. With ``exact`` (``check()``),
+        applying the key must change nothing at all: each domain's last
+        server included (O(k) state lookups more for a key of k GTIDs).
+        """
+        get = state.get
+        if offset != sep or any(get(d, s) != q for d, s, q in gtids) or (
+                exact and state.copy().update(gtids) != state):
+            raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {sep})", page)
 
     def first_record(self) -> Record:
         """Return record 0: the first key of the leftmost leaf, a full state.
@@ -476,7 +478,7 @@ class IndexReader(_Lookups):
             if sep is None:
                 state.update(gtids)
             elif check is not None:
-                self._check_separator(offset, gtids, sep, state, page)
+                self._check_separator(offset, gtids, sep, state, page, exact=True)
             yield Record(offset, state.copy())
             for offset, gtids, _ in keys:
                 state.update(gtids)
