@@ -22,6 +22,7 @@ separator and is checked, not applied). Every loop over a node's keys is
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable, Iterator
 
 from . import idxformat as fmt
@@ -88,7 +89,7 @@ def _child(cur: fmt.NodeCursor, page: int, path) -> int:
     return child
 
 
-def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int | None = None, *,
+def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int | None = None,
           children: bool = False, ordered: bool = True) -> Iterator[tuple[int, list, int | None]]:
     """Iterate the keys of the node at ``page``, from ``cur`` on, left to right.
 
@@ -132,9 +133,10 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     """Apply ``keys`` to ``state`` while ``accept(offset, state with the
     key)`` holds: the step shared by the root descent and the leaf search.
 
-    Returns ``(state, last, stop)``: the state after the accepted keys,
-    the last accepted key as ``keys`` gave it (None: none was) and the
-    first rejected key's offset (None: every key was accepted). With
+    Returns ``(state, last, child, stop)``: the state after the accepted
+    keys, the last accepted key's offset and the child pointer right of it
+    (None: no key was accepted) and the first rejected key's offset (None:
+    every key was accepted). With
     ``needs_state=False`` ``accept`` gets None for the state and a rejected
     key costs no state work (``state`` is updated in place); otherwise
     ``accept`` gets a new state it may keep, which becomes ``state``.
@@ -142,21 +144,23 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     Runtime complexity: O(k) calls of ``accept`` for k keys, plus a state
     copy per key when ``needs_state``.
     """
-    last = None
+    last = child = stop = None
     if needs_state:
-        for key in keys:
-            trial = state.copy().update(key[1])
-            if not accept(key[0], trial):
-                return state, last, key[0]
-            state, last = trial, key
-    else:
-        update = state.update
-        for key in keys:
-            if not accept(key[0], None):
-                return state, last, key[0]
-            update(key[1])
-            last = key
-    return state, last, None
+        for offset, gtids, right in keys:
+            trial = state.copy().update(gtids)
+            if not accept(offset, trial):
+                return state, last, child, offset
+            state, last, child = trial, offset, right
+        return state, last, child, None
+    accepted = []               # applied at the end, in order: one update call
+    for offset, gtids, right in keys:
+        if not accept(offset, None):
+            stop = offset
+            break
+        accepted.append(gtids)
+        last, child = offset, right
+    state.update(chain.from_iterable(accepted))
+    return state, last, child, stop
 
 
 def _reject(offset: int, state) -> bool:
@@ -342,8 +346,8 @@ class IndexReader(_Lookups):
         offset, keys = self._leaf_start(page, cur, state, lo, hi)
         if not accept(offset, state if needs_state else None):
             return None
-        state, last, _ = _accepted(keys, state, accept, needs_state)
-        return Record(offset if last is None else last[0], state)
+        state, last, _, _ = _accepted(keys, state, accept, needs_state)
+        return Record(offset if last is None else last, state)
 
     def _descend(self, accept: Callable[[int, BinlogState | None], bool], needs_state: bool):
         """The root descent: from the root down to the leaf that holds the
@@ -361,14 +365,15 @@ class IndexReader(_Lookups):
         """
         state = BinlogState()
         lo = hi = None
+        path = self.path
         page = self.root_page
         leaf, cur = self._node(page)
         while not leaf:
-            child = _child(cur, page, self.path)        # left of the node's first key
-            state, last, stop = _accepted(_keys(cur, page, self.path, lo, hi, children=True),
-                                          state, accept, needs_state)
+            child = _child(cur, page, path)             # left of the node's first key
+            state, last, right, stop = _accepted(_keys(cur, page, path, lo, hi, True),
+                                                 state, accept, needs_state)
             if last is not None:
-                lo, _, child = last
+                lo, child = last, right
             if stop is not None:
                 hi = stop
             page = child
