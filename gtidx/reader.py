@@ -163,10 +163,6 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     return state, last, child, stop
 
 
-def _reject(offset: int, state) -> bool:
-    return False
-
-
 class _Lookups:
     """The lookups every index reader answers, in terms of its ``search``."""
 
@@ -422,10 +418,16 @@ class IndexReader(_Lookups):
     def first_record(self) -> Record:
         """Return record 0: the first key of the leftmost leaf, a full state.
 
-        Runtime complexity: O(log(n)) nodes.
+        Runtime complexity: O(log(n)) nodes, down the first child pointers
+        (no key of an interior node is read).
         """
-        page, cur, state, lo, hi = self._descend(_reject, needs_state=False)
-        offset, _ = self._leaf_start(page, cur, state, lo, hi)
+        page = self.root_page
+        leaf, cur = self._node(page)
+        while not leaf:
+            page = _child(cur, page, self.path)
+            leaf, cur = self._node(page)
+        state = BinlogState()
+        offset, _ = self._leaf_start(page, cur, state, None, None)
         return Record(offset, state)
 
     def last_record(self) -> Record:
