@@ -136,10 +136,11 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     Returns ``(state, last, child, stop)``: the state after the accepted
     keys, the last accepted key's offset and the child pointer right of it
     (None: no key was accepted) and the first rejected key's offset (None:
-    every key was accepted). With
-    ``needs_state=False`` ``accept`` gets None for the state and a rejected
-    key costs no state work (``state`` is updated in place); otherwise
-    ``accept`` gets a new state it may keep, which becomes ``state``.
+    every key was accepted). With ``needs_state=False`` ``accept`` gets
+    None for the state, a rejected key costs no state work, and ``state``
+    is updated in place once, with the accepted keys' GTIDs in order;
+    otherwise ``accept`` gets a new state it may keep, which becomes
+    ``state``.
 
     Runtime complexity: O(k) calls of ``accept`` for k keys, plus a state
     copy per key when ``needs_state``.
@@ -314,7 +315,7 @@ class IndexReader(_Lookups):
         position not yet reached). The search follows the server's
         (``Gtid_index_reader``): a root descent to the one leaf that can hold
         the answer (``_descend``), then a scan of that leaf (``_leaf_start``
-        and the keys after it). With ``needs_state=False`` the predicate is
+        and the keys after it, ``_accepted``). With ``needs_state=False`` the predicate is
         given None for the state (it looks at offsets only) and rejected
         keys cost no state work.
 
@@ -339,7 +340,8 @@ class IndexReader(_Lookups):
         True
         """
         page, cur, state, lo, hi = self._descend(accept, needs_state)
-        offset, keys = self._leaf_start(page, cur, state, lo, hi)
+        keys = _keys(cur, page, self.path, None, hi)      # the first key is checked against lo
+        offset = self._leaf_start(page, keys, state, lo)
         if not accept(offset, state if needs_state else None):
             return None
         state, last, _, _ = _accepted(keys, state, accept, needs_state)
@@ -376,28 +378,27 @@ class IndexReader(_Lookups):
             leaf, cur = self._node(page)
         return page, cur, state, lo, hi
 
-    def _leaf_start(self, page: int, cur: fmt.NodeCursor, state: BinlogState,
-                    lo: int | None, hi: int | None):
-        """The first record of the leaf that ``_descend`` reached.
+    def _leaf_start(self, page: int, keys: Iterator, state: BinlogState, sep: int | None,
+                    check: bool = True, exact: bool = False) -> int:
+        """Read the first record of the leaf at ``page`` from ``keys`` (its
+        ``_keys``); return its offset (its state is then ``state``).
 
-        A leaf reached through a separator (``lo``) starts with that
-        separator's key, which ``state`` already holds: it is checked, not
-        applied. On the leftmost path (``lo`` None) the first key is the
-        index's first record, a full state, and is applied to ``state``.
-        Returns ``(offset, keys)``: the first record's offset (its state is
-        ``state``) and an iterator over the leaf's other keys, checked below
-        ``hi``.
+        A leaf reached through a separator (``sep``) starts with that
+        separator's key, which ``state`` already holds: it is checked
+        (``_check_separator``; not when ``check`` is false), not applied. On
+        the leftmost path (``sep`` None) the first key is the index's first
+        record, a full state, and is applied to ``state``. ``keys`` is left
+        at the leaf's second key.
         """
-        keys = _keys(cur, page, self.path, None, hi)
         first = next(keys, None)
         if first is None:
             raise self._corrupt("empty leaf node", page)
         offset, gtids, _ = first
-        if lo is None:
+        if sep is None:
             state.update(gtids)
-        else:
-            self._check_separator(offset, gtids, lo, state, page)
-        return offset, keys
+        elif check:
+            self._check_separator(offset, gtids, sep, state, page, exact)
+        return offset
 
     def _check_separator(self, offset: int, gtids, sep: int, state: BinlogState, page: int,
                          exact: bool = False) -> None:
@@ -427,8 +428,7 @@ class IndexReader(_Lookups):
             page = _child(cur, page, self.path)
             leaf, cur = self._node(page)
         state = BinlogState()
-        offset, _ = self._leaf_start(page, cur, state, None, None)
-        return Record(offset, state)
+        return Record(self._leaf_start(page, _keys(cur, page, self.path), state, None), state)
 
     def last_record(self) -> Record:
         """Return the last record of the index.
@@ -478,14 +478,7 @@ class IndexReader(_Lookups):
             check["levels"] = max(check["levels"], depth)
         keys = _keys(cur, page, self.path, children=not leaf, ordered=False)
         if leaf:
-            first = next(keys, None)
-            if first is None:
-                raise self._corrupt("empty leaf node", page)
-            offset, gtids, _ = first
-            if sep is None:
-                state.update(gtids)
-            elif check is not None:
-                self._check_separator(offset, gtids, sep, state, page, exact=True)
+            offset = self._leaf_start(page, keys, state, sep, check is not None, exact=True)
             yield Record(offset, state.copy())
             for offset, gtids, _ in keys:
                 state.update(gtids)
