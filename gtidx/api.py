@@ -912,10 +912,8 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             yield listed
             continue
         for f, size in listed:
-            tick = None
-            if progress is not None:
-                def tick(offset, f=f, size=size, base=done_bytes, n=done_files):
-                    progress(BuildProgress(f, n, files, base + min(offset, size), total))
+            tick = None if progress is None else _file_ticks(progress, f, size, done_bytes, done_files,
+                                                             files, total)
             try:
                 result = build_index(f, progress=tick, **kw)
             except GtidxError as e:
@@ -925,6 +923,13 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             if progress is not None:
                 progress(BuildProgress(f, done_files, files, done_bytes, total))
             yield result
+
+
+def _file_ticks(progress, f: str, size: int, base: int, n: int, files: int, total: int):
+    """build_index's progress callback for file ``f``: reports the whole run's bytes."""
+    def tick(offset: int) -> None:
+        progress(BuildProgress(f, n, files, base + min(offset, size), total))
+    return tick
 
 
 def _size(path: str) -> int:

@@ -219,7 +219,7 @@ def _positions(server, path) -> list[str]:
 
 
 def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_path):
-    from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
+    from test_live_index import first_gtid_a_replica_gets
     positions = _positions(server, one_file)
     real = {p: first_gtid_a_replica_gets(server, p, server_id=3000 + i) for i, p in enumerate(positions)}
     with Binlog(one_file) as b:
@@ -234,19 +234,7 @@ def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_pat
         if cfg is not None:
             build_index(path, page_size=cfg[0], span_min=cfg[1], max_ratio=None, force=True)
         with api.BinlogSeries(files, use_index=cfg is not None) as logs:
-            for p in positions:
-                try:
-                    r = logs.replica_start(p, strict=True)
-                    mine = None if r.first is None else r.first.gtid
-                except NotFoundError as e:
-                    mine = Refused(e)
-                theirs = real[p]
-                if isinstance(theirs, Refused) or isinstance(mine, Refused):
-                    ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
-                else:
-                    ok = theirs == mine
-                if not ok:
-                    wrong.append((cfg, p, str(theirs), str(mine)))
+            wrong += [(cfg, *w) for w in _replica_disagreements(logs, positions, real)]
     assert wrong == [], wrong[:8]
 
 
@@ -304,7 +292,7 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
     """Random non-monotonic histories (seq_no set back, forward, repeated):
     with a record at every group (span 1) the index path can see every dip
     and repeat, so it must agree with the scan and with a real replica."""
-    from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
+    from test_live_index import first_gtid_a_replica_gets
     repeat = [[(100, 1), (101, 1), (101, 1), (102, 2), (None, 1)], [(50, 2), (103, 1), (103, 1)],
               [(200, 1), (7, 2), (200, 1), (8, 2)]]
     for seed in (1, 2, 3):
@@ -331,19 +319,7 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
         wrong = []
         for use_index in (False, True):
             with api.BinlogSeries(copies, use_index=use_index) as logs:
-                for p in positions:
-                    try:
-                        r = logs.replica_start(p, strict=True)
-                        mine = None if r.first is None else r.first.gtid
-                    except NotFoundError as e:
-                        mine = Refused(e)
-                    theirs = real[p]
-                    if isinstance(theirs, Refused) or isinstance(mine, Refused):
-                        ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
-                    else:
-                        ok = theirs == mine
-                    if not ok:
-                        wrong.append((seed, use_index, p, str(theirs), str(mine)))
+                wrong += [(seed, use_index, *w) for w in _replica_disagreements(logs, positions, real)]
         assert wrong == [], wrong[:6]
         # every GTID, found with every=True where the server logged it (first occurrence)
         occurrences = {}
@@ -356,3 +332,24 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
                 mine = [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] or \
                     [(os.path.basename(loc.file), loc.start, loc.end)]
                 assert mine == occ, g
+
+
+def _replica_disagreements(logs, positions, real) -> list:
+    """(position, the server's answer, ours) wherever ``logs.replica_start``
+    (strict) and the real replica connection's answer ``real[p]`` differ."""
+    from test_live_index import Refused, _same_refusal
+    out = []
+    for p in positions:
+        try:
+            r = logs.replica_start(p, strict=True)
+            mine = None if r.first is None else r.first.gtid
+        except NotFoundError as e:
+            mine = Refused(e)
+        theirs = real[p]
+        if isinstance(theirs, Refused) or isinstance(mine, Refused):
+            ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
+        else:
+            ok = theirs == mine
+        if not ok:
+            out.append((p, str(theirs), str(mine)))
+    return out
