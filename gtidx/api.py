@@ -380,8 +380,11 @@ def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | s
     scanned range excludes it. An unknown bound counts as anything between
     the known ones around it while the pair is monotonic, else as anything.
 
-    Not detected: a dip that recovers before the file ends, in a history
-    whose bounds never go down, in a file no scan has walked through it."""
+    Not detected here: a dip that recovers before the file ends, in a history
+    whose bounds never go down, in a file no scan has walked through.
+    ``BinlogSeries.locate`` therefore walks every binlog once before it says
+    "not in these binlogs" (``ranges`` then exact); a GTID found by the bounds
+    is a real occurrence, but an earlier one can hide in such a dip."""
     return Planner(bounds).plan(g.seq, dipped, ranges)
 
 
@@ -467,6 +470,8 @@ class BinlogSeries:
         self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
         self._damaged: set = set()             # files already reported as unreadable
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
+        self._learned: set = set()             # files walked whole by _learn_all: _ranges has all their pairs
+        self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
 
     @classmethod
     def from_path(cls, path, **kw) -> "BinlogSeries":
@@ -598,32 +603,45 @@ class BinlogSeries:
         A binlog that cannot be read fails only a lookup that needs it (a
         warning on the ``gtidx`` logger names it otherwise).
 
+        "Not in these binlogs" is said only after every binlog was walked once
+        (per BinlogSeries): the start states cannot show a seq_no that stepped
+        back and recovered inside one binlog.
+
         ``every``: scan every binlog for every occurrence, certain also where
         a seq_no went back and recovered inside a file whose start and end
-        states do not show it (what ``plan_locate`` cannot see); it reads all
-        the binlogs.
+        states do not show it (what ``plan_locate`` cannot see: an earlier
+        occurrence than the one the bounds lead to); it reads all the binlogs.
         """
         g = _gtid(gtid)
         if every:
             return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
         key = (g.domain, g.server)
+        miss = None
         while True:
             end = self._end_bound(key)
             cached = self._planners.get(key)
             if cached is None or cached.bounds[-1] != end:
                 cached = Planner([self._start_bound(p, key) for p in self.files] + [end])
                 self._planners[key] = cached
-            dipped, ranges = self._dips.get(key, ()), self._ranges.get(key)
+            dipped, ranges = self._dips.get(key, ()), self._ranges.get(key, {})
+            learned = self._learned
             plan = cached.plan(g.seq, dipped and {i for i, p in enumerate(self.files) if p in dipped},
-                               ranges and {i: ranges[p] for i, p in enumerate(self.files) if p in ranges})
-            if isinstance(plan, str):
-                raise self._not_here(f"GTID {g}", plan)
+                               {i: ranges.get(p) for i, p in enumerate(self.files) if p in ranges or p in learned})
             try:
+                if isinstance(plan, str):
+                    raise self._not_here(f"GTID {g}", plan)
                 if plan.monotone:
                     return self._locate_once(g, plan)
                 return self._locate_all(g, plan)
             except _Replan:
                 continue            # a scan saw the seq go down: plan again with that
+            except NotFoundError as e:
+                # The start states cannot show a seq_no that stepped back and
+                # recovered inside one binlog: "not here" is certain only once
+                # every binlog has been walked (once per BinlogSeries).
+                miss = miss or e
+                if not self._learn_all():
+                    raise miss from None
 
     def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location:
         """Monotonic (domain, server): the GTID is in at most one file, once."""
@@ -707,6 +725,43 @@ class BinlogSeries:
             self._dips.setdefault((domain_, server_), set()).add(f.path)
         self._ranges.setdefault((domain_, server_), {})[f.path] = None if lo is None else (lo, hi)
         return out
+
+    def _learn_all(self) -> bool:
+        """Walk every binlog not walked whole yet, noting per (domain, server)
+        the lowest and highest seq_no it logs there and whether it goes down
+        (below the one before it, or below the file's start state): then the
+        planner knows exactly which files can hold any GTID. False when there
+        was nothing left to walk."""
+        todo = [p for p in self.files if p not in self._learned and p not in self._damaged_learn]
+        for path in todo:
+            self._learned.add(path)
+            try:
+                start = self.start_state(path)
+                seen: dict = {}                 # (domain, server) -> [lowest, highest, previous]
+                for _, _, (_, server, seq, domain, _) in self._file(path).binlog.group_spans():
+                    key = (domain, server)
+                    r = seen.get(key)
+                    if r is None:
+                        before = start.get(domain, server)
+                        if before is not None and seq <= before:
+                            self._dips.setdefault(key, set()).add(path)
+                        seen[key] = [seq, seq, seq]
+                        continue
+                    if seq <= r[2]:
+                        self._dips.setdefault(key, set()).add(path)
+                    r[2] = seq
+                    if seq < r[0]:
+                        r[0] = seq
+                    elif seq > r[1]:
+                        r[1] = seq
+            except GtidxError as e:
+                self._learned.discard(path)     # planned as unknown; its lookups fail with this
+                self._damaged_learn.add(path)
+                self._warn_damaged(path, e)
+                continue
+            for key, (lo, hi, _) in seen.items():
+                self._ranges.setdefault(key, {})[path] = (lo, hi)
+        return bool(todo)
 
     def _start_bound(self, path: str, key: tuple) -> int | None | str:
         try:

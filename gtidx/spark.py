@@ -119,7 +119,9 @@ class _Plan:
             return self.files[-1], value       # replica_start explains the refusal
         plan = self.plan(next(iter(pos)))
         if isinstance(plan, str):
-            return None, f"not in these binlogs ({plan})"
+            # "not here" by the start states alone is not certain (a seq_no may
+            # step back and recover inside a binlog): BinlogSeries.locate decides
+            return self.files[-1], value
         return self.files[plan.files[0]], value
 
     def plan(self, g: Gtid) -> api.LocatePlan | str:
@@ -182,13 +184,14 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
     wanted = {}
     for v in values:
         wanted.setdefault(Gtid.parse(v), []).append(v)
-    found, failed = {}, {}
+    found, failed, missing = {}, {}, {}
 
     def library(g):
         try:
             found[g] = logs.locate(g)
-        except NotFoundError:
+        except NotFoundError as e:
             found[g] = None
+            missing[g] = e.message
         except GtidxError as e:      # a damaged binlog this GTID needs: its error
             failed[g] = str(e)
 
@@ -198,6 +201,11 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
         for g in [g for g in wanted if not plan.one_file(g)]:
             library(g)
     rest = [g for g in wanted if g not in found and g not in failed]
+    if plan is not None:
+        # no file by the start states: BinlogSeries.locate makes "not here" certain
+        for g in [g for g in rest if isinstance(plan.plan(g), str)]:
+            library(g)
+        rest = [g for g in rest if g not in found and g not in failed]
     try:
         with Binlog(path) as b:
             size = b.size
@@ -219,6 +227,8 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
         for g in rest:
             if g not in found:
                 failed[g] = str(e)
+    for g in [g for g in rest if g not in found and g not in failed]:
+        library(g)       # not in the file its bounds name: certain only after BinlogSeries.locate
     out = []
     for g, vs in wanted.items():
         loc = found.get(g)
@@ -226,7 +236,8 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
             if g in failed:
                 out.append(_not_found(v, failed[g]))
             elif loc is None:
-                out.append(_not_found(v, f"not in these binlogs (no such group in {os.path.basename(path)})"))
+                out.append(_not_found(v, missing.get(g) or
+                                      f"not in these binlogs (no such group in {os.path.basename(path)})"))
             else:
                 out.append((v, "gtid", loc.file, loc.start, loc.end, loc.resume, loc.timestamp, None, True, None))
     return out

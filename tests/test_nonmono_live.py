@@ -167,6 +167,43 @@ def test_locate_across_rotations_with_indexes(rotations, tmp_path, page_size, sp
     assert _check_all(files, occurrences) == []
 
 
+# tools/campaign found it: in a domain, server 2 steps back (71 -> 53) and jumps
+# (125) inside the third binlog while every start state still grows.
+INSIDE_ONE_FILE = [[(70, 1), (71, 2), (77, 1)], [(78, 1)],
+                   [(53, 2), (125, 2), (91, 2), (92, 2), (93, 2), (94, 1)]]
+
+
+@pytest.mark.parametrize("domain,layout", [(7, None), (8, (64, 1)), (9, (4096, 65536))])
+def test_a_dip_inside_one_binlog_is_never_not_found(server, tmp_path, domain, layout):
+    """The start states cannot show a seq_no that steps back and recovers
+    inside one binlog: "not in these binlogs" is only said once every binlog
+    was walked. Each GTID is asked of a fresh BinlogSeries, as `gtidx seek` does."""
+    files = _write(server, INSIDE_ONE_FILE, domain=domain)
+    occurrences = {}
+    for f in files:
+        for g, start, end in server_groups(server, f):
+            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    copies = _copy(files, tmp_path / "binlogs")
+    if layout is not None:
+        for f in copies:
+            build_index(f, page_size=layout[0], span_min=layout[1], max_ratio=None, force=True)
+    wrong = []
+    for g, occ in occurrences.items():
+        assert len(occ) == 1, (g, occ)
+        with api.BinlogSeries(copies, use_index=layout is not None) as logs:
+            try:
+                loc = logs.locate(g)
+                mine = (os.path.basename(loc.file), loc.start, loc.end)
+            except NotFoundError as e:
+                mine = str(e)
+        if mine != occ[0]:
+            wrong.append((str(g), mine, occ[0]))
+    assert wrong == [], wrong
+    with api.BinlogSeries(copies) as logs:      # and what was never written stays so
+        with pytest.raises(NotFoundError, match="never written"):
+            logs.locate(Gtid(domain, 2, 126))
+
+
 def _seek(directory, gtid, *extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "gtidx", "seek", "--gtid", gtid, str(directory), *extra],
