@@ -86,6 +86,15 @@ def test_full_disks_leave_no_partial_index(tmp_path):
 
 
 @needs_root
+def test_permission_denied_is_clear_and_tail_recovers(tmp_path):
+    """gtidx without the capabilities that ignore permissions, the directory or
+    its indexes owned by another user: build and tail --once fail clearly,
+    the tail daemon stays up and finishes once ownership is given back."""
+    c = run(tmp_path, "denied", 4, 20261123)
+    assert c["refused clearly"] + c["recovered"] == 4
+
+
+@needs_root
 def test_tail_survives_a_vanishing_directory(tmp_path):
     """The binlog directory renamed, removed, emptied, hidden by a mount
     or flapping while `gtidx tail` runs: it stays up and recovers."""
