@@ -9,12 +9,15 @@
 Every lookup uses the file's ``.idx`` when it is usable (complete, intact,
 current) and otherwise answers by a sequential scan, logging one warning
 (logger ``gtidx``); each result says which path answered (``via``). Every
-failure is a ``GtidxError``.
+failure is a ``GtidxError``; an argument of the wrong type or form (checked
+at each public entry point: ``_path``, ``parse_offset``, ``_gtid``,
+``_position``) is a ``BadInputError``.
 """
 from __future__ import annotations
 
 import builtins
 import logging
+import operator
 import os
 import re
 from collections import OrderedDict
@@ -22,7 +25,7 @@ from typing import Iterator, NamedTuple
 
 from . import idxformat as fmt
 from .binlog import CHECKSUM_CRC32, Binlog, Group
-from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError
+from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
                         open_index, verify_index)
@@ -30,6 +33,69 @@ from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index
 log = logging.getLogger("gtidx")
 
 _BINLOG_NAME = re.compile(r".+\.[0-9]{6,}$")
+_OFFSET = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
+
+
+# -- arguments: every public entry point checks what it is given ---------------------------
+# (a wrong type must be a BadInputError here, not a TypeError from deep inside)
+
+def _path(value, what: str = "path") -> str:
+    """A file system path given by the caller: str or os.PathLike (of str)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise BadInputError(f"{what} must be a str or os.PathLike, not {type(value).__name__}",
+                            hint="bytes paths: os.fsdecode() them" if isinstance(value, bytes) else None)
+    if not value:
+        raise BadInputError(f"{what} is empty")
+    if "\0" in value:
+        raise BadInputError(f"{what} {quoted(value)} contains a NUL character")
+    return value
+
+
+def _int(value, what: str, minimum: int | None = None) -> int:
+    if isinstance(value, (bool, str)):            # int(True) and "4" are not what was meant
+        raise BadInputError(f"{what} must be an int, not {type(value).__name__}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise BadInputError(f"{what} must be an int, not {type(value).__name__}") from None
+    if minimum is not None and value < minimum:
+        raise BadInputError(f"{what} must be at least {minimum}, not {value}")
+    return value
+
+
+def parse_offset(value) -> int:
+    """A binlog offset as a user gives it: an int >= 0, or text of ASCII
+    digits, decimal or ``0x`` hex (not ``1_000``, not other scripts' digits,
+    as Python's ``int()`` would take)."""
+    if isinstance(value, str):
+        m = _OFFSET.fullmatch(value)
+        if m is None:
+            raise BadInputError(f"{quoted(value)} is not an offset",
+                                hint="ASCII decimal digits, or hex like 0x11d")
+        sign, hexa, dec = m.groups()
+        digits = (hexa or dec).lstrip("0")
+        if len(digits) > (16 if hexa else 20):      # past 2**64: no file is that big
+            raise BadInputError(f"offset {quoted(value)} is too large", hint="offsets are below 2**64")
+        value = int(digits or "0", 16 if hexa else 10)
+        value = -value if sign else value
+    value = _int(value, "offset")
+    if value < 0:
+        raise BadInputError(f"offset {value} is negative")
+    return value
+
+
+def _gtid(value) -> Gtid:
+    return value if isinstance(value, Gtid) else Gtid.parse(value)
+
+
+def _position(value) -> Position:
+    if isinstance(value, Position):
+        return value
+    if isinstance(value, Gtid):
+        return Position([value])
+    return Position.parse(value)
 
 
 # -- results ------------------------------------------------------------------------------
@@ -86,7 +152,7 @@ class ReplicaStart(NamedTuple):
 # -- one file -------------------------------------------------------------------------
 
 def binlog_info(path: str | os.PathLike) -> BinlogInfo:
-    with Binlog(path) as b:
+    with Binlog(_path(path)) as b:
         return _info(b)
 
 
@@ -99,7 +165,7 @@ def _info(b: Binlog) -> BinlogInfo:
 def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
     """The file's facts, and an iterator over its event groups in file order.
     The file stays open until the iterator is exhausted or closed."""
-    b = Binlog(path)
+    b = Binlog(_path(path))
     info = _info(b)
 
     def groups():
@@ -168,6 +234,13 @@ class _File:
         self.binlog.close()
 
 
+def _samefile(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:         # one of them is missing: not the same file
+        return False
+
+
 def _contains(state: BinlogState, g: Gtid) -> bool:
     """Has the binlog logged ``g`` by this state (seq per (domain, server) grows)?"""
     seq = state.get(g.domain, g.server)
@@ -181,9 +254,12 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
     server's list, see ``_listed``); or a
     directory (its ``*.index`` if there is exactly one, else every file named
     like ``name.000001``), in binlog order."""
-    path = os.fspath(path)
+    path = _path(path)
     if os.path.isdir(path):
-        indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+        try:
+            indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
         if len(indexes) == 1:
             return list_binlogs(os.path.join(path, indexes[0]))
         if len(indexes) > 1:
@@ -196,10 +272,12 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
     if path.endswith(".index") and os.path.isfile(path):
         base = os.path.dirname(path)
         try:
-            with builtins.open(path) as f:         # this module's open() is gtidx.open
-                lines = [ln.strip() for ln in f if ln.strip()]
+            with builtins.open(path, "rb") as f:   # this module's open() is gtidx.open
+                lines = [os.fsdecode(ln.strip()) for ln in f if ln.strip()]    # names as the OS has them
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
+        if any("\0" in ln for ln in lines):
+            raise CorruptBinlogError("binlog index has a NUL byte in a file name", path=path)
         files = [_listed(base, ln) for ln in lines]
         if not files:
             raise NotFoundError("binlog index lists no files", path=path)
@@ -226,12 +304,16 @@ class Binlogs:
     """A set of binlog files in order (one file, or a server's whole list)."""
 
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32):
+        if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
+            raise BadInputError(f"Binlogs() takes a list of binlog paths, not {type(files).__name__}",
+                                hint="gtidx.open(path) takes one file, directory or master-bin.index")
+        files = [_path(f, "binlog path") for f in files]
         if not files:
             raise BadInputError("no binlog files")
-        self.files = list(files)
+        self.files = files
         self.use_index = use_index
         self._open: OrderedDict[str, _File] = OrderedDict()
-        self._cache = cache
+        self._cache = _int(cache, "cache", 1)
         self._start: dict[str, BinlogState] = {}
         self._end = None
         self._names = {os.path.basename(f): f for f in self.files}
@@ -253,12 +335,12 @@ class Binlogs:
 
     # -- files ------------------------------------------------------------------
     def resolve(self, file: str | os.PathLike) -> str:
-        file = os.fspath(file)
+        file = _path(file, "file")
         if file in self.files:
             return file
         name = os.path.basename(file)
         if name in self._names and (os.path.dirname(file) == "" or
-                                    os.path.samefile(file, self._names[name])):
+                                    _samefile(file, self._names[name])):
             return self._names[name]
         if os.path.exists(file):
             return file
@@ -303,9 +385,8 @@ class Binlogs:
     def state_at(self, file, offset: int) -> StateAt:
         """The binlog state at ``offset`` of ``file``, as BINLOG_GTID_POS gives it.
         NotFoundError when the offset is not the start of an event or the end of
-        the file (the server returns NULL)."""
-        if offset < 0:
-            raise BadInputError(f"offset {offset} is negative")
+        the file (the server returns NULL). ``offset``: see ``parse_offset``."""
+        offset = parse_offset(offset)
         f = self._file(self.resolve(file))
         b = f.binlog
         if offset > b.size:
@@ -344,7 +425,7 @@ class Binlogs:
         the earliest does not (else it was purged); the file is the last one
         whose GTID_LIST state does not have it yet.
         """
-        g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
+        g = _gtid(gtid)
         if not _contains(self.end_state(), g):
             raise self._not_here(f"GTID {g}", "never written")
         path = self._file_for(g)
@@ -388,7 +469,7 @@ class Binlogs:
           greater seq is the "hole" error); domains the start state already
           ends with the requested GTID skip nothing.
         """
-        pos = Position.parse(position) if isinstance(position, str) else position
+        pos = _position(position)
         latest = self.end_state()
         for g in pos:
             seq = latest.get(g.domain, g.server)
@@ -466,19 +547,39 @@ def open(path: str | os.PathLike, **kw) -> Binlogs:  # noqa: A001 (gtidx.open)
 
 def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file."""
-    with Binlogs([os.fspath(path)], **kw) as logs:
-        return logs.state_at(os.fspath(path), offset)
+    path = _path(path)
+    with Binlogs([path], **kw) as logs:
+        return logs.state_at(path, offset)
 
 
 def build(paths, **kw) -> Iterator[BuildResult | GtidxError]:
     """Build the index of every binlog named by ``paths`` (files, directories,
     .index files), in order. Yields each file's BuildResult, or the
-    GtidxError that stopped that file (the others still get built)."""
-    for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
-        for f in list_binlogs(p):
+    GtidxError that stopped that file or path (the others still get built);
+    the error's ``binlog`` attribute names that file or path."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    elif isinstance(paths, bytes) or not hasattr(paths, "__iter__"):
+        raise BadInputError(f"build() takes a path or a list of paths, not {type(paths).__name__}")
+    paths = [_path(p) for p in paths]
+    for name in ("page_size", "span_min"):
+        if name in kw:
+            kw[name] = _int(kw[name], name, 1)
+    ratio = kw.get("max_ratio")
+    if ratio is not None and (isinstance(ratio, (bool, str)) or not isinstance(ratio, (int, float))):
+        raise BadInputError(f"max_ratio must be a number or None, not {type(ratio).__name__}")
+    for p in paths:
+        try:
+            files = list_binlogs(p)
+        except GtidxError as e:
+            e.binlog = p
+            yield e
+            continue
+        for f in files:
             try:
                 yield build_index(f, **kw)
             except GtidxError as e:
+                e.binlog = f
                 yield e
 
 
@@ -501,7 +602,7 @@ class IndexInfo(NamedTuple):
 
 
 def _binlog_of(index: str) -> str:
-    index = os.fspath(index)
+    index = _path(index, "index")
     if not index.endswith(".idx"):
         raise BadInputError(f"{index} is not an .idx file", hint="the index of FILE is FILE.idx")
     return index[:-4]
@@ -519,7 +620,7 @@ def _read_index(index: str):
 
 def index_info(index: str | os.PathLike) -> IndexInfo:
     """Facts about an .idx file and whether it can serve its binlog."""
-    index = os.fspath(index)
+    index = _path(index, "index")
     binlog = _binlog_of(index)
     r, size = _read_index(index)
     stats = r.check()
@@ -532,13 +633,13 @@ def index_info(index: str | os.PathLike) -> IndexInfo:
 
 def index_records(index: str | os.PathLike):
     """(page_size, iterator of Record(offset, state)) of an .idx file, in binlog order."""
-    r, _ = _read_index(os.fspath(index))
+    r, _ = _read_index(_path(index, "index"))
     return r.page_size, r.records()
 
 
 def verify(index: str | os.PathLike) -> dict:
     """Check every page, the tree, and every record against a scan of the binlog."""
-    index = os.fspath(index)
+    index = _path(index, "index")
     return verify_index(_binlog_of(index), index)
 
 
@@ -546,57 +647,75 @@ class FileStatus(NamedTuple):
     """Where one binlog's index stands (``gtidx status``)."""
     file: str
     size: int
-    state: str           # complete / partial / stale / corrupt / incomplete / missing / server-owned
+    state: str           # complete / partial / stale / corrupt / incomplete / missing / server-owned,
+                         # or "error": the binlog itself cannot be read (``error`` says why)
     indexed_to: int      # binlog offset the index (or the tail following it) has reached
     lag_bytes: int
     lag_seconds: float
     detail: str
+    error: GtidxError | None = None
 
 
 def status(directory: str | os.PathLike) -> list[FileStatus]:
-    """Per binlog of ``directory``: its index state and how far behind it is."""
+    """Per binlog of ``directory``: its index state and how far behind it is.
+    A binlog that cannot be read (listed but absent, empty, truncated,
+    encrypted...) is a row in state "error", not a failure of the whole call."""
     import time
-    from .indexfile import read_fingerprint
     out = []
     now = time.time()
     for path in list_binlogs(directory):
-        st = os.stat(path)
-        idx = index_path(path)
-        fp = read_fingerprint(idx) if os.path.exists(idx) else None
-        with Binlog(path) as b:
-            if not os.path.exists(idx):
-                state, reached, detail = "missing", 0, ""
-            elif fp is not None and fp.get("state") == "partial":
-                ok = b.size >= fp.get("size", 0)
-                state = "partial" if ok else "stale"
-                reached = int(fp.get("processed", 0)) if ok else 0
-                age = max(0.0, now - float(fp.get("updated", 0)))
-                detail = f"{fp.get('records', '?')} records, tail updated {age:.1f} s ago"
-            else:
-                s_ = open_index(b, idx)
-                s_.close()
-                if fp is None and (s_.usable or (s_.state == "incomplete" and b.growing)):
-                    state = "server-owned"
-                    reached = b.size if s_.usable and not s_.partial else 0
-                    detail = "being written by the server" if b.growing else ""
-                else:
-                    state = "complete" if s_.usable else s_.state
-                    reached = b.size if s_.usable else 0
-                    detail = s_.reason
-        lag = max(0, st.st_size - reached)
-        lag_s = 0.0
-        if lag and fp is not None and "updated" in fp:
-            lag_s = max(0.0, st.st_mtime - float(fp["updated"]))
-        elif lag:
-            lag_s = max(0.0, now - st.st_mtime) if state != "server-owned" else 0.0
-        out.append(FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail))
+        try:
+            try:
+                out.append(_file_status(path, now))
+            except OSError as e:
+                raise GtidxIOError.from_os(e, path) from None
+        except GtidxError as e:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = 0
+            out.append(FileStatus(path, size, "error", 0, size, 0.0, str(e), e))
     return out
+
+
+def _file_status(path: str, now: float) -> FileStatus:
+    from .indexfile import read_fingerprint
+    st = os.stat(path)
+    idx = index_path(path)
+    fp = read_fingerprint(idx) if os.path.exists(idx) else None
+    with Binlog(path) as b:
+        if not os.path.exists(idx):
+            state, reached, detail = "missing", 0, ""
+        elif fp is not None and fp.get("state") == "partial":
+            ok = b.size >= fp.get("size", 0)
+            state = "partial" if ok else "stale"
+            reached = int(fp.get("processed", 0)) if ok else 0
+            age = max(0.0, now - float(fp.get("updated", 0)))
+            detail = f"{fp.get('records', '?')} records, tail updated {age:.1f} s ago"
+        else:
+            s_ = open_index(b, idx)
+            s_.close()
+            if fp is None and (s_.usable or (s_.state == "incomplete" and b.growing)):
+                state = "server-owned"
+                reached = b.size if s_.usable and not s_.partial else 0
+                detail = "being written by the server" if b.growing else ""
+            else:
+                state = "complete" if s_.usable else s_.state
+                reached = b.size if s_.usable else 0
+                detail = s_.reason
+    lag = max(0, st.st_size - reached)
+    lag_s = 0.0
+    if lag and fp is not None and "updated" in fp:
+        lag_s = max(0.0, st.st_mtime - float(fp["updated"]))
+    elif lag:
+        lag_s = max(0.0, now - st.st_mtime) if state != "server-owned" else 0.0
+    return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)
 
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
     """``spec`` is one GTID (-> Location) or a replication position with
     several domains (-> ReplicaStart)."""
-    pos = Position.parse(spec)
+    pos = _position(spec)
     with Binlogs.from_path(path) as logs:
         if len(pos) == 1:
             return logs.locate(next(iter(pos)))
@@ -606,5 +725,5 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
 __all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "ReplicaStart",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
-           "FileStatus",
+           "FileStatus", "parse_offset",
            "DEFAULT_MAX_RATIO", "fmt"]

@@ -2,58 +2,204 @@
 
 Exit codes: 0 found/ok, 1 not found, 2 bad input or usage, 3 corrupt data or
 I/O error. Errors are one line on stderr, never a traceback (set GTIDX_DEBUG=1
-to see one). Imports of the library are lazy: ``gtidx --help`` and a lookup
-should not pay for what they do not use.
+to see one). With ``--json`` a failure also prints ``{"error": {"message",
+"path", "offset", "hint", "exit_code"}}`` on stdout, so stdout is always one
+JSON document; a streamed document (``scan --json``, ``dump``) that breaks
+half-way is closed with the error inside it: ``{..., "groups": [...],
+"error": {...}}``. A missing path is an I/O error (3) for every command, said
+by the library, not by click. Imports of the library are lazy: ``gtidx --help``
+and a lookup should not pay for what they do not use.
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 import sys
+import time
 
 import click
 
-from .errors import EXIT_CORRUPT, BadInputError, GtidxError
+from . import idxformat as fmt
+from .errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted
 
 
 class Offset(click.ParamType):
-    """A binlog offset: decimal or 0x-prefixed hex, >= 0."""
+    """A binlog offset: ASCII decimal or 0x-prefixed hex, >= 0 (api.parse_offset)."""
 
     name = "offset"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            n = int(value, 0)
-        except ValueError:
-            self.fail(f"{value!r} is not an offset (decimal, or hex like 0x11d)", param, ctx)
-        if n < 0:
-            self.fail(f"{value} is negative", param, ctx)
-        return n
+        from .api import parse_offset
+        return parse_offset(value)       # a BadInputError: one gtidx line, exit 2
 
+
+# Paths are checked by the library, not by click: a missing or unreadable path
+# is one "gtidx:" line and exit 3 for every command (click would print its usage
+# text and exit 2). click.Path only for shell completion.
+_PATH = click.Path(readable=False)
+
+
+# -- options shared by several commands: defaults and bounds from where they are defined ----
+
+def _json_option(help_text: str = "One JSON object (a failure: {\"error\": {...}})."):
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+class _Count(click.IntRange):
+    """A whole number option: ASCII digits only (int() would take "4_096" and "４０９６")."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+            self.fail(f"{quoted(value)} is not a whole number (ASCII digits)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _page_size_option(f):
+    return click.option(
+        "--page-size", type=_Count(fmt.MIN_PAGE_SIZE, fmt.MAX_PAGE_SIZE),
+        default=fmt.DEFAULT_PAGE_SIZE, show_default=True,
+        help=f"Index page size in bytes (the server accepts {fmt.MIN_PAGE_SIZE} .. "
+             f"{fmt.MAX_PAGE_SIZE >> 20} MiB).")(f)
+
+
+def _span_min_option(f):
+    return click.option(
+        "--span-min", type=_Count(1), default=fmt.DEFAULT_SPAN_MIN, show_default=True,
+        help="At most one record per this many binlog bytes (the server's binlog_gtid_index_span_min).")(f)
+
+
+def _max_ratio_option(help_text: str):
+    return click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=fmt.DEFAULT_MAX_RATIO,
+                        show_default=True, help=help_text)
+
+
+# -- stdout: a closed pipe is quiet, a full disk or a closed stdout is one error line -------
 
 class _ReaderGone(Exception):
     """stdout's reader went away (`gtidx scan big | head`). Not an OSError on
     purpose: click turns EPIPE into exit code 1, which here means "not found"."""
 
 
-class _Output:
-    """stdout for streamed results; a closed pipe becomes _ReaderGone."""
+class _OutputFailed(GtidxIOError):
+    """stdout cannot be written: a full disk (`> /dev/full`), a closed stdout."""
 
-    def __enter__(self):
-        return sys.stdout
+
+def _output_error(err: OSError | None) -> Exception:
+    if err is not None and err.errno == errno.EPIPE:
+        return _ReaderGone()
+    why = "stdout is closed" if err is None else (err.strerror or str(err))
+    return _OutputFailed(f"cannot write the output: {why}", path="<stdout>")
+
+
+class _Stdout:
+    """sys.stdout whose write errors say they are stdout's (not a binlog's)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+        except OSError as e:
+            raise _output_error(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise _output_error(e) from None
+
+
+class _Output:
+    """stdout for results, flushed at the end so that its failure is ours to report."""
+
+    def __enter__(self) -> _Stdout:
+        if sys.stdout is None:              # started with stdout closed (`>&-`)
+            raise _output_error(None)
+        self._out = _Stdout(sys.stdout)
+        return self._out
 
     def __exit__(self, etype, exc, tb):
         if etype is not None and issubclass(etype, BrokenPipeError):
             raise _ReaderGone() from None
+        if etype is None:
+            self._out.flush()
         return False
+
+
+def _silence_stdout() -> None:
+    """After stdout failed: point it at /dev/null, so that the interpreter's
+    final flush (of what is still buffered) neither fails nor complains."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError):   # no stdout, or not a real file (CliRunner)
+        sys.stdout = open(os.devnull, "w")
+
+
+def _say(line: str) -> None:
+    """The one error line on stderr; a stderr that cannot take it (closed,
+    full) must not turn the failure into another one."""
+    try:
+        click.echo(line, err=True)
+    except OSError:
+        pass
 
 
 def _emit_json(obj) -> None:
     with _Output() as out:
         out.write(json.dumps(obj) + "\n")
+
+
+def _error_json(err: BaseException) -> dict:
+    """Any failure as --json prints it (GtidxError.as_dict, or its like)."""
+    if isinstance(err, GtidxError):
+        return err.as_dict()
+    if isinstance(err, KeyboardInterrupt):
+        message, code = "interrupted", 130
+    else:
+        message, code = f"internal error: {type(err).__name__}: {err}", EXIT_CORRUPT
+    return {"message": message, "path": None, "offset": None, "page": None, "hint": None, "exit_code": code}
+
+
+def _write_items(out: _Stdout, items) -> tuple[int, BaseException | None]:
+    """Write the JSON array items ``items`` yields, comma-separated; a failure
+    of ``items`` (not of the output) ends the array and is returned."""
+    n, sep, it = 0, "", iter(items)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return n, None
+        except (Exception, KeyboardInterrupt) as e:
+            return n, e
+        out.write(sep + item)
+        sep, n = ", ", n + 1
+
+
+def _close_stream(out: _Stdout, err: BaseException | None, tail: str = "") -> None:
+    """End a streamed JSON document (with the error inside, if any); re-raise
+    the error for its stderr line and exit code, stdout being done."""
+    if err is None:
+        out.write(f"{tail}}}\n")
+        return
+    out.write(f'{tail}, "error": {json.dumps(_error_json(err))}}}\n')
+    out.flush()
+    click.get_current_context().meta[_STDOUT_DONE] = True
+    raise err
+
+
+_JSON = "gtidx.json"                # ctx.meta: --json was given
+_STDOUT_DONE = "gtidx.stdout_done"  # ctx.meta: the error is already in stdout's document
+
+
+def _wants_json(args) -> bool:
+    args = list(args)
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
 
 
 class _WarningLine(logging.Handler):
@@ -65,7 +211,19 @@ class _WarningLine(logging.Handler):
 
 class GtidxGroup(click.Group):
     """Turns every failure into one line on stderr and an exit code, for the
-    console script and click's CliRunner alike."""
+    console script and click's CliRunner alike; with --json, also into a JSON
+    error object on stdout (click's usage errors too)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        as_json = _wants_json(args)
+        try:
+            ctx = super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as e:
+            if as_json:
+                _json_usage_error(e)
+            raise
+        ctx.meta[_JSON] = as_json
+        return ctx
 
     def invoke(self, ctx):
         # Library warnings become "gtidx: warning: ..." lines for this command
@@ -76,29 +234,57 @@ class GtidxGroup(click.Group):
         propagate, logger.propagate = logger.propagate, False
         try:
             return super().invoke(ctx)
-        except GtidxError as e:
-            click.echo(f"gtidx: {e}", err=True)
+        except _OutputFailed as e:
+            # `> /dev/full`, a closed stdout: say so on stderr, nothing more on stdout.
+            _silence_stdout()
+            _say(f"gtidx: {e}")
             ctx.exit(e.exit_code)
         except _ReaderGone:
             # `gtidx scan big | head`: the reader left. Quiet, with the exit
             # code a shell reports for SIGPIPE; stdout is pointed at /dev/null
             # so the interpreter's final flush does not complain either.
-            sys.stdout = open(os.devnull, "w")
+            _silence_stdout()
             ctx.exit(141)
-        except KeyboardInterrupt:
-            click.echo("gtidx: interrupted", err=True)
-            ctx.exit(130)
+        except GtidxError as e:
+            self._fail(ctx, e, f"gtidx: {e}", e.exit_code)
+        except KeyboardInterrupt as e:
+            self._fail(ctx, e, "gtidx: interrupted", 130)
+        except click.UsageError as e:       # a subcommand's arguments
+            if ctx.meta.get(_JSON):
+                _json_usage_error(e)
+            raise
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
         except Exception as e:  # a bug: still one line for the user
             if os.environ.get("GTIDX_DEBUG"):
                 raise
-            click.echo(f"gtidx: internal error: {type(e).__name__}: {e} "
-                       "(set GTIDX_DEBUG=1 for a traceback, and please report it)", err=True)
-            ctx.exit(EXIT_CORRUPT)
+            self._fail(ctx, e, f"gtidx: internal error: {type(e).__name__}: {e} "
+                               "(set GTIDX_DEBUG=1 for a traceback, and please report it)", EXIT_CORRUPT)
         finally:
             logger.removeHandler(handler)
             logger.propagate = propagate
+
+    @staticmethod
+    def _fail(ctx, err: BaseException, line: str, code: int) -> None:
+        _say(line)
+        if ctx.meta.get(_JSON) and not ctx.meta.get(_STDOUT_DONE):
+            try:
+                _emit_json({"error": _error_json(err)})
+            except (_OutputFailed, _ReaderGone):
+                _silence_stdout()
+        ctx.exit(code)
+
+
+def _json_usage_error(e: click.UsageError) -> None:
+    """A usage error under --json: the JSON error object, one stderr line, exit 2."""
+    cmd = e.ctx.command_path if e.ctx is not None else "gtidx"
+    err = BadInputError(e.format_message(), hint=f"see '{cmd} --help'")
+    _say(f"gtidx: {err}")
+    try:
+        _emit_json({"error": err.as_dict()})
+    except (_OutputFailed, _ReaderGone):
+        _silence_stdout()
+    raise click.exceptions.Exit(EXIT_BAD_INPUT)
 
 
 @click.group(cls=GtidxGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,8 +294,9 @@ def cli():
 
 
 @cli.command()
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: {file, groups: [{gtid, start, end, ...}]}.")
+@click.argument("file", type=_PATH)
+@_json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
+              "half-way adds \"error\" after the groups before the damage.")
 def scan(file, as_json):
     """List the event groups of FILE: GTID, start offset, end offset."""
     from . import api
@@ -120,19 +307,15 @@ def scan(file, as_json):
 
 def _write_groups(out, info, groups, as_json) -> None:
     if as_json:
-        # Streamed: a 1 GiB binlog has millions of groups.
+        # Streamed: a 1 GiB binlog has millions of groups. A failure half-way
+        # closes the document with the error in it (_close_stream).
         head = {"file": info.file, "size": info.size, "server_version": info.server_version,
                 "checksum": info.checksum, "growing": info.growing,
                 "start_state": str(info.start_state)}
         out.write(json.dumps(head)[:-1] + ', "groups": [')
-        sep = ""
-        n = 0
-        for g in groups:
-            out.write(f'{sep}{{"gtid": "{g.gtid}", "start": {g.start}, "end": {g.end}, '
-                      f'"timestamp": {g.timestamp}, "flags2": {g.flags2}}}')
-            sep = ", "
-            n += 1
-        out.write(f'], "count": {n}}}\n')
+        n, err = _write_items(out, (f'{{"gtid": "{g.gtid}", "start": {g.start}, "end": {g.end}, '
+                                    f'"timestamp": {g.timestamp}, "flags2": {g.flags2}}}' for g in groups))
+        _close_stream(out, err, f'], "count": {n}')
         return
     out.write(f"# {info.file}: {info.server_version}, checksum {info.checksum}"
               f"{', still being written' if info.growing else ''}\n"
@@ -146,10 +329,10 @@ def _write_groups(out, info, groups, as_json) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=_PATH)
 @click.argument("offset", type=Offset())
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: {file, offset, position, state, via}.")
+@_json_option("One JSON object: {file, offset, position, state, via}.")
 def pos(file, offset, no_index, as_json):
     """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it."""
     from . import api
@@ -171,8 +354,8 @@ def _location_json(loc) -> dict:
 @click.option("--gtid", "spec", required=True, metavar="GTID[,GTID...]",
               help="One GTID (where is its event group?) or a replication position with one GTID "
                    "per domain (where does a replica at that position start?).")
-@click.argument("path", default=".", type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.argument("path", default=".", type=_PATH)
+@_json_option()
 def seek(spec, path, as_json):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
     a master-bin.index (default: the current directory)."""
@@ -199,16 +382,13 @@ def seek(spec, path, as_json):
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--page-size", type=click.IntRange(64, 16 * 1024 * 1024), default=4096, show_default=True,
-              help="Index page size in bytes (the server accepts 64 .. 16 MiB).")
-@click.option("--span-min", type=click.IntRange(1), default=65536, show_default=True,
-              help="At most one record per this many binlog bytes (the server's binlog_gtid_index_span_min).")
-@click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=0.02, show_default=True,
-              help="Size budget: the index is at most this fraction of its binlog.")
+@click.argument("paths", nargs=-1, required=True, type=_PATH)
+@_page_size_option
+@_span_min_option
+@_max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
 @click.option("--no-budget", is_flag=True, help="Exactly the server's layout, whatever its size.")
 @click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: {results: [...]}.")
+@_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
 def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
     index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current."""
@@ -221,7 +401,7 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
         if isinstance(r, GtidxError):
             click.echo(f"gtidx: {r}", err=True)
             worst = max(worst, r.exit_code)
-            results.append({"error": str(r), "exit_code": r.exit_code})
+            results.append({"binlog": getattr(r, "binlog", r.path), "error": r.as_dict()})
             continue
         if r.warning:
             click.echo(f"gtidx: warning: {r.index}: {r.warning}", err=True)
@@ -246,7 +426,7 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
 
 def _progress():
     """A progress callback for big binlogs, drawn on stderr when it is a terminal."""
-    if not sys.stderr.isatty():
+    if sys.stderr is None or not sys.stderr.isatty():
         return None
 
     def tick(offset: int) -> None:
@@ -255,20 +435,24 @@ def _progress():
 
 
 @cli.command()
-@click.argument("index", type=click.Path(dir_okay=False))
-def verify(index):
+@click.argument("index", type=_PATH)
+@_json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
+def verify(index, as_json):
     """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
     record's state against a scan of FILE."""
     from . import api
     st = api.verify(index)
+    if as_json:
+        _emit_json({"index": index, "ok": True, **st})
+        return
     with _Output() as out:
         out.write(f"{index}: OK: {st['records']} records in {st['pages']} pages of {st['page_size']}, "
                   f"{st['levels']} levels; every record matches a scan of the binlog\n")
 
 
 @cli.command()
-@click.argument("index", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.argument("index", type=_PATH)
+@_json_option()
 def info(index, as_json):
     """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
     from . import api
@@ -285,38 +469,68 @@ def info(index, as_json):
 
 
 @cli.command()
-@click.argument("index", type=click.Path(dir_okay=False))
-def dump(index):
+@click.argument("index", type=_PATH)
+@_json_option("Accepted for uniformity: the output is JSON anyway.")
+def dump(index, as_json):
     """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
-    full binlog state there (every (domain, server) entry)."""
+    full binlog state there (every (domain, server) entry). An index that breaks half-way
+    adds "error" after the records before the damage."""
     from . import api
     page_size, records = api.index_records(index)
     with _Output() as out:
         out.write(f'{{"page_size": {page_size}, "records": [')
-        sep = ""
-        for rec in records:
-            out.write(f'{sep}{{"offset": {rec.offset}, "state": "{rec.state}"}}')
-            sep = ", "
-        out.write("]}\n")
+        n, err = _write_items(out, (f'{{"offset": {rec.offset}, "state": "{rec.state}"}}' for rec in records))
+        _close_stream(out, err, "]")
+
+
+def _directory(path: str) -> str:
+    """A directory a command watches: missing is an I/O error (3), like every
+    missing path; an existing non-directory is bad input (2)."""
+    if not stat.S_ISDIR(_existing(path).st_mode):
+        raise BadInputError("not a directory", path=path)
+    return path
+
+
+def _existing(path: str) -> os.stat_result:
+    """A path handed to code that reports a missing file its own way (Spark)."""
+    try:
+        return os.stat(path)
+    except OSError as e:
+        raise GtidxIOError.from_os(e, path) from None
+    except ValueError:
+        raise BadInputError(f"path {quoted(path)} contains a NUL character") from None
+
+
+class _JsonLogLines(logging.Formatter):
+    """tail --json: each log line one JSON object {ts, level, event, ...fields}."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z"
+        return json.dumps({"ts": ts, "level": record.levelname.lower(), "event": record.getMessage(),
+                           **{k: v if isinstance(v, (int, float, bool, type(None))) else str(v)
+                              for k, v in getattr(record, "fields", {}).items()}})
+
+    converter = staticmethod(time.gmtime)
 
 
 @cli.command()
-@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.argument("directory", type=_PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
 @click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
               help="Seconds between looks at the binlogs.")
-@click.option("--page-size", type=click.IntRange(64, 16 * 1024 * 1024), default=4096, show_default=True)
-@click.option("--span-min", type=click.IntRange(1), default=65536, show_default=True)
-@click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=0.02, show_default=True,
-              help="Size budget for each finished index.")
+@_page_size_option
+@_span_min_option
+@_max_ratio_option("Size budget for each finished index.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
-def tail(directory, once, interval, page_size, span_min, max_ratio, log_level):
+@_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
+def tail(directory, once, interval, page_size, span_min, max_ratio, log_level, as_json):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
     Logs one logfmt line per event on stderr."""
+    _directory(directory)
     from .tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LogfmtFormatter())
+    handler.setFormatter(_JsonLogLines() if as_json else LogfmtFormatter())
     logger = logging.getLogger("gtidx.tail")
     logger.addHandler(handler)
     logger.setLevel(log_level.upper())
@@ -329,15 +543,18 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, log_level):
 
 
 @cli.command()
-@click.argument("directory", type=click.Path(file_okay=False, exists=True))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: {files: [...]}.")
+@click.argument("directory", type=_PATH)
+@_json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
+              "and an \"error\" object.")
 def status(directory, as_json):
-    """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing),
-    the offset indexed to, and the lag in bytes and seconds."""
+    """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
+    error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
+    seconds. A damaged binlog is a row, not a failure."""
     from . import api
     rows = api.status(directory)
     if as_json:
-        _emit_json({"files": [r._asdict() for r in rows]})
+        _emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
+                              for r in rows]})
         return
     with _Output() as out:
         out.write(f"{'FILE':<24} {'SIZE':>12} {'STATE':<13} {'INDEXED TO':>12} {'LAG BYTES':>10} {'LAG S':>7}  DETAIL\n")
@@ -352,26 +569,33 @@ def spark():
 
 
 @spark.command("locate")
-@click.option("--gtids", "gtids_path", required=True, type=click.Path(exists=True),
+@click.option("--gtids", "gtids_path", required=True, type=_PATH,
               help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
-@click.option("--binlogs", required=True, type=click.Path(exists=True),
+@click.option("--binlogs", required=True, type=_PATH,
               help="A binlog directory, a master-bin.index or a binlog.")
-@click.option("--out", required=True, type=click.Path(), help="Output .parquet (overwritten).")
+@click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-def spark_locate(gtids_path, binlogs, out, master):
+@_json_option("One JSON object: {out, rows, found, not_found}.")
+def spark_locate(gtids_path, binlogs, out, master, as_json):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
     timestamp, found, reason to --out."""
+    _existing(gtids_path)
+    _existing(binlogs)
     total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master)
+    if as_json:
+        _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
+        return
     with _Output() as o:
         o.write(f"{out}: {total} rows, {found} found, {total - found} not found\n")
 
 
 @spark.command("build")
-@click.argument("binlogs", type=click.Path(exists=True))
+@click.argument("binlogs", type=_PATH)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: {results: [...]}.")
+@_json_option("One JSON object: {results: [...]}.")
 def spark_build(binlogs, master, as_json):
     """Build the missing or stale indexes of BINLOGS, one Spark task per file."""
+    _existing(binlogs)
     rows = _spark().build_rows(binlogs, master)
     if as_json:
         _emit_json({"results": rows})

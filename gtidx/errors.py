@@ -13,6 +13,16 @@ EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
 EXIT_CORRUPT = 3
 
+_QUOTE_MAX = 60     # characters of a user's bad input quoted in a message
+
+
+def quoted(text: str) -> str:
+    """A user's bad input as an error message quotes it: repr, cut when long
+    (a megabyte of digits must not become a megabyte error line)."""
+    if len(text) <= _QUOTE_MAX:
+        return repr(text)
+    return f"{text[:_QUOTE_MAX]!r}... ({len(text)} characters)"
+
 
 class GtidxError(Exception):
     """Base class. ``str(err)`` is the one line shown to users."""
@@ -40,6 +50,11 @@ class GtidxError(Exception):
         if self.hint:
             text += f" ({self.hint})"
         return text
+
+    def as_dict(self) -> dict:
+        """The error as ``--json`` prints it: ``{"error": err.as_dict()}``."""
+        return {"message": self.message, "path": self.path, "offset": self.offset,
+                "page": self.page, "hint": self.hint, "exit_code": self.exit_code}
 
 
 class BadInputError(GtidxError):

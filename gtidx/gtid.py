@@ -14,13 +14,18 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator, NamedTuple
 
-from .errors import GtidSyntaxError
+from .errors import GtidSyntaxError, quoted as _shown
 
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 
 # ASCII digits only: Python's \d would also accept other scripts' digits.
 _GTID_RE = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
+
+# The widest part is a u64: 20 decimal digits. Longer numbers (leading zeros
+# aside) are out of range before conversion: Python refuses to convert more
+# than ~4,300 digits, and a GTID never needs it.
+_MAX_DIGITS = len(str(U64_MAX))
 
 
 class Gtid(NamedTuple):
@@ -38,16 +43,21 @@ class Gtid(NamedTuple):
             raise GtidSyntaxError(f"GTID must be text like 0-1-100, not {type(text).__name__}")
         m = _GTID_RE.fullmatch(text)
         if m is None:
-            raise GtidSyntaxError(f"bad GTID {text!r}", hint="expected domain-server-seq, e.g. 0-1-100")
-        domain, server, seq = (int(x) for x in m.groups())
+            raise GtidSyntaxError(f"bad GTID {_shown(text)}", hint="expected domain-server-seq, e.g. 0-1-100")
+        parts = [x.lstrip("0") or "0" for x in m.groups()]
+        for name, part in zip(("domain id", "server id", "seq_no"), parts):
+            if len(part) > _MAX_DIGITS:
+                raise GtidSyntaxError(f"bad GTID {_shown(text)}: {name} has more than {_MAX_DIGITS} digits",
+                                      hint=f"domain and server ids are at most {U32_MAX}, seq_no at most {U64_MAX}")
+        domain, server, seq = (int(x) for x in parts)
         if domain > U32_MAX:
-            raise GtidSyntaxError(f"bad GTID {text!r}: domain id {domain} exceeds {U32_MAX}")
+            raise GtidSyntaxError(f"bad GTID {_shown(text)}: domain id {domain} exceeds {U32_MAX}")
         if server > U32_MAX:
-            raise GtidSyntaxError(f"bad GTID {text!r}: server id {server} exceeds {U32_MAX}")
+            raise GtidSyntaxError(f"bad GTID {_shown(text)}: server id {server} exceeds {U32_MAX}")
         if seq > U64_MAX:
-            raise GtidSyntaxError(f"bad GTID {text!r}: seq_no {seq} exceeds {U64_MAX}")
+            raise GtidSyntaxError(f"bad GTID {_shown(text)}: seq_no {seq} exceeds {U64_MAX}")
         if seq == 0:
-            raise GtidSyntaxError(f"bad GTID {text!r}: seq_no 0 is not a valid GTID")
+            raise GtidSyntaxError(f"bad GTID {_shown(text)}: seq_no 0 is not a valid GTID")
         return cls(domain, server, seq)
 
 
@@ -60,7 +70,7 @@ def _split_list(text: str, what: str) -> list[str]:
         return []
     items = [item.strip() for item in text.split(",")]
     if any(not item for item in items):
-        raise GtidSyntaxError(f"bad {what} {text!r}: empty item", hint="items are comma-separated GTIDs")
+        raise GtidSyntaxError(f"bad {what} {_shown(text)}: empty item", hint="items are comma-separated GTIDs")
     return items
 
 

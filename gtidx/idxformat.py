@@ -49,6 +49,7 @@ MIN_PAGE_SIZE = 64                        # the server's accepted range
 MAX_PAGE_SIZE = 16 * 1024 * 1024
 DEFAULT_PAGE_SIZE = 4096
 DEFAULT_SPAN_MIN = 65536
+DEFAULT_MAX_RATIO = 0.02                  # gtidx's size budget: an index is at most this part of its binlog
 MAX_OFFSET = 0xFFFFFFFF                   # offsets are u32: nothing past 4 GiB is indexed
 
 

@@ -39,7 +39,7 @@ from .writer import RecordPolicy, write_records
 
 XATTR = "user.gtidx"
 FINGERPRINT_SPAN = 65536
-DEFAULT_MAX_RATIO = 0.02
+DEFAULT_MAX_RATIO = fmt.DEFAULT_MAX_RATIO
 # Page sizes tried when fitting a budget (with the requested one): small
 # pages waste less of a tiny index; past 4 KiB the per-page overhead (8 of
 # 4096 bytes) no longer matters, and separators grow with the page.

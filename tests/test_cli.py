@@ -240,3 +240,251 @@ def test_spark_commands_without_pyspark_say_how_to_get_it(monkeypatch, tmp_path)
     assert r.exit_code == 2
     assert r.output.strip().startswith("gtidx: gtidx spark needs PySpark")
     assert "pip install 'gtidx[spark]'" in r.output and "Traceback" not in r.output
+
+
+# -- errors: one rule for every command, JSON errors, stdout failures -----------------------------
+
+def commands():
+    """(name, command) of every command, spark's included."""
+    out = []
+    for name, cmd in cli.commands.items():
+        if hasattr(cmd, "commands"):
+            out += [(f"{name} {sub}", c) for sub, c in cmd.commands.items()]
+        else:
+            out.append((name, cmd))
+    return out
+
+
+def test_every_command_takes_json():
+    assert len(commands()) == 11
+    for name, cmd in commands():
+        assert "--json" in [o for p in cmd.params for o in p.opts], name
+
+
+def test_dump_accepts_json(multifile):
+    run("build", "--no-budget", multifile)
+    idx = multifile / "master-bin.000020.idx"
+    r1, r2 = run("dump", idx), run("dump", "--json", idx)
+    assert r1.exit_code == r2.exit_code == 0, r2.output
+    assert r1.stdout == r2.stdout and len(json.loads(r2.stdout)["records"]) == 11
+
+
+MISSING = "/nonexistent/dir/master-bin.000001"
+MISSING_CASES = {
+    "scan": ["scan", MISSING],
+    "pos": ["pos", MISSING, 4],
+    "seek": ["seek", "--gtid", "0-1-1", MISSING],
+    "build": ["build", MISSING],
+    "verify": ["verify", MISSING + ".idx"],
+    "info": ["info", MISSING + ".idx"],
+    "dump": ["dump", MISSING + ".idx"],
+    "tail": ["tail", "--once", MISSING],
+    "status": ["status", MISSING],
+    "spark locate": ["spark", "locate", "--gtids", MISSING, "--binlogs", XA, "--out", "/nonexistent/o.parquet"],
+    "spark build": ["spark", "build", MISSING],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISSING_CASES))
+def test_a_missing_path_is_exit_3_and_one_line_for_every_command(name):
+    assert set(MISSING_CASES) == {n for n, _ in commands()}
+    r = run(*MISSING_CASES[name])
+    assert r.exit_code == 3, r.output
+    assert r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("gtidx: /nonexistent/") and "No such file or directory" in r.stderr
+
+
+def _json_error(r, code):
+    assert r.exit_code == code, r.output
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"error"}
+    err = doc["error"]
+    assert set(err) >= {"message", "path", "offset", "hint", "exit_code"} and err["exit_code"] == code
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("gtidx: ")
+    return err
+
+
+@pytest.mark.parametrize("name", sorted(MISSING_CASES))
+def test_json_failure_is_a_json_error_object(name):
+    r = run(*MISSING_CASES[name], "--json")
+    if name == "build":          # per-file results: the error entry names its binlog
+        doc = json.loads(r.stdout)
+        assert r.exit_code == 3 and doc["results"][0]["binlog"] == MISSING
+        assert doc["results"][0]["error"]["exit_code"] == 3
+        return
+    err = _json_error(r, 3)
+    assert err["path"].startswith("/nonexistent/") and err["message"] == "No such file or directory"
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["pos", "--json", XA, 424], 1, "not the start of an event"),
+    (["pos", "--json", XA, "abc"], 2, "is not an offset"),
+    (["seek", "--json", "--gtid", "0-1-", XA], 2, "bad GTID"),
+    (["scan", "--json", XA, "--frobnicate"], 2, "No such option"),
+    (["pos", "--json", XA], 2, "Missing argument"),
+    (["frobnicate", "--json"], 2, "No such command"),
+])
+def test_json_errors_of_every_kind(args, code, text):
+    err = _json_error(run(*args), code)
+    assert text in err["message"]
+
+
+def test_json_internal_error_is_json_too(monkeypatch):
+    from gtidx import api
+    monkeypatch.setattr(api, "state_at", lambda *a, **k: 1 / 0)     # a bug, as a stand-in
+    err = _json_error(run("pos", "--json", XA, 423), 3)
+    assert err["message"].startswith("internal error: ZeroDivisionError")
+
+
+def test_scan_json_of_a_truncated_binlog_is_closed_with_the_error(tmp_path):
+    p = tmp_path / "master-bin.000006"
+    p.write_bytes(XA.read_bytes()[:30000])          # a partial copy, cut inside an event
+    r = run("scan", "--json", p)
+    assert r.exit_code == 3
+    doc = json.loads(r.stdout)                      # valid JSON: the groups before the cut, then the error
+    assert doc["count"] == len(doc["groups"]) > 100
+    assert doc["groups"] == [g for g in json.loads(run("scan", "--json", XA).stdout)["groups"][:doc["count"]]]
+    assert doc["error"]["offset"] == 29985 and "truncated" in doc["error"]["message"]
+    assert r.stderr.count("\n") == 1 and "truncated" in r.stderr
+
+
+def test_dump_of_a_damaged_index_is_closed_with_the_error(multifile):
+    run("build", "--no-budget", "--page-size", "256", multifile)
+    idx = multifile / "master-bin.000020.idx"
+    data = bytearray(idx.read_bytes())
+    data[-100] ^= 1                                  # the last page fails its CRC
+    idx.write_bytes(bytes(data))
+    # Whether the damage is found before the first record or half-way,
+    # stdout is one JSON document with the error in it.
+    r = run("dump", "--json", idx)
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 3 and "CRC" in doc["error"]["message"] and doc["error"]["page"] is not None
+    assert r.stderr.count("\n") == 1 and "CRC" in r.stderr
+
+
+def test_build_json_error_entries_name_their_binlog(multifile):
+    bad = multifile / "master-bin.000021"
+    bad.write_bytes(b"not a binlog at all" * 10)
+    r = run("build", "--json", multifile)
+    assert r.exit_code == 2
+    results = json.loads(r.stdout)["results"]
+    assert [x["binlog"] for x in results] == [str(p) for p in sorted(multifile.glob("master-bin.0?????"))]
+    entry = results[2]
+    assert entry["error"]["exit_code"] == 2 and "not a binlog" in entry["error"]["message"]
+    assert entry["error"]["path"] == str(bad)
+
+
+def test_status_reports_a_missing_or_damaged_binlog_as_a_row(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    (d / "master-bin.000019").unlink()                      # still listed in master-bin.index
+    (d / "master-bin.000022").write_bytes(b"")               # the newest: empty
+    r = run("status", d)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()[1:]
+    assert [ln.split()[2] for ln in lines] == ["missing", "error", "missing", "missing", "error"]
+    assert "No such file or directory" in lines[1] and "empty file" in lines[4]
+    rows = json.loads(run("status", "--json", d).stdout)["files"]
+    assert [x["state"] for x in rows] == ["missing", "error", "missing", "missing", "error"]
+    assert rows[0]["error"] is None and rows[1]["error"]["exit_code"] == 3
+    assert rows[4]["error"]["message"] == "empty file, not a binlog"
+
+
+@pytest.mark.parametrize("offset", ["４２３", "٤٢٣", "4_23", "+423", " 423", "", "0x", "9" * 5000])
+def test_offsets_are_ascii_digits_only(offset):
+    r = run("pos", XA, offset)
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and r.stderr.startswith("gtidx: ")
+
+
+@pytest.mark.parametrize("gtid", ["0-1-" + "9" * 5000, "9" * 4400 + "-1-1", "0-1-1," + "1-1-" + "7" * 10**5])
+def test_gtid_with_thousands_of_digits_is_bad_input(gtid):
+    r = run("seek", "--gtid", gtid, XA)
+    assert r.exit_code == 2, r.output
+    assert "more than 20 digits" in r.stderr and len(r.stderr) < 400 and r.stderr.count("\n") == 1
+
+
+def test_empty_path_is_bad_input():
+    r = run("scan", "")
+    assert r.exit_code == 2 and r.stderr.startswith("gtidx: ") and r.stderr.count("\n") == 1
+
+
+def test_tail_on_a_file_is_bad_input():
+    r = run("tail", "--once", XA)
+    assert r.exit_code == 2 and r.stderr == f"gtidx: {XA}: not a directory\n"
+
+
+@pytest.mark.parametrize("redirect", ["> /dev/full", ">&-", "1< /dev/null"])
+@pytest.mark.parametrize("args", [f"pos {XA} 423", f"scan {XA}", f"scan --json {XA}",
+                                  "dump " + str(M118 / "multifile" / "master-bin.000020.idx")])
+def test_stdout_full_or_closed_is_one_line_and_exit_3(args, redirect):
+    p = subprocess.run(f"{sys.executable} -m gtidx {args} {redirect}", shell=True,
+                       capture_output=True, text=True, executable="/bin/bash")
+    assert p.returncode == 3, p.stderr
+    why = {"> /dev/full": "No space left on device", ">&-": "stdout is closed",
+           "1< /dev/null": "Bad file descriptor"}[redirect]      # stdout open read-only: EBADF
+    assert p.stderr == f"gtidx: <stdout>: cannot write the output: {why}\n"
+
+
+def test_closed_pipe_stays_quiet_141():
+    big = M118 / "tiny" / "master-bin.000010"      # 0.5 MB of JSON: more than a pipe holds
+    p = subprocess.run(f"{sys.executable} -m gtidx scan --json {big} | head -c 10; exit ${{PIPESTATUS[0]}}",
+                       shell=True, capture_output=True, text=True, executable="/bin/bash")
+    assert p.returncode == 141 and p.stderr == ""
+
+
+def test_tail_json_logs_json_lines(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    r = run("tail", "--once", "--json", d)
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(ln) for ln in r.stderr.splitlines()]
+    assert lines[0]["event"] == "start" and lines[-1]["event"] == "stop"
+    assert {"ts", "level", "event"} <= set(lines[0]) and lines[0]["ts"].endswith("Z")
+    assert sum(ln["event"] == "built" for ln in lines) == 5
+
+
+def _without_capabilities(*args):
+    """gtidx in a process that keeps uid 0 but drops every capability (no
+    CAP_DAC_OVERRIDE): a mode-000 file or directory is really refused (EACCES)."""
+    return subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-all",
+                           sys.executable, "-m", "gtidx", *map(str, args)], capture_output=True, text=True)
+
+
+def test_permission_denied_binlog_is_a_status_row_and_a_directory_is_one_line(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    (d / "master-bin.000020").chmod(0)
+    p = _without_capabilities("status", "--json", d)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["files"]
+    assert [x["state"] for x in rows] == ["missing", "missing", "error", "missing", "missing"]
+    assert rows[2]["error"]["message"] == "Permission denied"
+    d.chmod(0)
+    for cmd in (["status"], ["seek", "--gtid", "0-1-1"], ["build"]):
+        p = _without_capabilities(*cmd, d)
+        assert p.returncode == 3 and p.stderr == f"gtidx: {d}: Permission denied\n", p.stderr
+
+
+def test_binlog_index_with_odd_bytes(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
+    index = d / "master-bin.index"
+    index.write_bytes(index.read_bytes() + b"./master-bin.\xff\xfe\n")     # not UTF-8: a name as the OS has it
+    r = run("status", "--json", d)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["files"]
+    assert [x["state"] for x in rows] == ["missing"] * 5 + ["error"]
+    index.write_bytes(index.read_bytes() + b"./master-bin.0\x0000019\n")
+    r = run("status", d)
+    assert r.exit_code == 3 and r.stderr == f"gtidx: {index}: binlog index has a NUL byte in a file name\n"
+
+
+@pytest.mark.parametrize("opt, value", [("--page-size", "４０９６"), ("--page-size", "4_096"),
+                                        ("--span-min", "1_000"), ("--span-min", "9" * 5000),
+                                        ("--page-size", " 4096")])
+def test_numeric_options_are_ascii_digits_only(multifile, opt, value):
+    r = run("build", opt, value, multifile)
+    assert r.exit_code == 2 and not list(multifile.glob("*.idx")), r.output
+    err = _json_error(run("build", "--json", opt, value, multifile), 2)
+    assert opt in err["message"]
