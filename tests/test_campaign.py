@@ -102,6 +102,14 @@ def test_tail_survives_a_vanishing_directory(tmp_path):
     assert c["recovered"] == 3
 
 
+def test_build_force_and_sigint_racing_tail(tmp_path):
+    """build --force of the active binlog, half interrupted by SIGINT, while
+    tail follows it: no temporary file left, and once closed every index
+    equals a clean build and is marked complete."""
+    c = run(tmp_path, "race", 2, 20261123)
+    assert c["builds"] >= 8 and c["indexes compared"] >= 8
+
+
 @pytest.mark.live
 def test_non_monotonic_histories_from_a_live_server(tmp_path):
     """Seeded histories from a private 10.11 (gtid_strict_mode=0): seq_no steps
