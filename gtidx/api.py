@@ -21,11 +21,12 @@ import operator
 import os
 import re
 from collections import OrderedDict
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from . import idxformat as fmt
 from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
+from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
                         open_index, verify_index)
@@ -552,35 +553,77 @@ def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
         return logs.state_at(path, offset)
 
 
-def build(paths, **kw) -> Iterator[BuildResult | GtidxError]:
+class BuildProgress(NamedTuple):
+    """Where a ``build`` run stands, as its ``progress`` callback sees it."""
+    file: str | None     # the binlog being indexed or just finished (None: before the first file)
+    files_done: int      # files finished (built, skipped or failed)
+    files: int           # files in the run
+    bytes_done: int      # binlog bytes done: finished files whole, the current one as far as read
+    bytes: int           # the binlogs' sizes when the run started, summed
+
+
+def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
+          **kw) -> Iterator[BuildResult | GtidxError]:
     """Build the index of every binlog named by ``paths`` (files, directories,
     .index files), in order. Yields each file's BuildResult, or the
     GtidxError that stopped that file or path (the others still get built);
-    the error's ``binlog`` attribute names that file or path."""
+    the error's ``binlog`` attribute names that file or path.
+
+    ``progress``, if given, is called with a BuildProgress: once when every
+    path is listed (the total is the sum of the files' sizes then), as each
+    file's indexing advances (every 16 MiB) and as each file ends. Other
+    keywords: ``build_index``'s."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     elif isinstance(paths, bytes) or not hasattr(paths, "__iter__"):
         raise BadInputError(f"build() takes a path or a list of paths, not {type(paths).__name__}")
     paths = [_path(p) for p in paths]
+    if progress is not None and not callable(progress):
+        raise BadInputError(f"progress must be a callable or None, not {type(progress).__name__}")
     for name in ("page_size", "span_min"):
         if name in kw:
             kw[name] = _int(kw[name], name, 1)
     ratio = kw.get("max_ratio")
     if ratio is not None and (isinstance(ratio, (bool, str)) or not isinstance(ratio, (int, float))):
         raise BadInputError(f"max_ratio must be a number or None, not {type(ratio).__name__}")
+    plan = []                           # (path, its files or the error listing it)
     for p in paths:
         try:
-            files = list_binlogs(p)
+            plan.append((p, [(f, _size(f)) for f in list_binlogs(p)]))
         except GtidxError as e:
             e.binlog = p
-            yield e
+            plan.append((p, e))
+    files = sum(len(x) for _, x in plan if not isinstance(x, GtidxError))
+    total = sum(size for _, x in plan if not isinstance(x, GtidxError) for _, size in x)
+    done_files = done_bytes = 0
+    if progress is not None:
+        progress(BuildProgress(None, 0, files, 0, total))
+    for p, listed in plan:
+        if isinstance(listed, GtidxError):
+            yield listed
             continue
-        for f in files:
+        for f, size in listed:
+            tick = None
+            if progress is not None:
+                def tick(offset, f=f, size=size, base=done_bytes, n=done_files):
+                    progress(BuildProgress(f, n, files, base + min(offset, size), total))
             try:
-                yield build_index(f, **kw)
+                result = build_index(f, progress=tick, **kw)
             except GtidxError as e:
                 e.binlog = f
-                yield e
+                result = e
+            done_files, done_bytes = done_files + 1, done_bytes + size
+            if progress is not None:
+                progress(BuildProgress(f, done_files, files, done_bytes, total))
+            yield result
+
+
+def _size(path: str) -> int:
+    """A binlog's size for progress; one that cannot be read counts 0 (its build says why)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 class IndexInfo(NamedTuple):
@@ -609,32 +652,40 @@ def _binlog_of(index: str) -> str:
 
 
 def _read_index(index: str):
+    """An IndexReader over the open file ``index`` (read page by page: memory
+    stays bounded whatever its size), and the file to close."""
     from .reader import IndexReader
+    f = open_file(index)
     try:
-        with builtins.open(index, "rb") as f:     # this module's open() is gtidx.open
-            data = f.read()
-    except OSError as e:
-        raise GtidxIOError.from_os(e, index) from None
-    return IndexReader(data, path=index), len(data)
+        return IndexReader(f, path=index), f
+    except BaseException:
+        f.close()
+        raise
 
 
 def index_info(index: str | os.PathLike) -> IndexInfo:
     """Facts about an .idx file and whether it can serve its binlog."""
     index = _path(index, "index")
     binlog = _binlog_of(index)
-    r, size = _read_index(index)
-    stats = r.check()
+    r, f = _read_index(index)
+    with f:
+        stats = r.check()            # every page and the whole tree
     with Binlog(binlog) as b:
-        status = open_index(b, index, deep=True)
+        status = open_index(b, index)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
-                         stats["pages"], stats["records"], stats["levels"], size, b.size)
+                         stats["pages"], stats["records"], stats["levels"], r.size, b.size)
 
 
 def index_records(index: str | os.PathLike):
-    """(page_size, iterator of Record(offset, state)) of an .idx file, in binlog order."""
-    r, _ = _read_index(_path(index, "index"))
-    return r.page_size, r.records()
+    """(page_size, iterator of Record(offset, state)) of an .idx file, in
+    binlog order. The file stays open until the iterator is exhausted or closed."""
+    r, f = _read_index(_path(index, "index"))
+
+    def records():
+        with f:
+            yield from r.records()
+    return r.page_size, records()
 
 
 def verify(index: str | os.PathLike) -> dict:
@@ -712,12 +763,13 @@ def _file_status(path: str, now: float) -> FileStatus:
     return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)
 
 
-def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
+def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False):
     """``spec`` is one GTID (-> Location) or a replication position with
-    several domains (-> ReplicaStart)."""
+    several domains (-> ReplicaStart). With ``replica``, ``spec`` is always a
+    replica's position (-> ReplicaStart), a single domain too."""
     pos = _position(spec)
     with Binlogs.from_path(path) as logs:
-        if len(pos) == 1:
+        if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)))
         return logs.replica_start(pos, strict=strict)
 
@@ -725,5 +777,5 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False):
 __all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "ReplicaStart",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
-           "FileStatus", "parse_offset",
+           "FileStatus", "BuildProgress", "parse_offset",
            "DEFAULT_MAX_RATIO", "fmt"]

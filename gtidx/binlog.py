@@ -1,6 +1,6 @@
 """Read MariaDB binlog files: framing, the events gtidx needs, event groups.
 
-A ``Binlog`` maps the file read-only (``mmap``) and answers from the bytes:
+A ``Binlog`` reads the file through ``filebuf`` and answers from the bytes:
 
 * ``headers()`` / ``events()``: every event, walked by summing event lengths
   (never by the next-position field: it wraps at 4 GiB and MariaDB 11.4+
@@ -13,6 +13,17 @@ being written (or its server crashed): a partial last event is where the walk
 stops, not corruption. In a closed file the same thing is corruption. Either
 way an event length below 19 is corruption, reported with its offset.
 
+How the bytes are held depends on whether the file can shrink under us
+(``filebuf``; the argument is in docs/design.md, "Files that change under a
+reader"): a closed binlog (IN_USE clear) is mapped read-only, the hot path;
+a binlog with IN_USE set (growing, or its server crashed and recovery may
+truncate it) is copied with ``pread`` into private memory, only the ranges a
+method touches (``_fill``). Every method that reads bytes calls
+``self._fill(lo, hi)`` for its range first (a no-op for a mapped file), and
+a walk or a lookup's event read calls ``self._fill_walk(lo, hi)`` (for a
+mapped file: one ``fstat`` that the file still has those bytes): once per
+walk, never per event.
+
 The group walk is the hot loop of the whole project (indexing is one walk):
 it unpacks only (type, length) per event, handles the rare event types in a
 branch, and lets ``unpack_from`` raising at the end of the buffer replace a
@@ -20,14 +31,14 @@ per-event bounds check (see ``_walk_groups``).
 """
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import zlib
 from typing import Iterator, NamedTuple
 
-from .errors import (CorruptBinlogError, EncryptedBinlogError, GtidxIOError, MySQLBinlogError,
-                     UnsupportedBinlogError)
+from . import filebuf
+from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxIOError,
+                     MySQLBinlogError, UnsupportedBinlogError, quoted)
 from .gtid import BinlogState, Gtid
 
 MAGIC = b"\xfebin"
@@ -281,26 +292,55 @@ def _parse_version(text: str) -> tuple[int, ...]:
 
 # -- the file ----------------------------------------------------------------
 
-class Binlog:
-    """One binlog file, mapped read-only. Use as a context manager or close().
+def _no_fill(lo: int, hi: int) -> None:
+    """``Binlog._fill`` of a mapped file: its bytes are all there."""
 
-    The mapping is a snapshot of the file's size at open: a file that grows
-    afterwards is re-read by opening it again.
+
+def _size_guard(fd: int, path: str, size: int):
+    """``Binlog._fill_walk`` of a mapped file: before a walk or a lookup's
+    reads, does the file still have the bytes up to ``hi``? One ``fstat``.
+    The one case where a server shrinks a closed binlog (semi-sync replica
+    crash recovery, docs/design.md) then gives a clear error instead of
+    SIGBUS, unless it strikes while a walk is running."""
+    def still_there(lo: int, hi: int) -> None:
+        now = os.fstat(fd).st_size
+        if now < min(hi, size):
+            raise filebuf.shrank(path, now, size)
+    return still_there
+
+
+class Binlog:
+    """One binlog file, read-only. Use as a context manager or close().
+
+    What it reads is a snapshot of the file's size at open: a file that grows
+    afterwards is re-read by opening it again. A closed binlog is mapped; one
+    with IN_USE set is read into private memory as methods need its bytes
+    (a file that shrank then raises GtidxIOError, never SIGBUS).
     """
 
     def __init__(self, path: str | os.PathLike):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise BadInputError(f"a binlog path must be a str or os.PathLike, not {type(path).__name__}")
         self.path = os.fspath(path)
-        try:
-            self._file = open(self.path, "rb")
-        except OSError as e:
-            raise GtidxIOError.from_os(e, self.path) from None
+        if "\0" in os.fsdecode(self.path):
+            raise BadInputError(f"binlog path {quoted(os.fsdecode(self.path))} contains a NUL character")
+        self._file = None
         self._mm = None
+        self._private = None           # the PreadBuffer of a file that can shrink
+        self._fill = self._fill_walk = _no_fill
+        self._file = filebuf.open_file(self.path)
         try:
-            self.size = os.fstat(self._file.fileno()).st_size
+            self.size = self._file.size
             if self.size == 0:
                 raise UnsupportedBinlogError("empty file, not a binlog", path=self.path)
-            self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.size = len(self._mm)
+            if self._closed_on_disk():
+                self._mm = self._file.mapping()
+                self.size = len(self._mm)
+                self._fill_walk = _size_guard(self._file.fd, self.path, self.size)
+            else:
+                self._private = self._file.private()
+                self._mm = self._private.mem
+                self._fill = self._fill_walk = self._private.fill
             self._read_preamble()
         except OSError as e:
             self.close()
@@ -309,11 +349,24 @@ class Binlog:
             self.close()
             raise
 
+    def _closed_on_disk(self) -> bool:
+        """Does the file start with the magic and an FDE whose IN_USE flag is
+        clear? Only such a file is mapped: the server never shrinks it."""
+        head = self._file.pread(4 + HEADER_LEN, 0)
+        if len(head) < 4 + HEADER_LEN or head[:4] != MAGIC:
+            return False
+        _, etype, _, _, _, flags = EVENT_HEADER.unpack_from(head, 4)
+        return etype == FORMAT_DESCRIPTION and not flags & IN_USE_FLAG
+
     # -- lifecycle ---------------------------------------------------------
     def close(self) -> None:
-        if self._mm is not None:
+        if self._private is not None:
+            self._private.close()
+            self._private = None
+        elif self._mm is not None:
             close_mapping(self._mm)
-            self._mm = None
+        self._mm = None
+        self._fill = self._fill_walk = _no_fill
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -326,8 +379,10 @@ class Binlog:
 
     @property
     def buffer(self):
-        """The mapped bytes (read-only)."""
-        return self._mm
+        """The file's bytes, for slicing and indexing (read-only): the mapping
+        of a closed binlog; for one that can shrink, a view that reads each
+        slice from the file first (``filebuf.FillingView``)."""
+        return self._mm if self._private is None else self._private.view()
 
     @property
     def growing(self) -> bool:
@@ -336,7 +391,8 @@ class Binlog:
 
     # -- preamble: magic, FDE, START_ENCRYPTION / MySQL detection, GTID_LIST
     def _read_preamble(self) -> None:
-        mm, path = self._mm, self.path
+        mm, path, fill = self._mm, self.path, self._fill
+        fill(0, 4 + HEADER_LEN)
         if self.size < 4 or mm[:4] != MAGIC:
             raise UnsupportedBinlogError(
                 f"not a binlog file (starts with {bytes(mm[:4]).hex(' ')}, a binlog starts with fe 62 69 6e)",
@@ -359,6 +415,7 @@ class Binlog:
             raise CorruptBinlogError(
                 f"truncated FORMAT_DESCRIPTION event ({self.size - 4} of {length} bytes)",
                 path=path, offset=4)
+        fill(4, 4 + length)
         body = mm[4 + HEADER_LEN:4 + length]
         binlog_version, raw_version, created, header_len = FDE_FIXED.unpack_from(body, 0)
         server_version = raw_version.split(b"\0", 1)[0].decode("ascii", "replace")
@@ -400,9 +457,11 @@ class Binlog:
         for _ in range(64):
             if off + HEADER_LEN > self.size:
                 break
+            fill(off, off + HEADER_LEN)
             _, etype, _, elen, _, _ = EVENT_HEADER.unpack_from(mm, off)
             if elen < HEADER_LEN or off + elen > self.size:
                 break           # the walks report this properly
+            fill(off, off + elen)
             if etype == START_ENCRYPTION:
                 raise EncryptedBinlogError(
                     "encrypted binlog: its events cannot be read without the server's key",
@@ -431,6 +490,7 @@ class Binlog:
         boundary). Raises for a length < 19 anywhere, and for a partial last
         event in a closed file."""
         mm, size = self._mm, self.size
+        self._fill_walk(start, size)
         unpack = TYPE_LENGTH.unpack_from
         off = start
         while off + HEADER_LEN <= size:
@@ -468,6 +528,7 @@ class Binlog:
 
     def _verify_crc(self, off: int, ln: int, etype: int) -> None:
         mm = self._mm
+        self._fill(off, off + ln)
         if ln < HEADER_LEN + CRC_LEN:
             raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
         stored = U32.unpack_from(mm, off + ln - CRC_LEN)[0]
@@ -488,9 +549,11 @@ class Binlog:
         a random offset passes with probability 2**-32."""
         if offset < 4 or offset + HEADER_LEN > self.size:
             return False
+        self._fill_walk(offset, offset + HEADER_LEN)
         etype, ln = TYPE_LENGTH.unpack_from(self._mm, offset)
         if ln < HEADER_LEN + self.checksum_len or offset + ln > self.size:
             return False
+        self._fill_walk(offset, offset + ln)
         if self.checksum_len:
             try:
                 self._verify_crc(offset, ln, etype)
@@ -514,11 +577,13 @@ class Binlog:
         mm = self._mm
         if offset + HEADER_LEN > self.size:
             raise self._corrupt("no event header here", offset)
+        self._fill_walk(offset, offset + HEADER_LEN)
         _, etype, server_id, ln, _, _ = EVENT_HEADER.unpack_from(mm, offset)
         if etype != GTID:
             raise self._corrupt(f"expected a GTID event, found type {etype}", offset)
         if ln < HEADER_LEN or offset + ln > self.size:
             raise self._corrupt(f"GTID event length {ln} does not fit the file", offset)
+        self._fill_walk(offset, offset + ln)
         body = memoryview(mm)[offset + HEADER_LEN:offset + ln - self.checksum_len]
         return decode_gtid(body, server_id, path=self.path, offset=offset)
 
@@ -556,6 +621,7 @@ class Binlog:
         """The one event walk behind ``group_spans`` (``span`` None: a yield
         per group) and ``group_batches`` (a yield per ``span`` bytes)."""
         mm = self._mm
+        self._fill_walk(off, self.size)     # the walk reads to the end
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         cold = _COLD_TYPE
@@ -644,6 +710,7 @@ class Binlog:
     def _headers_between(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
         """Headers from ``start`` to ``end``, both boundaries of a checked walk."""
         mm = self._mm
+        self._fill(start, end)
         unpack = TYPE_SERVER_LENGTH.unpack_from
         off = start
         while off < end:
@@ -659,6 +726,7 @@ class Binlog:
         if target > self.size:
             return False
         mm = self._mm
+        self._fill_walk(start, target)
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         apply = state.apply

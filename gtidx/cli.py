@@ -76,6 +76,12 @@ def _max_ratio_option(help_text: str):
                         show_default=True, help=help_text)
 
 
+def _quiet_option(f):
+    return click.option("--quiet", "-q", is_flag=True,
+                        help="No progress display (drawn on stderr only when stdout and stderr are "
+                             "terminals).")(f)
+
+
 # -- stdout: a closed pipe is quiet, a full disk or a closed stdout is one error line -------
 
 class _ReaderGone(Exception):
@@ -351,16 +357,22 @@ def _location_json(loc) -> dict:
 
 
 @cli.command()
-@click.option("--gtid", "spec", required=True, metavar="GTID[,GTID...]",
+@click.option("--gtid", "spec", metavar="GTID[,GTID...]",
               help="One GTID (where is its event group?) or a replication position with one GTID "
                    "per domain (where does a replica at that position start?).")
+@click.option("--replica", metavar="POSITION",
+              help="A replica's position (its gtid_slave_pos: one GTID per domain, one domain too): "
+                   "where does the server start sending to it?")
 @click.argument("path", default=".", type=_PATH)
 @_json_option()
-def seek(spec, path, as_json):
+def seek(spec, replica, path, as_json):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
-    a master-bin.index (default: the current directory)."""
+    a master-bin.index (default: the current directory). Exactly one of --gtid, --replica."""
+    if (spec is None) == (replica is None):
+        raise click.UsageError("give exactly one of --gtid GTID and --replica POSITION",
+                               ctx=click.get_current_context())
     from . import api
-    r = api.seek(spec, path)
+    r = api.seek(spec if replica is None else replica, path, replica=replica is not None)
     if isinstance(r, api.Location):
         if as_json:
             _emit_json(_location_json(r))
@@ -388,16 +400,27 @@ def seek(spec, path, as_json):
 @_max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
 @click.option("--no-budget", is_flag=True, help="Exactly the server's layout, whatever its size.")
 @click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
+@_quiet_option
 @_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
-def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
+def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
-    index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current."""
+    index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current.
+    On a terminal, a progress line: files and bytes done, MB/s, ETA."""
+    with _Progress(quiet) as shown:
+        _build(shown, paths, page_size=page_size, span_min=span_min,
+               max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json)
+
+
+def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
     from . import api
     worst = 0
     results = []
-    for r in api.build(paths, page_size=page_size, span_min=span_min,
-                       max_ratio=None if no_budget else max_ratio, force=force,
-                       progress=_progress()):
+    started = time.monotonic()
+
+    def progress(p) -> None:
+        shown.show(_build_progress_text(p, time.monotonic() - started))
+    for r in api.build(paths, progress=progress if shown.enabled else None, **kw):
+        shown.clear()
         if isinstance(r, GtidxError):
             click.echo(f"gtidx: {r}", err=True)
             worst = max(worst, r.exit_code)
@@ -418,20 +441,93 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, as_json):
                     out.write(f"{r.index}: {r.records} records, {r.pages} pages of {r.page_size} "
                               f"({r.size} bytes, {r.ratio:.2%} of the binlog) in {r.seconds:.2f} s"
                               f"{'' if r.server_layout else ' [fitted to the size budget]'}\n")
+        shown.redraw()
+    shown.clear()
     if as_json:
         _emit_json({"results": results})
     if worst:
         click.get_current_context().exit(worst)
 
 
-def _progress():
-    """A progress callback for big binlogs, drawn on stderr when it is a terminal."""
-    if sys.stderr is None or not sys.stderr.isatty():
-        return None
+def _build_progress_text(p, elapsed: float) -> str:
+    """One api.BuildProgress as the progress line shows it."""
+    rate = p.bytes_done / elapsed if elapsed > 0 else 0.0
+    left = p.bytes - p.bytes_done
+    eta = _clock(left / rate) if rate > 0 and p.bytes_done else "--:--"
+    return (f"files {p.files_done}/{p.files}  {p.bytes_done / 1e6:,.1f}/{p.bytes / 1e6:,.1f} MB"
+            f"  {_percent(p.bytes_done, p.bytes)}  {rate / 1e6:,.1f} MB/s  ETA {eta}")
 
-    def tick(offset: int) -> None:
-        click.echo(f"\r  {offset / 2**20:,.0f} MiB indexed", err=True, nl=False)
-    return tick
+
+def _percent(done: int, total: int) -> str:
+    return f"{100 * done / total:3.0f}%" if total else "100%"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    return (f"{seconds // 3600}:" if seconds >= 3600 else "") + f"{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):     # no isatty, or closed
+        return False
+
+
+class _Progress:
+    """A one-line progress display on stderr, for long work. Drawn only when
+    stdout and stderr are both terminals and not --quiet (a pipe, a file, a
+    log or CliRunner sees nothing); redrawn at most 10 times a second; erased
+    before any other output line (clear, then redraw) and at the end, so the
+    lines the command prints are what they are without it."""
+
+    INTERVAL = 0.1      # seconds between redraws
+
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet and _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
+        self._text = self._on_screen = ""
+        self._drawn = False
+        self._last = 0.0
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.clear()
+        return False
+
+    def show(self, text: str) -> None:
+        """The current state; drawn now unless drawn less than INTERVAL ago."""
+        self._text = text
+        if not self.enabled or (self._drawn and text == self._on_screen):
+            return
+        now = time.monotonic()
+        if not self._drawn or now - self._last >= self.INTERVAL:
+            self._last = now
+            self._write(text)
+
+    def redraw(self) -> None:
+        """Draw the last state again (after clear() and a line of output)."""
+        if self.enabled and self._text and not self._drawn:
+            self._write(self._text)
+
+    def clear(self) -> None:
+        if self._drawn:
+            self._drawn = False
+            self._put("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        import shutil
+        width = shutil.get_terminal_size().columns - 1
+        self._drawn, self._on_screen = True, text
+        self._put("\r" + text[:width] + "\x1b[K")
+
+    def _put(self, chars: str) -> None:
+        try:
+            sys.stderr.write(chars)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            self.enabled = self._drawn = False      # stderr went away: the work goes on
 
 
 @cli.command()
@@ -501,6 +597,20 @@ def _existing(path: str) -> os.stat_result:
         raise BadInputError(f"path {quoted(path)} contains a NUL character") from None
 
 
+class _LibraryDefault(click.Option):
+    """An option whose default is owned by a library module imported only when
+    its command runs or shows its help: ``default`` is a callable that fetches it,
+    and the help shows its value (click would say "(dynamic)")."""
+
+    def get_default(self, ctx, call: bool = True):
+        return super().get_default(ctx, call=True)
+
+
+def _tail_settings():
+    from .tail import TailSettings
+    return TailSettings
+
+
 class _JsonLogLines(logging.Formatter):
     """tail --json: each log line one JSON object {ts, level, event, ...fields}."""
 
@@ -516,7 +626,8 @@ class _JsonLogLines(logging.Formatter):
 @cli.command()
 @click.argument("directory", type=_PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
-@click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
+@click.option("--interval", cls=_LibraryDefault, type=click.FloatRange(0.01, 60),
+              default=lambda: _tail_settings().interval, show_default=True,
               help="Seconds between looks at the binlogs.")
 @_page_size_option
 @_span_min_option
@@ -575,13 +686,17 @@ def spark():
               help="A binlog directory, a master-bin.index or a binlog.")
 @click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@_quiet_option
 @_json_option("One JSON object: {out, rows, found, not_found}.")
-def spark_locate(gtids_path, binlogs, out, master, as_json):
+def spark_locate(gtids_path, binlogs, out, master, quiet, as_json):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
-    timestamp, found, reason to --out."""
+    timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
+    Spark tasks done."""
     _existing(gtids_path)
     _existing(binlogs)
-    total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master)
+    with _Progress(quiet) as shown:
+        total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master,
+                                                  progress=_spark_progress(shown))
     if as_json:
         _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
         return
@@ -592,11 +707,14 @@ def spark_locate(gtids_path, binlogs, out, master, as_json):
 @spark.command("build")
 @click.argument("binlogs", type=_PATH)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@_quiet_option
 @_json_option("One JSON object: {results: [...]}.")
-def spark_build(binlogs, master, as_json):
-    """Build the missing or stale indexes of BINLOGS, one Spark task per file."""
+def spark_build(binlogs, master, quiet, as_json):
+    """Build the missing or stale indexes of BINLOGS, one Spark task per file. On a
+    terminal, a progress line: the phase and the files (tasks) done."""
     _existing(binlogs)
-    rows = _spark().build_rows(binlogs, master)
+    with _Progress(quiet) as shown:
+        rows = _spark().build_rows(binlogs, master, progress=_spark_progress(shown))
     if as_json:
         _emit_json({"results": rows})
     else:
@@ -606,6 +724,17 @@ def spark_build(binlogs, master, as_json):
                 o.write(f"{r['index']}: {what}\n")
     if any(r["error"] for r in rows):
         click.get_current_context().exit(3)
+
+
+def _spark_progress(shown: _Progress):
+    """A gtidx.spark progress callback drawing on ``shown`` (None when it is off)."""
+    if not shown.enabled:
+        return None
+
+    def progress(p) -> None:
+        tasks = f"  tasks {p.tasks_done}/{p.tasks}" if p.tasks else ""
+        shown.show(f"spark: {p.phase}{tasks}  {_clock(p.elapsed)}")
+    return progress
 
 
 def _spark():

@@ -24,7 +24,6 @@ like what the server's policy leaves there.
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import time
 import zlib
@@ -32,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import idxformat as fmt
-from .binlog import IN_USE_FLAG, Binlog, close_mapping
+from .binlog import IN_USE_FLAG, Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
+from .filebuf import ReadFile, open_file
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
@@ -114,7 +114,7 @@ class IndexStatus:
     reader: IndexReader | None = None
     owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
     partial: bool = False            # complete pages of an index still being written
-    _mm: object = field(default=None, repr=False)
+    _file: object = field(default=None, repr=False)   # the open .idx the reader reads
 
     @property
     def usable(self) -> bool:
@@ -122,9 +122,9 @@ class IndexStatus:
 
     def close(self) -> None:
         self.reader = None
-        if self._mm is not None:
-            close_mapping(self._mm)
-            self._mm = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
@@ -134,22 +134,40 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
     Lookups open lazily, as the server does: the header, the root and
     record 0 here, every other page's CRC when a search first reads it (a
     lookup that meets a damaged page falls back to a scan). ``deep`` checks
-    every page and the whole tree now (what ``build`` and ``info`` do)."""
+    every page and the whole tree now (what ``build`` and ``info`` do).
+
+    The file is never mapped (it may shrink under a long-lived reader) and
+    never read whole unless small (``IndexReader``); a FIFO or other special
+    file ("not a regular file") and running out of memory reading it make it
+    "corrupt" with that reason: a scan answers."""
     path = path or index_path(b.path)
     try:
-        f = open(path, "rb")
+        f = ReadFile(path)
     except FileNotFoundError:
         return IndexStatus(path, "missing", "no index file")
     except OSError as e:
         return IndexStatus(path, "missing", f"cannot open: {e.strerror}")
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return IndexStatus(path, "incomplete", "empty index file (a writer has not flushed a page yet)")
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    status = IndexStatus(path, "ok", _mm=mm)
+    except BadInputError as e:
+        return IndexStatus(path, "corrupt", e.message)
+    if f.size == 0:
+        f.close()
+        return IndexStatus(path, "incomplete", "empty index file (a writer has not flushed a page yet)")
+    status = IndexStatus(path, "ok", _file=f)
     try:
-        status.reader = IndexReader(mm, path=path)
+        _judge(status, b, f, path, check_tail, deep)
+    except MemoryError:
+        status.state, status.reason = "corrupt", "out of memory reading the index"
+    if not status.usable:
+        status.close()
+    elif status.partial or not status.reader.reads_file:
+        f.close()                    # read whole already: the reader needs no file
+        status._file = None
+    return status
+
+
+def _judge(status: IndexStatus, b: Binlog, f: ReadFile, path: str, check_tail: bool, deep: bool) -> None:
+    try:
+        status.reader = IndexReader(f, path=path)
         if deep:
             status.reader.check()
         fp = read_fingerprint(path)
@@ -161,22 +179,19 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
         status.state = "incomplete" if getattr(e, "incomplete", False) else "corrupt"
         status.reason = e.message + (f" (page {e.page})" if e.page else "")
         if status.state == "incomplete" and b.growing:
-            _hot(status, b, mm, path)
+            _hot(status, b, f, path)
     except CorruptBinlogError as e:
         status.state, status.reason = "stale", f"binlog does not match the index: {e.message}"
-    if not status.usable:
-        status.reader = None
-    return status
 
 
-def _hot(status: IndexStatus, b: Binlog, mm, path: str) -> None:
+def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str) -> None:
     """The index of a binlog still being written has no root yet: use the
     complete leaves on disk (a lookup past them scans the binlog from the last
     one). Written by gtidx tail: its saved progress must match the binlog;
     written by the server: record 0 must match the GTID_LIST."""
     fp = read_fingerprint(path)
     try:
-        hot = HotIndex(PartialIndex(mm, path=path))
+        hot = HotIndex(PartialIndex(f, path=path))
     except CorruptIndexError as e:
         status.reason += f"; no usable complete pages: {e.message}"
         return
@@ -495,14 +510,9 @@ def _write_atomically(target: str, pages: list[bytes], fp: dict) -> None:
 def verify_index(binlog_path, index: str | None = None) -> dict:
     """Full check: every page, the tree, and every record's state equal to a
     scan of the binlog. Raises CorruptIndexError on the first problem."""
-    with Binlog(binlog_path) as b:
-        path = index or index_path(b.path)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise GtidxIOError.from_os(e, path) from None
-        r = IndexReader(data, path=path)
+    with Binlog(binlog_path) as b, open_file(index or index_path(b.path)) as f:
+        path = f.path
+        r = IndexReader(f, path=path)
         stats = r.check()
         problem = _staleness(r, b, read_fingerprint(path), check_tail=True)
         if problem:
@@ -522,7 +532,7 @@ def verify_index(binlog_path, index: str | None = None) -> dict:
                                         f"binlog's {state}", path=path)
         stats["page_size"] = r.page_size
         stats["binlog_size"] = b.size
-        stats["index_size"] = len(data)
+        stats["index_size"] = r.size
         return stats
 
 

@@ -1,10 +1,15 @@
 """Read a binlog GTID index (format 1.0): validate it, search it, list it.
 
-``IndexReader`` works on any buffer (an ``mmap`` of the file, or bytes in
-tests). Opening checks the file header, page 1's CRC and the root (the last
-node, found by reading pages backwards while they carry IS_CONT; every one
-of them must carry ROOT). Every other page is CRC-checked when a search first
-touches it. Nothing here trusts a number read from the file: child pointers
+``IndexReader`` reads an open file (``filebuf.ReadFile``) or any buffer
+(bytes in tests). A file is never mapped (a mapping faults when the file
+shrinks under it): it is read whole with one ``pread`` when small, else page
+by page with ``pread`` when a search first touches a page, into a bounded
+cache; a page the file no longer has (it shrank) makes the index
+incomplete, as any other damage, and the lookup falls back to a scan.
+Nothing is allocated by a size read from the file beyond one page. Opening
+checks the file header, page 1's CRC and the root (the last node, found by
+reading pages backwards while they carry IS_CONT; every one of them must
+carry ROOT). Every other page is CRC-checked when a search first touches it. Nothing here trusts a number read from the file: child pointers
 must point backwards (children are written before their parents, so a
 descent always ends), node sizes are bounded by the file, and a GTID count
 is checked against the bytes left in its node before anything is read.
@@ -18,7 +23,8 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from . import idxformat as fmt
-from .errors import CorruptIndexError
+from .errors import CorruptIndexError, GtidxError
+from .filebuf import ReadFile
 from .gtid import BinlogState, Position
 
 
@@ -34,15 +40,50 @@ class Record(tuple):
     state = property(lambda self: self[1])
 
 
+# An index file up to this size is read whole at open (one pread); a bigger
+# one page by page, keeping at most CACHE_BYTES of checked pages.
+WHOLE_MAX = 1 << 20
+CACHE_BYTES = 16 << 20
+CHECK_BLOCK = 1 << 20           # check() streams the file in reads of this size
+# A node is read whole into memory: one bigger than this (a GTID state of
+# millions of entries; only a forged file has one) makes the index unusable.
+NODE_MAX = 64 << 20
+
+
+def _read(src: ReadFile, offset: int, n: int, path, page=None) -> bytes:
+    """``n`` bytes of an index file at ``offset``; any failure (the file
+    shrank, an I/O error, no memory) is a CorruptIndexError: the index
+    cannot be used, a lookup scans instead."""
+    try:
+        return src.read_exact(offset, n)
+    except GtidxError as e:
+        err = CorruptIndexError(e.message, path=path, page=page)
+        err.incomplete = True
+    except MemoryError:
+        err = CorruptIndexError(f"out of memory reading {n} bytes of the index", path=path, page=page)
+        err.incomplete = False
+    raise err
+
+
 class IndexReader:
-    def __init__(self, buf, *, path=None):
-        self.buf = buf
+    def __init__(self, source, *, path=None):
+        """``source``: an open ``filebuf.ReadFile`` (which this reader then
+        reads from; the caller closes it) or a bytes-like buffer."""
         self.path = path
-        self._checked: set[int] = set()
-        size = len(buf)
+        self._src = None
+        self._cache: dict[int, object] = {}     # page number -> its checked bytes
+        if isinstance(source, ReadFile):
+            size = source.size
+            if size <= WHOLE_MAX:
+                source = _read(source, 0, size, path)
+            else:
+                self._src = source
+        self.buf = None if self._src is not None else source
+        self.size = size = len(source) if self._src is None else source.size
         if size < fmt.FILE_HEADER_SIZE + fmt.PAGE_HEADER_SIZE:
             raise self._corrupt(f"{size} bytes: too short for an index", incomplete=True)
-        magic, major, minor, page_size = fmt.FILE_HEADER.unpack_from(buf, 0)
+        head = self.buf if self._src is None else _read(self._src, 0, fmt.FILE_HEADER_SIZE, path, 1)
+        magic, major, minor, page_size = fmt.FILE_HEADER.unpack_from(head, 0)
         if magic != fmt.MAGIC:
             raise self._corrupt("not a binlog GTID index (bad magic)")
         if major > fmt.VERSION_MAJOR:
@@ -58,6 +99,12 @@ class IndexReader:
         self._check_page(1)
         self.root_page = self._find_root()
 
+    @property
+    def reads_file(self) -> bool:
+        """Does the reader still read pages from the file it was given (a
+        big index), or did it read it whole at open (then it may be closed)?"""
+        return self._src is not None
+
     # -- structure -------------------------------------------------------------
     def _corrupt(self, message: str, page: int | None = None, incomplete: bool = False) -> CorruptIndexError:
         e = CorruptIndexError(message, path=self.path, page=page)
@@ -65,16 +112,46 @@ class IndexReader:
         return e
 
     def _flags(self, page_no: int) -> int:
-        return self.buf[(page_no - 1) * self.page_size + fmt.flags_at(page_no)]
+        return self._page(page_no)[fmt.flags_at(page_no)]
 
     def _check_page(self, page_no: int) -> None:
-        if page_no in self._checked:
-            return
+        self._page(page_no)
+
+    def _page(self, page_no: int):
+        """Page ``page_no``'s bytes, its CRC checked: read (from the file,
+        with pread) and checked when first needed."""
+        page = self._cache.get(page_no)
+        if page is not None:
+            return page
         if not 1 <= page_no <= self.npages:
             raise self._corrupt(f"page {page_no} is outside the file (1..{self.npages})", page_no)
-        if not fmt.crc_ok(self.buf, (page_no - 1) * self.page_size, self.page_size):
+        ps = self.page_size
+        start = (page_no - 1) * ps
+        if self._src is None:
+            page = memoryview(self.buf)[start:start + ps]
+        else:
+            page = _read(self._src, start, ps, self.path, page_no)
+            if len(self._cache) * ps >= CACHE_BYTES:
+                del self._cache[next(iter(self._cache))]       # the oldest
+        if not fmt.crc_ok(page, 0, ps):
             raise self._corrupt("page fails its CRC32", page_no)
-        self._checked.add(page_no)
+        self._cache[page_no] = page
+        return page
+
+    def _check_all_pages(self) -> None:
+        """Every page's CRC, streaming the file (nothing kept)."""
+        if self._src is None:
+            for p in range(1, self.npages + 1):
+                self._check_page(p)
+            return
+        ps = self.page_size
+        per_read = max(1, CHECK_BLOCK // ps)
+        for first in range(1, self.npages + 1, per_read):
+            n = min(per_read, self.npages - first + 1)
+            block = _read(self._src, (first - 1) * ps, n * ps, self.path, first)
+            for i in range(n):
+                if not fmt.crc_ok(block, i * ps, ps):
+                    raise self._corrupt("page fails its CRC32", first + i)
 
     def _find_root(self) -> int:
         page = self.npages
@@ -100,15 +177,16 @@ class IndexReader:
         leaf = bool(flags & fmt.IS_LEAF)
         pages = []
         page = first
-        ps = self.page_size
+        end = self.page_size - fmt.CHECKSUM_SIZE
         while True:
-            base = (page - 1) * ps
-            pages.append((self.buf, base + fmt.payload_start(page), base + ps - fmt.CHECKSUM_SIZE))
+            pages.append((self._page(page), fmt.payload_start(page), end))
             if flags & fmt.LAST:
                 break
             page += 1
             if page > self.npages:
                 raise self._corrupt("node runs past the end of the file", first)
+            if (page - first + 1) * self.page_size > NODE_MAX:
+                raise self._corrupt(f"node larger than {NODE_MAX >> 20} MiB", first)
             self._check_page(page)
             flags = self._flags(page)
             if not flags & fmt.IS_CONT or bool(flags & fmt.IS_LEAF) != leaf:
@@ -266,8 +344,7 @@ class IndexReader:
         pointers and that each subtree's first record repeats the separator
         that leads to it. Returns counts; raises CorruptIndexError on the
         first problem."""
-        for p in range(1, self.npages + 1):
-            self._check_page(p)
+        self._check_all_pages()
         stats = {"records": 0, "levels": 0, "nodes": 0, "pages": self.npages}
         last = -1
         for rec in self._walk(self.root_page, BinlogState(), None, stats):
@@ -332,33 +409,60 @@ class PartialIndex:
     is the union of the GTIDs since the previous leaf's first key, which the
     running state already holds, plus its own record)."""
 
-    def __init__(self, buf, *, path=None):
+    def __init__(self, source, *, path=None):
+        """``source``: an open ``filebuf.ReadFile`` (read page by page with
+        pread, up to the first page it no longer has) or a bytes-like buffer."""
         self.path = path
         self.page_size = 0
         self.pages = 0               # pages of complete nodes
         self.nodes = 0
         self.keys: list[tuple[int, list]] = []
-        size = len(buf)
+        if isinstance(source, ReadFile) and source.size <= WHOLE_MAX:
+            try:
+                source = source.pread(source.size, 0)   # small: one read (short if it shrank)
+            except (OSError, GtidxError):
+                source = b""
+        if isinstance(source, ReadFile):
+            size = source.size
+
+            def read(offset: int, n: int):
+                try:
+                    return source.pread(n, offset)
+                except (OSError, MemoryError, GtidxError):
+                    return b""           # as a page that is not there (yet)
+        else:
+            size = len(source)
+            view = memoryview(source)
+
+            def read(offset: int, n: int):
+                return view[offset:offset + n]
         if size < fmt.FILE_HEADER_SIZE + fmt.PAGE_HEADER_SIZE:
             return
-        magic, major, _, page_size = fmt.FILE_HEADER.unpack_from(buf, 0)
+        head = read(0, fmt.FILE_HEADER_SIZE)
+        if len(head) < fmt.FILE_HEADER_SIZE:
+            return                   # it shrank since open: nothing usable
+        magic, major, _, page_size = fmt.FILE_HEADER.unpack_from(head, 0)
         if magic != fmt.MAGIC or major > fmt.VERSION_MAJOR or not fmt.valid_page_size(page_size):
             raise CorruptIndexError("not a binlog GTID index (bad header)", path=path)
         self.page_size = page_size
         whole = size // page_size
+        end = page_size - fmt.CHECKSUM_SIZE
         page = 1
         while page <= whole:
             first = page
+            first_flags = 0
             pages = []
             complete = False
-            while page <= whole:
-                base = (page - 1) * page_size
-                if not fmt.crc_ok(buf, base, page_size):
+            while page <= whole and (page - first + 1) * page_size <= NODE_MAX:
+                buf = read((page - 1) * page_size, page_size)
+                if len(buf) < page_size or not fmt.crc_ok(buf, 0, page_size):
                     break
-                flags = buf[base + fmt.flags_at(page)]
+                flags = buf[fmt.flags_at(page)]
                 if bool(flags & fmt.IS_CONT) != (page != first):
                     break
-                pages.append((buf, base + fmt.payload_start(page), base + page_size - fmt.CHECKSUM_SIZE))
+                if page == first:
+                    first_flags = flags
+                pages.append((buf, fmt.payload_start(page), end))
                 page += 1
                 if flags & fmt.LAST:
                     complete = True
@@ -367,7 +471,6 @@ class PartialIndex:
                 break
             self.pages = page - 1
             self.nodes += 1
-            first_flags = buf[(first - 1) * page_size + fmt.flags_at(first)]
             if first_flags & fmt.IS_LEAF:
                 cur = fmt.NodeCursor(pages)
                 while True:

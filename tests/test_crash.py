@@ -254,7 +254,7 @@ def test_binlogs_are_only_ever_opened_read_only(tmp_path, monkeypatch):
     info, groups = api.scan(binlogs[0])
     assert sum(1 for _ in groups) > 0
     monkeypatch.undo()
-    assert {k for k, _, _ in seen} >= {"open", "mmap"}, seen     # the wrappers did see the binlogs
+    assert {k for k, _, _ in seen} >= {"os.open", "mmap"}, seen  # the wrappers did see the binlogs (filebuf opens)
     assert len(seen) >= 2 * len(binlogs)
     writes = [s for s in seen if s[2]]
     assert not writes, writes
