@@ -28,7 +28,7 @@ from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexStatus, build_index, index_path,
+from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexState, IndexStatus, build_index, index_path,
                         open_index, verify_index)
 
 log = logging.getLogger("gtidx")
@@ -196,7 +196,7 @@ class _File:
         log.warning("%s: no usable index (%s); answering by scan", self.path, why)
         if self.index is not None:
             self.index.close()
-            self.index = IndexStatus(self.index.path, "stale", why)
+            self.index = IndexStatus(self.index.path, IndexState.STALE, why)
 
     @property
     def reader(self):
@@ -730,23 +730,23 @@ def status(directory: str | os.PathLike) -> list[FileStatus]:
 
 
 def _file_status(path: str, now: float) -> FileStatus:
-    from .indexfile import read_fingerprint
+    from .indexmeta import IndexMeta
     st = os.stat(path)
     idx = index_path(path)
-    fp = read_fingerprint(idx) if os.path.exists(idx) else None
+    fp = IndexMeta.read(idx)
     with Binlog(path) as b:
-        if not os.path.exists(idx):
+        if not os.path.lexists(idx):
             state, reached, detail = "missing", 0, ""
-        elif fp is not None and fp.get("state") == "partial":
-            ok = b.size >= fp.get("size", 0)
+        elif fp is not None and fp.partial:
+            ok = b.size >= fp.size
             state = "partial" if ok else "stale"
-            reached = int(fp.get("processed", 0)) if ok else 0
-            age = max(0.0, now - float(fp.get("updated", 0)))
-            detail = f"{fp.get('records', '?')} records, tail updated {age:.1f} s ago"
+            reached = (fp.processed or 0) if ok else 0
+            age = max(0.0, now - (fp.updated or 0))
+            detail = f"{fp.records if fp.records is not None else '?'} records, tail updated {age:.1f} s ago"
         else:
             s_ = open_index(b, idx)
             s_.close()
-            if fp is None and (s_.usable or (s_.state == "incomplete" and b.growing)):
+            if fp is None and (s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
                 state = "server-owned"
                 reached = b.size if s_.usable and not s_.partial else 0
                 detail = "being written by the server" if b.growing else ""
@@ -756,8 +756,8 @@ def _file_status(path: str, now: float) -> FileStatus:
                 detail = s_.reason
     lag = max(0, st.st_size - reached)
     lag_s = 0.0
-    if lag and fp is not None and "updated" in fp:
-        lag_s = max(0.0, st.st_mtime - float(fp["updated"]))
+    if lag and fp is not None and fp.updated is not None:
+        lag_s = max(0.0, st.st_mtime - fp.updated)
     elif lag:
         lag_s = max(0.0, now - st.st_mtime) if state != "server-owned" else 0.0
     return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)

@@ -632,12 +632,17 @@ class _JsonLogLines(logging.Formatter):
 @_page_size_option
 @_span_min_option
 @_max_ratio_option("Size budget for each finished index.")
+@click.option("--retry-max", cls=_LibraryDefault, type=click.FloatRange(0.01, 3600),
+              default=lambda: _tail_settings().retry_max, show_default=True,
+              help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
 @_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
-def tail(directory, once, interval, page_size, span_min, max_ratio, log_level, as_json):
+def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, log_level, as_json):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
-    Logs one logfmt line per event on stderr."""
+    Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
+    the directory gone) is logged once and retried with backoff; with --once, exit code 3
+    when any file failed."""
     _directory(directory)
     from .tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
@@ -647,10 +652,12 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, log_level, a
     logger.setLevel(log_level.upper())
     logger.propagate = False
     try:
-        run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
-                 max_ratio=max_ratio)
+        t = run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
+                     max_ratio=max_ratio, retry_max=retry_max)
     finally:
         logger.removeHandler(handler)
+    if once and t.failed:
+        click.get_current_context().exit(3)
 
 
 @cli.command()

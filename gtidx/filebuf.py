@@ -47,14 +47,15 @@ class ReadFile:
     """A regular file open for reading: its descriptor and its size at open.
 
     Raises ``OSError`` as the OS does (callers map it: a missing index is not
-    an error, a missing binlog is) and ``BadInputError`` for anything that is
-    not a regular file."""
+    an error, a missing binlog is; with ``nofollow`` a symlink is ELOOP) and
+    ``BadInputError`` for anything that is not a regular file."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, nofollow: bool = False):
         self.path = os.fspath(path)
         self.fd = None
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+                         | (os.O_NOFOLLOW if nofollow else 0))
         except OSError as e:
             if e.errno == errno.ENXIO:     # a socket (or a FIFO's other end) cannot be opened
                 try:

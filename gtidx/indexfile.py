@@ -3,8 +3,9 @@
 Building walks the binlog once, places records with the server's policy
 (``RecordPolicy``) and packs them with the server's tree writer, so with the
 server's settings the result equals the server's own index record for record.
-The file is written under a temporary name, fsynced and renamed: a crash
-never leaves a half index under the real name.
+The file is written under a new temporary name created exclusively (never
+through a planted link, see ``safefile``), fsynced and renamed: a crash or
+SIGINT never leaves a half index under the real name, nor a temporary file.
 
 Size budget: the finished index must be at most ``max_ratio`` of the binlog.
 When the server's layout is bigger (big GTID states: 400 domains make every
@@ -16,29 +17,28 @@ packs them best, keeping as many records as fit. When not even record 0 fits
 Trust: an index is used only when it is complete (root at the end), its
 pages check out, and it is current for this binlog: record 0 must equal the
 binlog's GTID_LIST (offset and state), no record may lie past the end, and
-the fingerprint gtidx stores with its own indexes (user xattr: binlog size
-and CRC32 of its first and last 64 KiB) must match. Server-written indexes
+the fingerprint gtidx stores with its own indexes (``IndexMeta``: binlog
+size and CRC32 of its first and last 64 KiB) must match. Server-written indexes
 carry no fingerprint; for those the tail after the last record must look
 like what the server's policy leaves there.
 """
 from __future__ import annotations
 
-import json
 import os
+import re
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
 from . import idxformat as fmt
-from .binlog import IN_USE_FLAG, Binlog
+from . import safefile
+from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
 from .filebuf import ReadFile, open_file
+from .indexmeta import XATTR, IndexMeta, IndexState, Progress
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
-XATTR = "user.gtidx"
-FINGERPRINT_SPAN = 65536
 DEFAULT_MAX_RATIO = fmt.DEFAULT_MAX_RATIO
 # Page sizes tried when fitting a budget (with the requested one): small
 # pages waste less of a tiny index; past 4 KiB the per-page overhead (8 of
@@ -50,57 +50,45 @@ def index_path(binlog_path: str | os.PathLike) -> str:
     return os.fspath(binlog_path) + ".idx"
 
 
-# -- fingerprint -------------------------------------------------------------------
+# -- which binlog is still being written ------------------------------------------------
 
-# The server clears the FDE's IN_USE flag (byte 21) when it closes a binlog:
-# the same binlog before and after its rotation must fingerprint the same.
-_IN_USE_BYTE = 4 + 17
+_NUMBERED = re.compile(r"(.+)\.([0-9]+)")
 
 
-def crc_masked(mm, lo: int, hi: int) -> int:
-    """CRC32 of ``mm[lo:hi]`` of a binlog, its FDE's IN_USE flag masked."""
-    if not lo <= _IN_USE_BYTE < hi:
-        return zlib.crc32(mm[lo:hi])
-    crc = zlib.crc32(mm[lo:_IN_USE_BYTE])
-    crc = zlib.crc32(bytes([mm[_IN_USE_BYTE] & ~IN_USE_FLAG & 0xFF]), crc)
-    return zlib.crc32(mm[_IN_USE_BYTE + 1:hi], crc)
-
-
-def fingerprint(b: Binlog, size: int | None = None) -> dict:
-    """Size and CRC32 of the first and last 64 KiB of ``b`` up to ``size``
-    (IN_USE flag masked)."""
-    size = b.size if size is None else size
-    mm = b.buffer
-    head = crc_masked(mm, 0, min(size, FINGERPRINT_SPAN))
-    tail = crc_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
-    return {"v": 1, "size": size, "head_crc32": head, "tail_crc32": tail}
-
-
-FINGERPRINT_KEYS = ("v", "size", "head_crc32", "tail_crc32")
-
-
-def fingerprint_matches(b: Binlog, fp: dict, size: int | None = None) -> bool:
-    """Is ``b`` (up to ``size``, default the fingerprint's own size) the
-    binlog ``fp`` was taken of? Other keys in ``fp`` (progress) are ignored."""
-    size = fp.get("size") if size is None else size
-    if not isinstance(size, int) or size > b.size:
+def still_written(b: Binlog, newest: bool | None = None) -> bool:
+    """The one rule for "a server may still be writing this binlog" (its
+    index belongs to the server or to ``gtidx tail``, never to ``build``):
+    the FDE's IN_USE flag is set and it is the newest binlog of its series.
+    A server writes only its newest binlog and clears IN_USE when it closes
+    one; an older file that still has IN_USE was left by a server that
+    crashed and will never be written again: it is final. ``newest`` is
+    given by a caller that listed the series (``tail``: the last file of
+    ``master-bin.index``); else no file beside ``b`` with the same name and
+    a greater number may exist. A crashed server's newest binlog stays
+    "still written" until the server starts again (it then opens a new
+    file); ``build --force`` indexes it anyway."""
+    if not b.growing:
         return False
-    return fingerprint(b, size) == {k: fp.get(k) for k in FINGERPRINT_KEYS}
+    if newest is None:
+        newest = not _newer_beside(b.path)
+    return newest
 
 
-def read_fingerprint(path: str) -> dict | None:
-    try:
-        return json.loads(os.getxattr(path, XATTR))
-    except (OSError, ValueError):
-        return None
-
-
-def _write_fingerprint(fd: int, fp: dict) -> bool:
-    try:
-        os.setxattr(fd, XATTR, json.dumps(fp, separators=(",", ":")).encode())
-        return True
-    except OSError:          # a filesystem without user xattrs: content checks remain
+def _newer_beside(path: str) -> bool:
+    directory, name = os.path.split(os.fspath(path))
+    m = _NUMBERED.fullmatch(name)
+    if m is None:
         return False
+    stem, number = m.group(1), int(m.group(2))
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return False
+    for n in names:
+        o = _NUMBERED.fullmatch(n)
+        if o is not None and o.group(1) == stem and int(o.group(2)) > number:
+            return True
+    return False
 
 
 # -- opening -------------------------------------------------------------------------
@@ -109,7 +97,7 @@ def _write_fingerprint(fd: int, fp: dict) -> bool:
 class IndexStatus:
     """Whether an index can be used for a binlog, and why not."""
     path: str
-    state: str                       # "ok", "missing", "incomplete", "corrupt", "stale"
+    state: IndexState
     reason: str = ""
     reader: IndexReader | None = None
     owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
@@ -118,7 +106,7 @@ class IndexStatus:
 
     @property
     def usable(self) -> bool:
-        return self.state == "ok"
+        return self.state == IndexState.OK
 
     def close(self) -> None:
         self.reader = None
@@ -144,19 +132,20 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
     try:
         f = ReadFile(path)
     except FileNotFoundError:
-        return IndexStatus(path, "missing", "no index file")
+        return IndexStatus(path, IndexState.MISSING, "no index file")
     except OSError as e:
-        return IndexStatus(path, "missing", f"cannot open: {e.strerror}")
+        return IndexStatus(path, IndexState.MISSING, f"cannot open: {e.strerror}")
     except BadInputError as e:
-        return IndexStatus(path, "corrupt", e.message)
+        return IndexStatus(path, IndexState.CORRUPT, e.message)
     if f.size == 0:
         f.close()
-        return IndexStatus(path, "incomplete", "empty index file (a writer has not flushed a page yet)")
-    status = IndexStatus(path, "ok", _file=f)
+        return IndexStatus(path, IndexState.INCOMPLETE, "empty index file (a writer has not flushed a page yet)")
+    meta = IndexMeta.read_fd(f.fd, path)
+    status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", _file=f)
     try:
-        _judge(status, b, f, path, check_tail, deep)
+        _judge(status, b, f, path, meta, check_tail, deep)
     except MemoryError:
-        status.state, status.reason = "corrupt", "out of memory reading the index"
+        status.state, status.reason = IndexState.CORRUPT, "out of memory reading the index"
     if not status.usable:
         status.close()
     elif status.partial or not status.reader.reads_file:
@@ -165,31 +154,29 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
     return status
 
 
-def _judge(status: IndexStatus, b: Binlog, f: ReadFile, path: str, check_tail: bool, deep: bool) -> None:
+def _judge(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta | None,
+           check_tail: bool, deep: bool) -> None:
     try:
         status.reader = IndexReader(f, path=path)
         if deep:
             status.reader.check()
-        fp = read_fingerprint(path)
-        status.owner = "gtidx" if fp else "server/unknown"
-        problem = _staleness(status.reader, b, fp, check_tail)
+        problem = _staleness(status.reader, b, meta, check_tail)
         if problem:
-            status.state, status.reason = "stale", problem
+            status.state, status.reason = IndexState.STALE, problem
     except CorruptIndexError as e:
-        status.state = "incomplete" if getattr(e, "incomplete", False) else "corrupt"
+        status.state = IndexState.INCOMPLETE if getattr(e, "incomplete", False) else IndexState.CORRUPT
         status.reason = e.message + (f" (page {e.page})" if e.page else "")
-        if status.state == "incomplete" and b.growing:
-            _hot(status, b, f, path)
+        if status.state is IndexState.INCOMPLETE and b.growing:
+            _hot(status, b, f, path, meta)
     except CorruptBinlogError as e:
-        status.state, status.reason = "stale", f"binlog does not match the index: {e.message}"
+        status.state, status.reason = IndexState.STALE, f"binlog does not match the index: {e.message}"
 
 
-def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str) -> None:
+def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta | None) -> None:
     """The index of a binlog still being written has no root yet: use the
     complete leaves on disk (a lookup past them scans the binlog from the last
     one). Written by gtidx tail: its saved progress must match the binlog;
     written by the server: record 0 must match the GTID_LIST."""
-    fp = read_fingerprint(path)
     try:
         hot = HotIndex(PartialIndex(f, path=path))
     except CorruptIndexError as e:
@@ -198,15 +185,15 @@ def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str) -> None:
     first, last = hot.first_record(), hot.last_record()
     expected = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
     if first.offset != expected or first.state != b.start_state or last.offset > b.size:
-        status.state, status.reason = "stale", "partial index does not match the binlog"
+        status.state, status.reason = IndexState.STALE, "partial index does not match the binlog"
         return
-    if fp is not None and (fp.get("state") != "partial" or not fingerprint_matches(b, fp)):
-        status.state, status.reason = "stale", "partial index made for another binlog"
+    if meta is not None and (not meta.partial or not meta.matches(b)):
+        status.state, status.reason = IndexState.STALE, "partial index made for another binlog"
         return
-    status.state, status.reason, status.reader, status.partial = "ok", "", hot, True
+    status.state, status.reason, status.reader, status.partial = IndexState.OK, "", hot, True
 
 
-def _staleness(r: IndexReader, b: Binlog, fp: dict | None, check_tail: bool) -> str:
+def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bool) -> str:
     """Why the index does not belong to this binlog as it is now; '' if it does."""
     first = r.first_record()
     expected = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
@@ -217,10 +204,10 @@ def _staleness(r: IndexReader, b: Binlog, fp: dict | None, check_tail: bool) -> 
     last = r.last_record()
     if last.offset > b.size:
         return f"last record at offset {last.offset} lies past the end of the binlog ({b.size} bytes)"
-    if fp is not None:
-        if fp.get("size") != b.size:
-            return f"made for a binlog of {fp.get('size')} bytes, this one has {b.size}"
-        if not fingerprint_matches(b, fp):
+    if meta is not None:
+        if meta.size != b.size:
+            return f"made for a binlog of {meta.size} bytes, this one has {b.size}"
+        if not meta.matches(b):
             return "binlog content differs from the one the index was made for"
         return ""
     if check_tail and not b.growing:
@@ -410,8 +397,9 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
                 progress: Callable[[int], None] | None = None) -> BuildResult:
     """Write ``<binlog>.idx``. Skips a binlog whose index is already valid and
     current (whoever wrote it) unless ``force``; never touches the index of a
-    binlog that is still being written unless ``force`` (its server owns it).
-    ``max_ratio=None`` writes the server's layout whatever its size."""
+    binlog that is still being written (``still_written``) unless ``force``:
+    its server or ``gtidx tail`` owns it. ``max_ratio=None`` writes the
+    server's layout whatever its size."""
     if not fmt.valid_page_size(page_size):
         raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
     if span_min < 1:
@@ -423,10 +411,11 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
         target = out or index_path(b.path)
         result = BuildResult(b.path, target, "built", page_size=page_size, span_min=span_min,
                              binlog_size=b.size)
-        if not force and os.path.exists(target):
-            if b.growing:
-                result.action, result.reason = "skipped", "binlog still being written; its server owns the index"
-                return result
+        if not force and still_written(b):
+            result.action, result.reason = "skipped", ("binlog still being written (its server or gtidx tail "
+                                                       "owns its index; --force indexes what is there now)")
+            return result
+        if not force and safefile.is_regular(target):      # a link or a FIFO is replaced unread
             status = open_index(b, target, deep=True)
             status.close()
             if status.usable:
@@ -445,65 +434,20 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
                 result.warning = (f"even the smallest valid index ({len(pages) * page_size} bytes: "
                                   f"the GTID_LIST state alone) exceeds {max_ratio:.1%} of this "
                                   f"{b.size}-byte binlog; wrote that one")
-        fp = fingerprint(b)
+        meta = IndexMeta.of(b, page_size=page_size, span_min=span_min)
     result.records = len(records)
     result.pages = len(pages)
     result.size = len(pages) * page_size
-    _write_atomically(target, pages, fp)
+    _write_atomically(target, pages, meta)
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def _remove_orphans(directory: str, name: str) -> None:
-    """Temporary files of this index left by a build that was killed (its
-    process is gone): they would pile up with every crash."""
-    prefix = f".{name}."
+def _write_atomically(target: str, pages: list[bytes], meta: IndexMeta) -> None:
+    IndexMeta.remove_orphans(target)
     try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for n in names:
-        pid = n[len(prefix):-4] if n.startswith(prefix) and n.endswith(".tmp") else ""
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue                     # its writer still runs
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
-        try:
-            os.unlink(os.path.join(directory, n))
-        except OSError:
-            pass
-
-
-def _write_atomically(target: str, pages: list[bytes], fp: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(target))
-    _remove_orphans(directory, os.path.basename(target))
-    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            with os.fdopen(fd, "wb", closefd=False) as f:
-                f.write(b"".join(pages))
-                f.flush()
-            _write_fingerprint(fd, fp)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        safefile.write_file(target, [b"".join(pages)], before_publish=lambda fd: meta.write(fd, target))
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise GtidxIOError.from_os(e, target) from None
 
 
@@ -514,7 +458,7 @@ def verify_index(binlog_path, index: str | None = None) -> dict:
         path = f.path
         r = IndexReader(f, path=path)
         stats = r.check()
-        problem = _staleness(r, b, read_fingerprint(path), check_tail=True)
+        problem = _staleness(r, b, IndexMeta.read(path), check_tail=True)
         if problem:
             raise CorruptIndexError(f"stale: {problem}", path=path)
         state = b.start_state.copy()
@@ -536,5 +480,6 @@ def verify_index(binlog_path, index: str | None = None) -> dict:
         return stats
 
 
-__all__ = ["index_path", "open_index", "build_index", "verify_index", "IndexStatus", "BuildResult",
-           "server_records", "coarsen", "fit_budget", "fingerprint", "GtidxError"]
+__all__ = ["index_path", "open_index", "build_index", "verify_index", "still_written", "IndexStatus",
+           "IndexState", "IndexMeta", "Progress", "XATTR", "BuildResult", "server_records", "coarsen",
+           "fit_budget", "GtidxError"]

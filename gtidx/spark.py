@@ -303,6 +303,8 @@ class _GroupsReader(DataSourceReader):
     def read(self, partition):
         from decimal import Decimal
         path = partition.value
+        if path is None:                 # no file passed the filters: Spark reads InputPartition(None)
+            return
         name = os.path.basename(path)
         domains = self.domains
         with Binlog(path) as b:
@@ -318,9 +320,28 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(GtidxDataSource)
 
 
-def session(master: str = "local[*]", app: str = "gtidx") -> SparkSession:
-    """A SparkSession for gtidx's CLI: quiet, no UI, pushdown on, source registered."""
+LOOPBACK = "127.0.0.1"
+
+
+def session(master: str = "local[*]", app: str = "gtidx", host: str | None = None) -> SparkSession:
+    """A SparkSession for gtidx's CLI: quiet, no UI, pushdown on, source registered.
+
+    The driver and its block manager listen on and advertise ``host``: by
+    default $SPARK_LOCAL_IP when set, else 127.0.0.1, so that a session opens
+    no port on the machine's network interfaces. On a cluster, whose executors
+    must reach the driver, give the driver's address: ``session(master,
+    host="10.0.0.5")``, or ``SPARK_LOCAL_IP=10.0.0.5 gtidx spark ...``; or build
+    your own SparkSession and call ``register(spark)``. Local sessions run their
+    Python workers with this interpreter unless $PYSPARK_PYTHON names another.
+    """
+    import sys
+    host = host or os.environ.get("SPARK_LOCAL_IP") or LOOPBACK
+    os.environ.setdefault("SPARK_LOCAL_IP", host)          # read by the JVM when it starts
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master(master).appName(app)
+             .config("spark.driver.host", host)
+             .config("spark.driver.bindAddress", host)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")    # the CLI draws its own (or none: --quiet)
              .config("spark.sql.python.filterPushdown.enabled", "true")

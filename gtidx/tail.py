@@ -17,30 +17,50 @@ writer take the same decisions (a union is never shorter) and carry the same
 bytes up, so the finished index equals a clean ``gtidx build`` record for
 record.
 
-Each partial index carries its progress in the ``user.gtidx`` xattr: the
+Each partial index carries its progress in its ``IndexMeta`` (the
+``user.gtidx`` xattr, or a sidecar file where there are no xattrs): the
 binlog prefix its records cover (with CRC32s of its first and last 64 KiB),
-how far the tail has read, and when. A binlog that shrank or changed under
-an index (a server crash that truncated or rewrote the tail), or that is
-gone (purged), leaves no wrong index behind: it is rebuilt or removed, and
-logged. Indexes written by the server itself (MariaDB 11.4+ with
-``binlog_gtid_index=ON``) carry no such xattr and are left alone.
+how far the tail has read, and when. It is stamped through the open file,
+never by name: a ``build --force`` that renamed another index in meanwhile
+keeps its own fingerprint (and tail notices and starts over).
+
+An index is never shrunk in place (a reader may have it mapped): a new index,
+and one resumed with a torn last page, are written to a fresh temporary file
+that is renamed over the old one. Every file is created exclusively, never
+through a link planted at its name (see ``safefile``).
+
+A sidecar must keep running: a failure (disk full, read-only filesystem,
+permission denied, the directory gone) is logged once per condition, the
+file is retried with a growing delay (up to ``retry_max`` seconds), what a
+failed write left (an index without a single complete page, a temporary
+file) is removed, and one line says when the file recovers.
+
+A binlog that shrank or changed under an index (a server crash that
+truncated or rewrote the tail), or that is gone (purged), leaves no wrong
+index behind: it is rebuilt or removed, and logged. Indexes written by the
+server itself (MariaDB 11.4+ with ``binlog_gtid_index=ON``) carry no
+fingerprint and are left alone.
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import idxformat as fmt
+from . import safefile
 from .api import list_binlogs
 from .binlog import Binlog
-from .errors import CorruptIndexError, GtidxError
-from .indexfile import (DEFAULT_MAX_RATIO, XATTR, build_index, crc_masked, fingerprint,
-                        fingerprint_matches, index_path, open_index, pending_gtids, read_fingerprint)
+from .errors import GtidxError
+from .indexfile import (DEFAULT_MAX_RATIO, build_index, index_path, open_index, pending_gtids,
+                        still_written)
+from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now
+from .filebuf import ReadFile
 from .reader import PartialIndex
 from .writer import IndexWriter, RecordPolicy
 
@@ -69,15 +89,59 @@ class _ReplayMismatch(Exception):
 class _PageFile:
     """The index file as the writer's sink. The first ``existing`` pages are
     already on disk (from before a restart): the writer's replay produces them
-    again, and they are compared rather than written."""
+    again, and they are compared rather than written.
+
+    A new index (``existing`` 0), or one whose file holds more than its
+    ``existing`` whole pages (a torn or unfinished node), is written to a new
+    temporary file (the whole pages copied) that ``publish`` renames over the
+    index: the old file is never shrunk under a reader that maps it. A new
+    index appears under its name only once it holds a page (never as an
+    empty file). An index of whole pages only is opened in place, never
+    through a link."""
 
     def __init__(self, path: str, page_size: int, existing: int):
         self.path = path
         self.page_size = page_size
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        os.ftruncate(self.fd, existing * page_size)      # drop a torn or unfinished node
         self.existing = existing
         self.emitted = 0
+        self.tmp: str | None = None          # not published yet
+        self.fd = -1
+        if existing == 0:
+            self.fd, self.tmp = safefile.create_temp(path)
+            return
+        old = safefile.open_for_update(path)
+        try:
+            keep = existing * page_size
+            if os.fstat(old).st_size == keep:
+                self.fd, old = old, -1
+                return
+            self.fd, self.tmp = safefile.create_temp(path)
+            done = 0
+            while done < keep:
+                chunk = os.pread(old, min(keep - done, 1 << 20), done)
+                if not chunk:
+                    raise _ReplayMismatch("index shorter than its pages")
+                os.pwrite(self.fd, chunk, done)
+                done += len(chunk)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if old >= 0:
+                os.close(old)
+
+    def publish(self, force: bool = False) -> None:
+        """Put a new file in place under the index's name (rename), once it
+        holds a page (or when ``force``)."""
+        if self.tmp is not None and (force or self.existing or self.emitted):
+            os.fsync(self.fd)
+            safefile.publish(self.tmp, self.path)
+            self.tmp = None
+
+    def at_path(self) -> bool:
+        """Is the index's name still this (published) file, not replaced or
+        removed?"""
+        return self.fd >= 0 and self.tmp is None and safefile.same_file(self.fd, self.path)
 
     def __call__(self, page: bytes) -> None:
         self.emitted += 1
@@ -95,6 +159,9 @@ class _PageFile:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self.tmp is not None:
+            safefile.discard(self.tmp)
+            self.tmp = None
 
 
 class IncrementalIndex:
@@ -118,14 +185,21 @@ class IncrementalIndex:
     # -- start: resume from disk, or fresh -------------------------------------
     def start(self, b: Binlog) -> str:
         """Resume from the partial index on disk when it is ours, matches this
-        binlog and has the same settings; else start afresh. Returns how."""
-        why = self._resume(b)
-        if why:
-            self._fresh(b)
-            self.how = f"fresh ({why})"
-        else:
-            self.how = "resumed"
-        self._save_progress(b)
+        binlog and has the same settings; else start afresh. Returns how.
+        A failure (OSError) leaves no new file behind."""
+        IndexMeta.remove_orphans(self.path)
+        try:
+            why = self._resume(b)
+            if why:
+                self._fresh(b)
+                self.how = f"fresh ({why})"
+            else:
+                self.how = "resumed"
+            self._save_progress(b)
+            self.sink.publish()
+        except BaseException:
+            self.abandon()
+            raise
         self._read_guard = self._guard(b)
         return self.how
 
@@ -146,21 +220,21 @@ class IncrementalIndex:
 
     def _resume(self, b: Binlog) -> str:
         """'' when resumed, else why not."""
-        fp = read_fingerprint(self.path) if os.path.exists(self.path) else None
-        if fp is None:
-            return "no index of ours" if os.path.exists(self.path) else "no index yet"
-        if fp.get("state") != "partial":
-            return "index is finished, binlog still growing" if fp.get("size") != b.size else "finished"
-        if fp.get("page_size") != self.page_size or fp.get("span_min") != self.span_min:
+        meta = IndexMeta.read(self.path)
+        if meta is None:
+            return "no index of ours" if os.path.lexists(self.path) else "no index yet"
+        if not meta.partial:
+            return "index is finished, binlog still growing" if meta.size != b.size else "finished"
+        if meta.page_size != self.page_size or meta.span_min != self.span_min:
             return "index made with other settings"
-        prefix = fp.get("size", 0)
-        if not fingerprint_matches(b, fp):
+        prefix = meta.size
+        if not meta.matches(b):
             return "binlog changed under the index (truncated or rewritten)"
         try:
-            with open(self.path, "rb") as f:
-                part = PartialIndex(f.read(), path=self.path)
+            with ReadFile(self.path, nofollow=True) as f:
+                part = PartialIndex(f, path=self.path)
             records = part.records()
-        except (OSError, CorruptIndexError) as e:
+        except (OSError, GtidxError) as e:
             return f"unreadable partial index: {e}"
         if not records or part.page_size != self.page_size:
             return "no complete leaf on disk"
@@ -184,6 +258,13 @@ class IncrementalIndex:
             pos = r.offset
         try:
             self._open_writer(part.pages)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise                  # disk full, ...: the caller retries later
+            return f"cannot reopen the index: {e.strerror}"
+        except _ReplayMismatch as e:
+            return f"replay failed: {e}"
+        try:
             for offset, gtids in part.keys:
                 self.writer.add(offset, gtids)
         except (_ReplayMismatch, GtidxError) as e:
@@ -217,12 +298,13 @@ class IncrementalIndex:
             self.processed = end
         if new:
             self._save_progress(b)
+            self.sink.publish()
         self._read_guard = self._guard(b)
         return new
 
     def _guard(self, b: Binlog) -> tuple[int, int]:
         # the server clears the FDE's IN_USE flag when it rotates: masked
-        return self.processed, crc_masked(b.buffer, max(0, self.processed - 65536), self.processed)
+        return self.processed, crc_masked(b.buffer, max(0, self.processed - FINGERPRINT_SPAN), self.processed)
 
     def unchanged(self, b: Binlog) -> bool:
         """Is what we have read of the binlog still there, the same? False
@@ -238,14 +320,14 @@ class IncrementalIndex:
         self.writer.close()
         self.sink.sync()
         size = self.sink.emitted * self.page_size
-        self.close()
         if max_ratio is not None and size > max_ratio * b.size:
+            self.close()
             build_index(b.path, page_size=self.page_size, span_min=self.span_min, max_ratio=max_ratio,
                         force=True)
             return "rebuilt to fit the size budget"
-        fp = fingerprint(b)
-        fp.update(state="complete", page_size=self.page_size, span_min=self.span_min)
-        _set_xattr(self.path, fp)
+        IndexMeta.of(b, page_size=self.page_size, span_min=self.span_min).write(self.sink.fd, self.path)
+        self.sink.publish(force=True)
+        self.close()
         return "finished"
 
     def on_disk_prefix(self) -> int:
@@ -256,22 +338,32 @@ class IncrementalIndex:
         return self.offsets[on_disk - 1] if on_disk > 0 else 0
 
     def _save_progress(self, b: Binlog) -> None:
-        fp = fingerprint(b, self.on_disk_prefix())
-        fp.update(state="partial", page_size=self.page_size, span_min=self.span_min,
-                  processed=self.processed, records=len(self.offsets), updated=round(time.time(), 3))
-        _set_xattr(self.path, fp)
+        meta = IndexMeta.of(b, self.on_disk_prefix(), state=Progress.PARTIAL, page_size=self.page_size,
+                            span_min=self.span_min, processed=self.processed, records=len(self.offsets),
+                            updated=now())
+        meta.write(self.sink.fd, self.path)      # this file's, whatever is at the name now
+
+    def replaced(self) -> bool:
+        """Has something else (``build --force``, a user) replaced or removed
+        the index under its name since we opened it?"""
+        return self.sink is not None and self.sink.tmp is None and not self.sink.at_path()
 
     def close(self) -> None:
         if self.sink is not None:
             self.sink.close()
             self.sink = None
 
-
-def _set_xattr(path: str, value: dict) -> None:
-    try:
-        os.setxattr(path, XATTR, json.dumps(value, separators=(",", ":")).encode())
-    except OSError:
-        pass
+    def abandon(self) -> None:
+        """After a failure: close, and remove the index we published if it
+        holds no complete page yet (an empty file serves no reader)."""
+        sink = self.sink
+        try:
+            if sink is not None and sink.at_path() and os.fstat(sink.fd).st_size < self.page_size:
+                safefile.discard(self.path)
+                IndexMeta.remove(self.path)
+        except OSError:
+            pass
+        self.close()
 
 
 # -- following a directory -------------------------------------------------------------------
@@ -283,6 +375,25 @@ class TailSettings:
     span_min: int = fmt.DEFAULT_SPAN_MIN
     max_ratio: float | None = DEFAULT_MAX_RATIO
     server_grace: float = 2.0      # seconds to let a server create its own index for a new binlog
+    retry_max: float = 30.0        # longest wait before retrying a file (or the directory) that failed
+
+
+@dataclass
+class _Failure:
+    """A file (or the directory) whose last attempt failed."""
+    condition: str                 # logged once; a new condition logs again
+    delay: float
+    retry_at: float = field(default=0.0)
+
+
+def _condition(e: BaseException) -> str:
+    """What failed, without what changes from one attempt to the next."""
+    code = getattr(e, "errno", None)
+    if code is None and isinstance(e.__cause__ or e.__context__, OSError):
+        code = (e.__cause__ or e.__context__).errno
+    if code:
+        return errno.errorcode.get(code, str(code))
+    return f"{type(e).__name__}: {getattr(e, 'message', e)}"
 
 
 class Tailer:
@@ -292,7 +403,13 @@ class Tailer:
         self.active: dict[str, IncrementalIndex] = {}
         self.settled: dict[str, tuple[int, int]] = {}   # closed files done: (size, mtime_ns)
         self.server_indexes = False                     # the server writes its own indexes
+        self.failures: dict[str, _Failure] = {}         # by binlog path (or the directory)
         self._stop = threading.Event()
+
+    @property
+    def failed(self) -> list[str]:
+        """The files (or the directory) whose last attempt failed."""
+        return list(self.failures)
 
     def stop(self, *_signal) -> None:
         self._stop.set()
@@ -305,7 +422,7 @@ class Tailer:
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
-                self.poll()
+                self.poll(retry_all=once)
                 if once:
                     break
                 self._stop.wait(max(0.0, self.settings.interval - (time.monotonic() - started)))
@@ -314,37 +431,87 @@ class Tailer:
                 inc.close()
             _event(logging.INFO, "stop", dir=self.directory)
 
-    def poll(self) -> None:
+    def poll(self, retry_all: bool = False) -> None:
+        """One look at the directory. Files that failed are tried again once
+        their delay is over (every one with ``retry_all``)."""
+        if not self._due(self.directory, retry_all):
+            return
         try:
             files = list_binlogs(self.directory)
-        except GtidxError as e:
-            _event(logging.WARNING, "no binlogs", dir=self.directory, error=e)
+            self._forget_purged(files)
+        except (GtidxError, OSError) as e:
+            self._failed(self.directory, e, "cannot list binlogs")
             return
-        self._forget_purged(files)
+        self._ok(self.directory)
         for i, f in enumerate(files):
             if self._stop.is_set():
                 return
+            if not self._due(f, retry_all):
+                continue
             try:
                 self._handle(f, last=(i == len(files) - 1))
-            except GtidxError as e:
-                _event(logging.ERROR, "cannot index", file=f, error=e)
-            except FileNotFoundError:
-                pass                       # purged while we looked
+            except (GtidxError, OSError) as e:
+                if isinstance(e, FileNotFoundError) and not os.path.lexists(f):
+                    self._drop(f)                  # purged (or the directory went) while we looked
+                    continue
+                self._failed(f, e, "cannot index")
+            else:
+                self._ok(f)
 
+    # -- failures: log once, back off, clean up, recover ---------------------------------
+    def _due(self, key: str, retry_all: bool) -> bool:
+        failure = self.failures.get(key)
+        return failure is None or retry_all or time.monotonic() >= failure.retry_at
+
+    def _failed(self, key: str, e: BaseException, what: str) -> None:
+        for path in list(self.active) + list(self.settled) if key == self.directory else [key]:
+            self._drop(path)                       # the next attempt starts from what is on disk
+        condition = _condition(e)
+        failure = self.failures.get(key)
+        if failure is None or failure.condition != condition:
+            where = {"dir": key} if key == self.directory else {"file": key}
+            _event(logging.ERROR, what, **where, error=e, retrying="with backoff")
+            failure = self.failures[key] = _Failure(condition, self.settings.interval)
+        else:
+            failure.delay = min(failure.delay * 2, max(self.settings.retry_max, self.settings.interval))
+        failure.retry_at = time.monotonic() + failure.delay
+
+    def _ok(self, key: str) -> None:
+        if self.failures.pop(key, None) is not None:
+            where = {"dir": key} if key == self.directory else {"file": key}
+            _event(logging.INFO, "recovered", **where)
+
+    def _drop(self, path: str) -> None:
+        """Forget ``path``'s work in progress: its next attempt starts from
+        what is on disk (an index without a complete page is removed)."""
+        inc = self.active.pop(path, None)
+        if inc is not None:
+            inc.abandon()
+        self.settled.pop(path, None)
+
+    # -- one look ---------------------------------------------------------------------------
     def _forget_purged(self, files: list[str]) -> None:
         listed = set(files)
-        for f in [f for f in list(self.active) + list(self.settled) if f not in listed]:
+        for f in [f for f in list(self.active) + list(self.settled) + list(self.failures)
+                  if f not in listed and f != self.directory]:
             inc = self.active.pop(f, None)
             if inc is not None:
                 inc.close()
             self.settled.pop(f, None)
+            self.failures.pop(f, None)
         for name in os.listdir(self.directory):
+            if name.startswith(".") and name.endswith(".idx.gtidx"):
+                idx = os.path.join(self.directory, name[1:-len(".gtidx")])
+                if not os.path.lexists(idx):
+                    IndexMeta.remove(idx)          # a sidecar whose index is gone
+                continue
             if not name.endswith(".idx"):
                 continue
             idx = os.path.join(self.directory, name)
             binlog = idx[:-4]
-            if not os.path.exists(binlog) and read_fingerprint(idx) is not None:
-                os.unlink(idx)
+            if not os.path.lexists(binlog) and IndexMeta.read(idx) is not None:
+                safefile.discard(idx)
+                IndexMeta.remove(idx)
                 _event(logging.INFO, "removed index of purged binlog", index=idx)
 
     def _handle(self, path: str, last: bool) -> None:
@@ -353,15 +520,13 @@ class Tailer:
             return
         idx = index_path(path)
         with Binlog(path) as b:
-            # A binlog still written is the last one with IN_USE set; an older
-            # one with IN_USE belonged to a server that crashed: it is final.
-            growing = last and b.growing
-            ours = read_fingerprint(idx) is not None
-            if os.path.exists(idx) and not ours and path not in self.active:
-                if self._server_owned(b, idx, growing):
-                    if not growing:
-                        self.settled[path] = (st.st_size, st.st_mtime_ns)
-                    return
+            growing = still_written(b, newest=last)
+            # a link, a FIFO or anything but a regular file is not a server's index
+            theirs = path not in self.active and safefile.is_regular(idx) and IndexMeta.read(idx) is None
+            if theirs and self._server_owned(b, idx, growing):
+                if not growing:
+                    self.settled[path] = (st.st_size, st.st_mtime_ns)
+                return
             if growing:
                 self._follow(b, path, st)
             else:
@@ -387,7 +552,7 @@ class Tailer:
     def _follow(self, b: Binlog, path: str, st) -> None:
         inc = self.active.get(path)
         if inc is None:
-            if self.server_indexes and not os.path.exists(index_path(path)) \
+            if self.server_indexes and not os.path.lexists(index_path(path)) \
                     and time.time() - st.st_mtime < self.settings.server_grace:
                 return     # give the server a moment to create its own index first
             inc = self.active[path] = self._start(b)
@@ -406,33 +571,39 @@ class Tailer:
 
     @staticmethod
     def _restart_if_changed(inc: IncrementalIndex, b: Binlog) -> None:
-        """A server crash truncated or rewrote what we indexed: start over."""
-        if inc.unchanged(b):
+        """A server crash truncated or rewrote what we indexed, or something
+        replaced or removed our index: start over (from what is on disk)."""
+        if inc.replaced():
+            _event(logging.WARNING, "index replaced or removed under tail; starting over", file=b.path)
+        elif inc.unchanged(b):
             return
-        _event(logging.WARNING, "binlog truncated or rewritten under the index; reindexing", file=b.path,
-               size=b.size, indexed=inc.processed)
+        else:
+            _event(logging.WARNING, "binlog truncated or rewritten under the index; reindexing", file=b.path,
+                   size=b.size, indexed=inc.processed)
         inc.close()
-        os.unlink(inc.path)
         inc.start(b)
 
     def _finish(self, b: Binlog, path: str, idx: str) -> None:
         inc = self.active.pop(path, None)
         if inc is None:
-            status = open_index(b, idx, deep=True)
-            status.close()
-            if status.usable:
-                return                                   # already complete and current
-            fp = read_fingerprint(idx) if os.path.exists(idx) else None
-            if fp is not None and fp.get("state") == "partial":
+            status = open_index(b, idx, deep=True) if safefile.is_regular(idx) else None
+            if status is not None:
+                status.close()
+                if status.usable and not status.partial:
+                    return                               # already complete and current
+            meta = IndexMeta.read(idx)
+            if meta is not None and meta.partial:
                 inc = self._start(b)
             else:
                 r = build_index(path, page_size=self.settings.page_size, span_min=self.settings.span_min,
                                 max_ratio=self.settings.max_ratio, force=True)
                 _event(logging.INFO, "built", file=path, records=r.records, size=r.size,
-                       why=status.reason or status.state)
+                       why="not a regular file" if status is None else status.reason or status.state)
                 return
+        self.active[path] = inc                          # a failure below abandons it
         self._restart_if_changed(inc, b)
         how = inc.finish(b, self.settings.max_ratio)
+        self.active.pop(path, None)
         _event(logging.INFO, "finished", file=path, how=how, records=len(inc.offsets))
 
 

@@ -11,6 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 sys.path.insert(0, str(ROOT / "tools"))
+# Spark started by the tests (in this process or in CLI subprocesses) listens
+# on and talks to the loopback address only.
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from mariadb import MariaDB  # noqa: E402  (tools/mariadb.py)
 
@@ -64,7 +67,7 @@ def oracle_files():
 
 
 class AttachedServer(MariaDB):
-    """A private server started outside the tests (by .ci/run), reached by its socket."""
+    """A private server started outside the tests (by tools/test), reached by its socket."""
 
     def __init__(self, socket_path: str):
         super().__init__(Path(socket_path).parent)
@@ -81,7 +84,7 @@ class AttachedServer(MariaDB):
 
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory):
-    """The private MariaDB 10.11: the one .ci/run started (GTIDX_TEST_SOCKET),
+    """The private MariaDB 10.11: the one tools/test started (GTIDX_TEST_SOCKET),
     or one of our own in a temp dir. Never skipped: without a server these
     tests fail and say how to get one."""
     sock = os.environ.get("GTIDX_TEST_SOCKET")

@@ -20,7 +20,7 @@ from pathlib import Path
 from conftest import FIXTURES
 from gtidx import api
 from gtidx.errors import NotFoundError
-from gtidx.indexfile import build_index, read_fingerprint
+from gtidx.indexfile import IndexMeta, build_index
 from gtidx.reader import IndexReader
 from gtidx.tail import TailSettings, Tailer
 
@@ -123,7 +123,7 @@ def test_kill_9_build_then_rerun_equals_a_clean_build(tmp_path):
         res = build_index(binlog, **opts)              # the rerun
         assert res.action in ("built", "skipped")
         assert idx.read_bytes() == clean
-        assert read_fingerprint(str(idx))["size"] == binlog.stat().st_size
+        assert IndexMeta.read(str(idx)).size == binlog.stat().st_size
     leftovers = [p.name for p in tmp_path.glob("b*/.*.tmp")]
     print(f"build kills: {BUILD_RUNS}, index absent after the kill {outcomes['absent']}, "
           f"complete {outcomes['complete']}, temporary files left by a kill {orphans}, "
@@ -165,8 +165,8 @@ def test_kill_9_tail_then_restart_equals_a_clean_build(tmp_path):
             pid = _forked(lambda: Tailer(str(d), settings).run())
             _kill_at(pid, rnd.uniform(0.001, 0.04))
         idx = d / f"{name}.idx"
-        fp = read_fingerprint(str(idx)) if idx.exists() else None
-        partial += fp is not None and fp.get("state") == "partial"
+        fp = IndexMeta.read(str(idx))
+        partial += fp is not None and fp.partial
         if rnd.random() < 0.25 and idx.exists() and idx.stat().st_size > 64:
             with open(idx, "r+b") as f:             # a torn last page (the kill hit a write)
                 f.truncate(idx.stat().st_size - rnd.randrange(1, 64))
@@ -175,12 +175,13 @@ def test_kill_9_tail_then_restart_equals_a_clean_build(tmp_path):
     for n in names:
         (d / n).write_bytes(datas[n])
     Tailer(str(d), TailSettings(page_size=64, span_min=1, max_ratio=None, server_grace=0)).run(once=True)
+    assert not list(d.glob(".*.tmp"))          # new files of killed tails are removed
     for n in names:
         got = (d / f"{n}.idx").read_bytes()
         clean = clean_index(d / n, tmp_path, page_size=64, span_min=1, max_ratio=None)
         assert records(got) == records(clean), n
         assert got == clean, n
-        assert read_fingerprint(str(d / f"{n}.idx"))["state"] == "complete"
+        assert IndexMeta.read(str(d / f"{n}.idx")).state == "complete"
     print(f"tail kills: {TAIL_RUNS}, partial index on disk after the kill {partial}, torn pages {torn}")
     assert torn >= 2 and partial >= 10
 
@@ -343,8 +344,8 @@ def test_readers_while_tail_indexes_a_growing_binlog(tmp_path):
                 r.kill()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        fp = read_fingerprint(str(binlog) + ".idx")
-        if fp and fp.get("state") == "complete" and fp.get("size") == len(data):
+        fp = IndexMeta.read(str(binlog) + ".idx")
+        if fp and fp.state == "complete" and fp.size == len(data):
             break
         time.sleep(0.05)
     tail.send_signal(signal.SIGTERM)

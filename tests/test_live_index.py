@@ -163,13 +163,13 @@ SHARED = ROOT.parent / "shared"
 @pytest.fixture(scope="session")
 def m118():
     """A real MariaDB 11.8 (native GTID index), started with ../shared/tools/mariadb-11.8.sh:
-    the server .ci/run started (GTIDX_M118_SOCKET), or one the test starts itself in
-    GTIDX_M118_ROOT (default ~/.cache/gtidx/m118; the first start builds a Debian 13
+    the server tools/test started (GTIDX_M118_SOCKET), or one the test starts itself in
+    GTIDX_M118_ROOT (default /var/tmp/gtidx-ci-m118, as tools/test; the first start builds a Debian 13
     root with debootstrap, a few minutes)."""
     sock = os.environ.get("GTIDX_M118_SOCKET")
     started = None
     if not sock:
-        root = Path(os.environ.get("GTIDX_M118_ROOT", Path.home() / ".cache" / "gtidx" / "m118"))
+        root = Path(os.environ.get("GTIDX_M118_ROOT", "/var/tmp/gtidx-ci-m118"))
         sock = str(root / "srv" / "m118" / "mysqld.sock")
         if not _alive(sock):
             script = SHARED / "tools" / "mariadb-11.8.sh"
@@ -239,7 +239,7 @@ def test_mariadb_118_answers_from_a_gtidx_built_index(m118):
 def test_tail_beside_a_server_that_writes_its_own_indexes(m118, tmp_path):
     """MariaDB 11.8 with binlog_gtid_index=ON: gtidx tail leaves its .idx files
     alone; with the server's index switched off, gtidx indexes the new files."""
-    from gtidx.indexfile import read_fingerprint
+    from gtidx.indexfile import IndexMeta
     from gtidx.tail import TailSettings, Tailer
     binlog_dir = Path(os.path.dirname(m118)) / "binlog"
     _sql(m118, "SET GLOBAL binlog_gtid_index=ON")
@@ -253,7 +253,7 @@ def test_tail_beside_a_server_that_writes_its_own_indexes(m118, tmp_path):
     Tailer(str(binlog_dir), TailSettings(server_grace=0)).run(once=True)
     after = {p.name: p.read_bytes() for p in binlog_dir.glob("*.idx")}
     assert set(after) == set(before)
-    assert all(after[n] == before[n] for n in after if read_fingerprint(str(binlog_dir / n)) is None)
+    assert all(after[n] == before[n] for n in after if IndexMeta.read(str(binlog_dir / n)) is None)
     try:
         _sql(m118, "SET GLOBAL binlog_gtid_index=OFF")
         _sql(m118, "FLUSH BINARY LOGS")
@@ -266,5 +266,5 @@ def test_tail_beside_a_server_that_writes_its_own_indexes(m118, tmp_path):
     own = binlog_dir / f"{name}.idx"
     assert not own.exists()                           # the server did not index it
     Tailer(str(binlog_dir), TailSettings(server_grace=0)).run(once=True)
-    assert own.exists() and read_fingerprint(str(own)) is not None
+    assert own.exists() and IndexMeta.read(str(own)) is not None
     verify_index(binlog_dir / name)

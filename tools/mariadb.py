@@ -51,7 +51,7 @@ def find_binary(*names: str) -> str:
             return found
     raise RuntimeError(
         f"{names[0]} not found: install MariaDB 10.11 with "
-        "'apt-get update && apt-get install -y mariadb-server mariadb-client' (as .ci/run does)"
+        "'apt-get update && apt-get install -y mariadb-server mariadb-client' (tools/test installs it)"
     )
 
 

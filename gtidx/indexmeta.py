@@ -1,0 +1,213 @@
+"""What gtidx stores with the indexes it writes, and the states of an index.
+
+``IndexMeta`` is the one owner of the fingerprint: the binlog prefix an
+index was made for (its size and the CRC32 of its first and last 64 KiB,
+the FDE's IN_USE flag masked) and, for ``gtidx tail``, its progress. It is
+kept in the index's ``user.gtidx`` xattr, set through the open file
+descriptor (so it lands on the inode that was written, whatever has been
+renamed over the name since). On a filesystem without user xattrs (ramfs,
+some network filesystems) it goes to a hidden sidecar file beside the index,
+``.<name>.idx.gtidx``, written like every gtidx file (exclusive temporary
+file, rename); the sidecar names the index's inode, so a sidecar left from
+another file at that name is never believed. Read and written only here.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import time
+import zlib
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from . import safefile
+from .binlog import IN_USE_FLAG, Binlog
+
+XATTR = "user.gtidx"
+FINGERPRINT_SPAN = 65536
+_NO_XATTRS = (errno.ENOTSUP, errno.EOPNOTSUPP)
+_MAX_META = 65536
+
+
+class IndexState(StrEnum):
+    """Whether an index can serve its binlog (``open_index``'s verdict)."""
+    OK = "ok"
+    MISSING = "missing"
+    INCOMPLETE = "incomplete"
+    CORRUPT = "corrupt"
+    STALE = "stale"
+
+
+class Progress(StrEnum):
+    """How far gtidx got writing an index: ``tail`` leaves PARTIAL ones
+    (complete leaves, no root yet) while a binlog grows."""
+    PARTIAL = "partial"
+    COMPLETE = "complete"
+
+
+# The server clears the FDE's IN_USE flag (byte 21) when it closes a binlog:
+# the same binlog before and after its rotation must fingerprint the same.
+_IN_USE_BYTE = 4 + 17
+
+
+def crc_masked(mm, lo: int, hi: int) -> int:
+    """CRC32 of ``mm[lo:hi]`` of a binlog, its FDE's IN_USE flag masked."""
+    if not lo <= _IN_USE_BYTE < hi:
+        return zlib.crc32(mm[lo:hi])
+    crc = zlib.crc32(mm[lo:_IN_USE_BYTE])
+    crc = zlib.crc32(bytes([mm[_IN_USE_BYTE] & ~IN_USE_FLAG & 0xFF]), crc)
+    return zlib.crc32(mm[_IN_USE_BYTE + 1:hi], crc)
+
+
+def sidecar_path(index: str) -> str:
+    d, name = os.path.split(os.fspath(index))
+    return os.path.join(d, f".{name}.gtidx")
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """The fingerprint of the binlog prefix an index covers, and progress."""
+    size: int
+    head_crc32: int
+    tail_crc32: int
+    state: Progress = Progress.COMPLETE
+    page_size: int | None = None
+    span_min: int | None = None
+    processed: int | None = None       # tail: the binlog is read up to here
+    records: int | None = None         # tail: records so far
+    updated: float | None = None       # tail: when progress was saved (epoch seconds)
+
+    @classmethod
+    def of(cls, b: Binlog, size: int | None = None, **progress) -> "IndexMeta":
+        """Fingerprint ``b`` up to ``size`` (default: all of it)."""
+        size = b.size if size is None else size
+        mm = b.buffer
+        head = crc_masked(mm, 0, min(size, FINGERPRINT_SPAN))
+        tail = crc_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
+        return cls(size, head, tail, **progress)
+
+    def matches(self, b: Binlog) -> bool:
+        """Is ``b``, up to this fingerprint's size, the binlog it was taken
+        of? (Progress fields are not compared.)"""
+        if self.size > b.size:
+            return False
+        other = IndexMeta.of(b, self.size)
+        return (other.head_crc32, other.tail_crc32) == (self.head_crc32, self.tail_crc32)
+
+    @property
+    def partial(self) -> bool:
+        return self.state is Progress.PARTIAL
+
+    # -- encoding ------------------------------------------------------------------
+    def to_json(self) -> bytes:
+        d = {"v": 1, **{k: v for k, v in asdict(self).items() if v is not None}}
+        d["state"] = str(self.state)
+        return json.dumps(d, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "IndexMeta | None":
+        """None for anything that is not a version-1 fingerprint."""
+        try:
+            d = json.loads(raw)
+            if not isinstance(d, dict) or d.get("v") != 1:
+                return None
+            ints = [d[k] for k in ("size", "head_crc32", "tail_crc32")]
+            if not all(type(i) is int and i >= 0 for i in ints):
+                return None
+            extra = {}
+            for k in ("page_size", "span_min", "processed", "records"):
+                if d.get(k) is not None:
+                    if type(d[k]) is not int:
+                        return None
+                    extra[k] = d[k]
+            if d.get("updated") is not None:
+                extra["updated"] = float(d["updated"])
+            return cls(*ints, state=Progress(d.get("state", "complete")), **extra)
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    # -- on disk -------------------------------------------------------------------
+    @classmethod
+    def read(cls, index: str) -> "IndexMeta | None":
+        """The fingerprint gtidx stored with the index at ``index`` (not
+        followed if a link); None when there is none (a server's index, or
+        no index)."""
+        try:
+            fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            return cls.read_fd(fd, index)
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def read_fd(cls, fd: int, index: str) -> "IndexMeta | None":
+        """The fingerprint of the index open as ``fd`` (found at ``index``)."""
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        try:
+            return cls.from_json(os.getxattr(fd, XATTR))
+        except OSError as e:
+            if e.errno not in _NO_XATTRS + (errno.ENODATA,):
+                return None
+        return cls._read_sidecar(index, st)
+
+    @classmethod
+    def _read_sidecar(cls, index: str, st: os.stat_result) -> "IndexMeta | None":
+        try:
+            fd = os.open(sidecar_path(index), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            raw = os.read(fd, _MAX_META)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        try:
+            d = json.loads(raw)
+            if not isinstance(d, dict) or (d.pop("dev", None), d.pop("ino", None)) != (st.st_dev, st.st_ino):
+                return None           # made for another file at this name
+        except ValueError:
+            return None
+        return cls.from_json(json.dumps(d).encode())
+
+    def write(self, fd: int, index: str) -> None:
+        """Store this with the index open as ``fd`` (to be found at
+        ``index``): its xattr, or the sidecar where the filesystem has no
+        user xattrs. Raises OSError (disk full, read-only, ...)."""
+        raw = self.to_json()
+        try:
+            os.setxattr(fd, XATTR, raw)
+            return
+        except OSError as e:
+            if e.errno not in _NO_XATTRS:
+                raise
+        st = os.fstat(fd)
+        d = json.loads(raw)
+        d.update(dev=st.st_dev, ino=st.st_ino)
+        safefile.write_file(sidecar_path(index), [json.dumps(d, separators=(",", ":")).encode()])
+
+    @staticmethod
+    def remove(index: str) -> None:
+        """Remove the sidecar of ``index`` (the xattr goes with its file)."""
+        safefile.discard(sidecar_path(index))
+
+    @staticmethod
+    def remove_orphans(index: str) -> None:
+        """Temporary files of ``index`` and of its sidecar left by writers
+        that were killed."""
+        safefile.remove_orphans(index, sidecar_path(index))
+
+
+def now() -> float:
+    return round(time.time(), 3)
