@@ -15,6 +15,7 @@ at each public entry point: ``_path``, ``parse_offset``, ``_gtid``,
 """
 from __future__ import annotations
 
+import bisect
 import builtins
 import logging
 import operator
@@ -124,9 +125,21 @@ class StateAt(NamedTuple):
         return self.state.position()
 
 
+class Occurrence(NamedTuple):
+    """One place a GTID's event group was logged (file, GTID event offset, end)."""
+    file: str
+    start: int
+    end: int
+
+
 class Location(NamedTuple):
     """Where a GTID's event group is: its GTID event at ``start``, its last
-    event ending at ``end``; a reader resuming after it continues at ``resume``."""
+    event ending at ``end``; a reader resuming after it continues at ``resume``.
+
+    With ``gtid_strict_mode=OFF`` a GTID can be logged more than once: the
+    answer is then the first occurrence in file order, and ``occurrences``
+    lists all of them (this one first), in file order. Empty: the GTID is
+    logged once as far as the binlogs show (see ``plan_locate``)."""
     gtid: Gtid
     file: str
     start: int
@@ -134,6 +147,7 @@ class Location(NamedTuple):
     resume: int
     timestamp: int
     via: str
+    occurrences: tuple = ()
 
 
 class ReplicaStart(NamedTuple):
@@ -183,6 +197,7 @@ class _File:
     def __init__(self, path: str, use_index: bool):
         self.binlog = Binlog(path)
         self.index: IndexStatus | None = None
+        self._down: set | None = None      # pairs_going_down(), once computed
         if use_index:
             self.index = open_index(self.binlog)
             if not self.index.usable:
@@ -229,6 +244,39 @@ class _File:
                 self._fallback(f"record at offset {rec.offset} is not an event in this binlog (stale index)")
         return (*self.start_record(), "scan")
 
+    def pairs_going_down(self) -> set | None:
+        """The (domain, server) pairs whose seq_no goes down from one index
+        record of this file to a later one, or that may have been logged
+        again between two records (gtid_strict_mode=OFF); None when there is
+        no usable index. Records lie at group ends, so two consecutive
+        records with the same state had groups between them that changed
+        nothing: GTIDs logged again, each its domain's last. One walk over
+        the records, kept. A domain whose last GTID moves back to a server at
+        the seq that server already had: that server logged it again."""
+        if self._down is None and self.reader is not None:
+            records = getattr(self.reader, "records", None)
+            if records is None:
+                return None
+            down, last, prev = set(), {}, None
+            try:
+                for rec in records():
+                    for d, s, q in rec.state:
+                        if q < last.get((d, s), 0):
+                            down.add((d, s))
+                        last[(d, s)] = q
+                    if prev is not None:
+                        if rec.state == prev:
+                            down.update((g.domain, g.server) for g in rec.state.position())
+                        for g in rec.state.position():
+                            # the domain's last moved back to a server at the seq it had
+                            if prev.last(g.domain) != g and prev.get(g.domain, g.server) == g.seq:
+                                down.add((g.domain, g.server))
+                    prev = rec.state
+            except GtidxError:
+                return None
+            self._down = down
+        return self._down
+
     def close(self) -> None:
         if self.index is not None:
             self.index.close()
@@ -246,6 +294,100 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
     """Has the binlog logged ``g`` by this state (seq per (domain, server) grows)?"""
     seq = state.get(g.domain, g.server)
     return seq is not None and seq >= g.seq
+
+
+# -- which files can hold a GTID (the one planner: Binlogs.locate and gtidx.spark) ---------------
+
+UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
+
+
+class LocatePlan(NamedTuple):
+    """The files (indexes into the binlog list, in file order) that can hold a
+    GTID, and whether its (domain, server) looked monotonic (then at most one
+    file can hold it, and it holds it at most once)."""
+    files: tuple
+    monotone: bool
+
+
+class Planner:
+    """Which files can hold a GTID of one (domain, server) (the rule of
+    ``plan_locate``), prepared once from its bounds so that each GTID costs a
+    bisection while the pair grows monotonically."""
+
+    __slots__ = ("bounds", "monotone", "_below", "_above")
+
+    def __init__(self, bounds: list):
+        self.bounds = bounds
+        known = [0 if b is None else b for b in bounds if b != UNKNOWN]
+        self.monotone = all(a <= b for a, b in zip(known, known[1:]))
+        # while monotonic, an unknown bound lies between the known ones around it
+        below, last = [], 0
+        for b in bounds:
+            last = last if b == UNKNOWN else (b or 0)
+            below.append(last)
+        above, nxt = [], _INFINITE
+        for b in reversed(bounds):
+            nxt = nxt if b == UNKNOWN else (b or 0)
+            above.append(nxt)
+        above.reverse()
+        self._below, self._above = below, above
+
+    def plan(self, n: int, dipped=(), ranges=None) -> "LocatePlan | str":
+        bounds, count = self.bounds, len(self.bounds) - 1
+        monotone = self.monotone and not dipped
+        if monotone and not ranges:
+            # file i can hold n when below[i] < n <= above[i + 1]: both grow with i
+            hi = bisect.bisect_left(self._below, n, 0, count)
+            lo = bisect.bisect_left(self._above, n, 1, count + 1) - 1
+            files = tuple(range(lo, hi))
+        else:
+            files = []
+            for i in range(count):
+                if ranges and i in ranges:
+                    can = ranges[i] is not None and ranges[i][0] <= n <= ranges[i][1]
+                else:
+                    can = not monotone or self._below[i] < n <= self._above[i + 1]
+                if can:
+                    files.append(i)
+            files = tuple(files)
+        if files:
+            return LocatePlan(files, monotone)
+        if bounds[-1] != UNKNOWN and n > (bounds[-1] or 0):
+            return "never written"
+        if bounds[0] != UNKNOWN and n <= (bounds[0] or 0):
+            return "purged: the earliest binlog starts after it"
+        return "no binlog that can hold it has it"
+
+
+_INFINITE = float("inf")
+
+
+def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | str:
+    """Which files can hold ``g``: ``bounds[i]`` is the seq_no of ``g``'s
+    (domain, server) in the start state (GTID_LIST) of file ``i`` (None:
+    absent), ``bounds[-1]`` the one at the end of the last file; ``UNKNOWN``
+    where a file could not be read. ``dipped``: files in which a scan saw that
+    seq go down; ``ranges``: for files scanned whole, the (lowest, highest)
+    seq of the pair in them (None: it logged nothing there).
+    Returns a LocatePlan, or why no file can hold ``g``.
+
+    While the (domain, server) only grows (every bound at least the one
+    before, no dip seen) it is the server's rule: ``g`` is in the one file
+    whose start state lacks it and whose end has it; never written when the
+    end lacks it, purged when the first start has it. Once it is seen to go
+    down anywhere (``gtid_strict_mode=OFF``, ``SET gtid_seq_no``), a seq can
+    be anywhere, any number of times, even in a file whose bounds grow (it
+    may dip and recover inside): every file can hold it, except those whose
+    scanned range excludes it. An unknown bound counts as anything between
+    the known ones around it while the pair is monotonic, else as anything.
+
+    Not detected: a dip that recovers before the file ends, in a history
+    whose bounds never go down, in a file no scan has walked through it."""
+    return Planner(bounds).plan(g.seq, dipped, ranges)
+
+
+class _Replan(Exception):
+    """A scan found a (domain, server) going down where the plan assumed not."""
 
 
 # -- a set of binlogs -----------------------------------------------------------------------
@@ -266,7 +408,9 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
         if len(indexes) > 1:
             raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
                                 path=path, hint="name one of them")
-        names = sorted(f for f in os.listdir(path) if _BINLOG_NAME.fullmatch(f))
+        # by the number after the last dot: master-bin.1000000 follows .999999
+        names = sorted((f for f in os.listdir(path) if _BINLOG_NAME.fullmatch(f)),
+                       key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
         if not names:
             raise NotFoundError("no binlog files here", path=path)
         return [os.path.join(path, n) for n in names]
@@ -318,6 +462,10 @@ class Binlogs:
         self._start: dict[str, BinlogState] = {}
         self._end = None
         self._names = {os.path.basename(f): f for f in self.files}
+        self._dips: dict[tuple, set] = {}      # (domain, server) -> files a scan saw it go down in
+        self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
+        self._damaged: set = set()             # files already reported as unreadable
+        self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
 
     @classmethod
     def from_path(cls, path, **kw) -> "Binlogs":
@@ -373,14 +521,31 @@ class Binlogs:
 
     def end_state(self) -> BinlogState:
         """The state after the last complete event of the last file."""
-        f = self._file(self.files[-1])
+        return self._end_of(self.files[-1]).copy()
+
+    def _end_of(self, path: str) -> BinlogState:
+        """The end state of ``path`` (cached; not a copy: do not change it)."""
+        f = self._file(path)
         b = f.binlog
         if self._end is None or self._end[0] != (b.path, b.size):
             offset, state, via = f.record(lambda r: r.last_record())
             end = b.complete_end(offset)
             state, _ = self._apply(f, state, offset, end, via)
             self._end = ((b.path, b.size), state)
-        return self._end[1].copy()
+        return self._end[1]
+
+    def _latest_known(self) -> tuple[BinlogState, GtidxError | None]:
+        """The end state, or, when the newest binlogs cannot be read, the end
+        state of the newest one that can (a lower bound) and the error of the
+        newest."""
+        failed = None
+        for path in reversed(self.files):
+            try:
+                return self._end_of(path).copy(), failed
+            except GtidxError as e:
+                self._warn_damaged(path, e)
+                failed = failed or e
+        raise failed
 
     # -- lookups ------------------------------------------------------------------
     def state_at(self, file, offset: int) -> StateAt:
@@ -398,6 +563,8 @@ class Binlogs:
             via = "index" if f.reader is not None else "scan"
         else:
             start, state, via = f.record(lambda r: r.at_offset(offset))
+            if offset == b.size and not b.growing:
+                b.complete_end(start)      # the end of a closed binlog cut short is not its end state
             state, via = self._apply(f, state, start, offset, via)
         if state is None:
             raise NotFoundError("not the start of an event", path=b.path, offset=offset,
@@ -417,40 +584,148 @@ class Binlogs:
         state = f.binlog.start_state.copy()
         return (state if f.binlog.apply_until(state, f.binlog.body_start, target) else None), "scan"
 
-    def locate(self, gtid: Gtid | str) -> Location:
+    def locate(self, gtid: Gtid | str, *, every: bool = False) -> Location:
         """The event group of ``gtid``. NotFoundError, naming the earliest and
         latest states, when these binlogs do not hold it.
 
-        As the server decides whether a GTID is in its binlog: it is when the
-        latest state has it (seq per (domain, server) at least its seq) and
-        the earliest does not (else it was purged); the file is the last one
-        whose GTID_LIST state does not have it yet.
+        The files that can hold it come from ``plan_locate`` (the start state
+        of every file and the end state). While its (domain, server) grows
+        monotonically that is one file, found by the index descent as the
+        server finds it; otherwise (``gtid_strict_mode=OFF``, seq_no stepped
+        back) every file that can hold it is scanned, and the answer is the
+        first occurrence in file order, with all of them in ``occurrences``.
+        A binlog that cannot be read fails only a lookup that needs it (a
+        warning on the ``gtidx`` logger names it otherwise).
+
+        ``every``: scan every binlog for every occurrence, certain also where
+        a seq_no went back and recovered inside a file whose start and end
+        states do not show it (what ``plan_locate`` cannot see); it reads all
+        the binlogs.
         """
         g = _gtid(gtid)
-        if not _contains(self.end_state(), g):
-            raise self._not_here(f"GTID {g}", "never written")
-        path = self._file_for(g)
-        if path is None:
-            raise self._not_here(f"GTID {g}", "purged: the earliest binlog starts after it")
-        f = self._file(path)
-        start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
-        loc = self._find_group(f, g, start, None, via)
-        if loc is None and start > f.binlog.body_start:
-            # seq_no went backwards in this binlog (gtid_strict_mode=OFF) and
-            # the descent passed the group: look in the part it skipped.
-            loc = self._find_group(f, g, f.binlog.body_start, start, "scan")
-        if loc is None:
-            raise self._not_here(f"GTID {g}", f"no such group in {os.path.basename(path)}")
-        return loc
+        if every:
+            return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
+        key = (g.domain, g.server)
+        while True:
+            end = self._end_bound(key)
+            cached = self._planners.get(key)
+            if cached is None or cached.bounds[-1] != end:
+                cached = Planner([self._start_bound(p, key) for p in self.files] + [end])
+                self._planners[key] = cached
+            dipped, ranges = self._dips.get(key, ()), self._ranges.get(key)
+            plan = cached.plan(g.seq, dipped and {i for i, p in enumerate(self.files) if p in dipped},
+                               ranges and {i: ranges[p] for i, p in enumerate(self.files) if p in ranges})
+            if isinstance(plan, str):
+                raise self._not_here(f"GTID {g}", plan)
+            try:
+                if plan.monotone:
+                    return self._locate_once(g, plan)
+                return self._locate_all(g, plan)
+            except _Replan:
+                continue            # a scan saw the seq go down: plan again with that
+
+    def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location:
+        """Monotonic (domain, server): the GTID is in at most one file, once."""
+        failed = None
+        for i in plan.files:
+            path = self.files[i]
+            try:
+                f = self._file(path)
+                start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
+                loc = self._find_group(f, g, start, None, via)
+                if loc is None and start > f.binlog.body_start:
+                    # the descent may have passed the group if the seq dipped
+                    # inside this file: look in the part it skipped
+                    loc = self._find_group(f, g, f.binlog.body_start, start, "scan")
+            except GtidxError as e:
+                failed = failed or e
+                self._warn_damaged(path, e)
+                continue
+            if loc is not None:
+                return loc
+        if failed is not None:
+            raise failed
+        raise self._not_here(f"GTID {g}", f"no such group in {os.path.basename(self.files[plan.files[-1]])}")
+
+    def _locate_all(self, g: Gtid, plan: LocatePlan) -> Location:
+        """Non-monotonic (domain, server): scan every file that can hold the
+        GTID; the first occurrence in file order is the answer."""
+        found, failed = [], None
+        for i in plan.files:
+            path = self.files[i]
+            try:
+                f = self._file(path)
+                found += self._scan_for(f, g)
+            except GtidxError as e:
+                failed = failed or e
+                self._warn_damaged(path, e)
+        if not found:
+            if failed is not None:
+                raise failed
+            why = "all of them were scanned" if len(plan.files) == len(self.files) else \
+                f"the {len(plan.files)} that can hold it were scanned: seq_no went backwards"
+            raise self._not_here(f"GTID {g}", why)
+        if failed is not None:
+            log.warning("%s occurs in %s, but %s could not be searched for more occurrences",
+                        g, os.path.basename(found[0].file), failed.path or "a binlog")
+        occ = tuple(Occurrence(x.file, x.start, x.end) for x in found) if len(found) > 1 else ()
+        return found[0]._replace(occurrences=occ)
 
     def _find_group(self, f: _File, g: Gtid, start: int, stop: int | None, via: str) -> Location | None:
-        key = (g.seq, g.domain)
+        """The first group of ``g`` in [start, stop); a walk that sees the
+        GTID's (domain, server) go down raises _Replan (the file is not
+        monotonic for it after all)."""
+        domain_, server_, n = g
+        prev = 0
         for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
             if stop is not None and begin >= stop:
                 break
-            if (seq, domain) == key and server == g.server:
-                return Location(g, f.path, begin, end, end, ts, via if f.reader else "scan")
+            if domain == domain_ and server == server_:
+                if seq == n:
+                    return Location(g, f.path, begin, end, end, ts, via if f.reader else "scan")
+                if seq < prev:
+                    self._dips.setdefault((domain_, server_), set()).add(f.path)
+                    raise _Replan()
+                prev = seq
         return None
+
+    def _scan_for(self, f: _File, g: Gtid) -> list[Location]:
+        """Every group of ``g`` in the file, in file order (learning on the way
+        whether its (domain, server) goes down in this file)."""
+        domain_, server_, n = g
+        prev, dipped, lo, hi, out = 0, False, None, 0, []
+        for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans():
+            if domain == domain_ and server == server_:
+                if seq == n:
+                    out.append(Location(g, f.path, begin, end, end, ts, "scan"))
+                dipped = dipped or seq < prev
+                prev = seq
+                lo = seq if lo is None or seq < lo else lo
+                hi = seq if seq > hi else hi
+        if dipped:
+            self._dips.setdefault((domain_, server_), set()).add(f.path)
+        self._ranges.setdefault((domain_, server_), {})[f.path] = None if lo is None else (lo, hi)
+        return out
+
+    def _start_bound(self, path: str, key: tuple) -> int | None | str:
+        try:
+            return self.start_state(path).get(*key)
+        except GtidxError as e:
+            self._warn_damaged(path, e)
+            return UNKNOWN
+
+    def _end_bound(self, key: tuple) -> int | None | str:
+        try:
+            return self._end_of(self.files[-1]).get(*key)
+        except GtidxError as e:
+            self._warn_damaged(self.files[-1], e)
+            return UNKNOWN
+
+    def _warn_damaged(self, path: str, e: GtidxError) -> None:
+        if path not in self._damaged:
+            self._damaged.add(path)
+            log.warning("%s (lookups that need %s fail; the others are answered from the other "
+                        "binlogs)", e if e.path else f"{path}: {e}", os.path.basename(path))
 
     def replica_start(self, position: Position | str, *, strict: bool = False) -> ReplicaStart:
         """Where the server starts sending to a replica at ``position`` (one GTID
@@ -471,17 +746,19 @@ class Binlogs:
           ends with the requested GTID skip nothing.
         """
         pos = _position(position)
-        latest = self.end_state()
+        latest, failed = self._latest_known()
         for g in pos:
             seq = latest.get(g.domain, g.server)
-            if (seq is not None and seq >= g.seq) or latest.last(g.domain) is None:
+            if (seq is not None and seq >= g.seq) or (latest.last(g.domain) is None and failed is None):
                 continue
+            if failed is not None:
+                raise failed         # the unreadable newest binlog may hold it
             diverged = latest.last(g.domain).seq >= g.seq
             raise NotFoundError(
                 f"connecting replica requested to start from GTID {g}, which is not in the "
                 f"master's binlog{' (the replica has probably diverged: the binlog has higher seq_no)' if diverged else ''}",
                 hint=f"latest state {latest or '(empty)'}")
-        path = next((p for p in reversed(self.files) if self.start_state(p).is_before(pos)), None)
+        path = next((p for p in reversed(self.files) if self._start_before(p, pos)), None)
         if path is None:
             raise NotFoundError(
                 "could not find the GTID state requested by the replica in any binlog file: the "
@@ -489,6 +766,8 @@ class Binlogs:
                 hint=f"earliest state {self.start_state(self.files[0]) or '(empty)'}")
         f = self._file(path)
         offset, state, via = f.record(lambda r: r.before_position(pos))
+        if via == "index" and offset > f.binlog.body_start and not self._skip_safe(f, path, pos, offset):
+            via = "scan"         # seq_no went back in this file: the record's state hides where to stop
         if via == "scan":
             offset, state = 4, f.binlog.start_state.copy()   # the server reads the whole file
         skip = {g.domain: g for g in pos}
@@ -497,6 +776,43 @@ class Binlogs:
                 del skip[g.domain]        # the replica stops exactly here in that domain
         first = self._first_sent(path, offset, dict(skip), strict, via)
         return ReplicaStart(pos, path, offset, state, Position(skip.values()), first, via)
+
+    def _start_before(self, path: str, pos: Position) -> bool:
+        """Is the file's start state before ``pos``? For a binlog whose start
+        cannot be read, the end state of the one before it stands in (the
+        server writes that state as the next file's GTID_LIST): a replica
+        that would start in the unreadable file gets its error."""
+        try:
+            return self.start_state(path).is_before(pos)
+        except GtidxError as e:
+            self._warn_damaged(path, e)
+            i = self.files.index(path)
+            if i == 0 or self._end_of(self.files[i - 1]).is_before(pos):
+                raise
+            return False
+
+    def _skip_safe(self, f: _File, path: str, pos: Position, offset: int) -> bool:
+        """May a replica start at the index record at ``offset`` instead of
+        at the file's start, where MariaDB 10.11 reads from? The record's state
+        is before the position; a scan from the start would still stop
+        skipping earlier if a (domain, server) of the position reached its
+        seq_no before the record and went back (gtid_strict_mode=OFF). So the
+        record is used only while the file shows every such pair growing:
+        its start state to the next file's (or the end state) and every index
+        record of the file. (Not what earlier lookups' scans saw: the answer
+        must not depend on what was asked before.) Not seen: a dip, or a
+        repeated GTID, that lies between two consecutive records of a file
+        whose records and bounds never go down."""
+        i = self.files.index(path)
+        try:
+            after = self.start_state(self.files[i + 1]) if i + 1 < len(self.files) else self._end_of(path)
+        except GtidxError:
+            return False
+        start = f.binlog.start_state
+        if any((after.get(g.domain, g.server) or 0) < (start.get(g.domain, g.server) or 0) for g in pos):
+            return False
+        down = f.pairs_going_down()
+        return down is not None and not any((g.domain, g.server) in down for g in pos)
 
     def _first_sent(self, path: str, offset: int, skip: dict, strict: bool, via: str) -> Location | None:
         for i in range(self.files.index(path), len(self.files)):
@@ -519,26 +835,18 @@ class Binlogs:
                 return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
         return None
 
-    def _file_for(self, g: Gtid) -> str | None:
-        """The file that holds ``g``: the last one whose start state does not
-        have it yet (binary search: seq numbers grow per (domain, server))."""
-        lo, hi = 0, len(self.files)       # first file whose start state has g
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _contains(self.start_state(self.files[mid]), g):
-                hi = mid
-            else:
-                lo = mid + 1
-        return None if lo == 0 else self.files[lo - 1]
-
     def _not_here(self, what: str, why: str) -> NotFoundError:
-        earliest = self.start_state(self.files[0])
+        try:
+            earliest = self.start_state(self.files[0])
+        except GtidxError:
+            earliest = None
         try:
             latest = self.end_state()
         except GtidxError:
             latest = None
         return NotFoundError(f"{what} is not in these binlogs ({why})",
-                             hint=f"earliest state {earliest or '(empty)'}; latest {latest or '(unknown)'}")
+                             hint=f"earliest state {'(unknown)' if earliest is None else earliest or '(empty)'}; "
+                                  f"latest {'(unknown)' if latest is None else latest or '(empty)'}")
 
 
 def open(path: str | os.PathLike, **kw) -> Binlogs:  # noqa: A001 (gtidx.open)
@@ -763,19 +1071,22 @@ def _file_status(path: str, now: float) -> FileStatus:
     return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)
 
 
-def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False):
-    """``spec`` is one GTID (-> Location) or a replication position with
-    several domains (-> ReplicaStart). With ``replica``, ``spec`` is always a
-    replica's position (-> ReplicaStart), a single domain too."""
+def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
+         every: bool = False):
+    """``spec`` is one GTID (-> Location; ``every``: see ``Binlogs.locate``) or
+    a replication position with several domains (-> ReplicaStart). With
+    ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
+    single domain too."""
     pos = _position(spec)
     with Binlogs.from_path(path) as logs:
         if len(pos) == 1 and not replica:
-            return logs.locate(next(iter(pos)))
+            return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)
 
 
 __all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
-           "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "ReplicaStart",
+           "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
+           "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
            "FileStatus", "BuildProgress", "parse_offset",
            "DEFAULT_MAX_RATIO", "fmt"]

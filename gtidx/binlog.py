@@ -485,21 +485,28 @@ class Binlog:
     def _corrupt(self, message: str, offset: int) -> CorruptBinlogError:
         return CorruptBinlogError(message, path=self.path, offset=offset)
 
-    def complete_end(self, start: int = 4) -> int:
+    def complete_end(self, start: int = 4, *, closed_check: bool = True) -> int:
         """The end of the last complete event, walking from ``start`` (an event
-        boundary). Raises for a length < 19 anywhere, and for a partial last
-        event in a closed file."""
+        boundary). Raises for a length < 19 anywhere, for a partial last
+        event in a closed file, and (``closed_check``) for a closed file whose
+        last event is not ROTATE or STOP (``truncation``)."""
         mm, size = self._mm, self.size
         self._fill_walk(start, size)
         unpack = TYPE_LENGTH.unpack_from
         off = start
+        last = None
         while off + HEADER_LEN <= size:
             ln = unpack(mm, off)[1]
             if ln < HEADER_LEN:
                 raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
             if off + ln > size:
                 break
+            last = off
             off += ln
+        if closed_check and last is not None:
+            cut = self.truncation(last, None)
+            if cut is not None:
+                raise cut
         if off != size and not self.fde.in_use:
             if off + HEADER_LEN > size:
                 raise self._corrupt(f"{size - off} trailing bytes after the last event "
@@ -670,11 +677,15 @@ class Binlog:
         except struct.error:
             pass
         # Cold tail: where do complete events end, and is the open group done?
-        end = self._tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
+        end, cut = self._tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
         if per_group:
             if end is not None:
                 yield cur_start, end, cur
+            if cut is not None:
+                raise cut
             return
+        if cut is not None:
+            raise cut
         if end is not None:
             add(cur)
             last_end = end
@@ -683,16 +694,42 @@ class Binlog:
                 batch = []
         yield last_end, batch, False
 
-    def _tail_end(self, mark: int, open_start: int | None, flags2: int) -> int | None:
-        """After a walk: check the framing from ``mark`` to the end, and return
-        where the open group (started at ``open_start``) ends, or None when
-        there is none or it is not complete yet (a file still being written)."""
-        end = self.complete_end(mark)
-        if open_start is None:
+    def truncation(self, last: int, open_start: int | None) -> CorruptBinlogError | None:
+        """The error for a closed binlog (IN_USE clear) that was cut short, or
+        None. The server closes a binlog with ROTATE (rotation) or STOP
+        (shutdown): a closed file whose last event (at ``last``) is anything
+        else, or that ends inside an event group (one opened at
+        ``open_start``), is a partial copy. A file still being written (or
+        left by a crash: IN_USE set) may end anywhere."""
+        if self.fde.in_use:
             return None
-        if not self.fde.in_use or self._group_terminated(open_start, end, flags2):
-            return end
-        return None
+        etype = TYPE_LENGTH.unpack_from(self._mm, last)[0]
+        if etype in (ROTATE, STOP) and open_start is None:
+            return None
+        where = "inside the event group at offset %d" % open_start if open_start is not None else \
+            f"with a {EVENT_NAMES.get(etype, f'type {etype}')} event"
+        return self._corrupt(
+            f"truncated binlog: a closed binlog ends with ROTATE or STOP, this one ends {where} "
+            f"(a partial copy?)", self.size)
+
+    def _tail_end(self, mark: int, open_start: int | None, flags2: int):
+        """After a walk: check the framing from ``mark`` to the end. Returns
+        (where the open group started at ``open_start`` ends, or None when there
+        is none or it is not complete; the truncation error of a closed file
+        cut short, or None). The open group of a cut file counts only when
+        its terminating event (XID, COMMIT, ...) is there."""
+        end = self.complete_end(mark, closed_check=False)
+        cut = None
+        if not self.fde.in_use and end > mark:
+            last = None
+            for last, _, _, _ in self._headers_between(mark, end):
+                pass
+            cut = self.truncation(last, open_start)
+        if open_start is None:
+            return None, cut
+        if (not self.fde.in_use and cut is None) or self._group_terminated(open_start, end, flags2):
+            return end, cut
+        return None, cut
 
     def _group_terminated(self, start: int, end: int, flags2: int) -> bool:
         """Is the last event of the group [start, end) a terminator?"""

@@ -365,20 +365,28 @@ def _location_json(loc) -> dict:
                    "where does the server start sending to it?")
 @click.argument("path", default=".", type=_PATH)
 @_json_option()
-def seek(spec, replica, path, as_json):
+@click.option("--every", is_flag=True,
+              help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
+                   "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
+def seek(spec, replica, path, as_json, every):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
     a master-bin.index (default: the current directory). Exactly one of --gtid, --replica."""
     if (spec is None) == (replica is None):
         raise click.UsageError("give exactly one of --gtid GTID and --replica POSITION",
                                ctx=click.get_current_context())
     from . import api
-    r = api.seek(spec if replica is None else replica, path, replica=replica is not None)
+    r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every)
     if isinstance(r, api.Location):
+        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
-            _emit_json(_location_json(r))
+            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences]})
         else:
             with _Output() as out:
                 out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via})\n")
+                if len(occurrences) > 1:
+                    out.write(f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
+                              f"gtid_strict_mode=OFF); the answer is the first: "
+                              f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
         return
     first = None if r.first is None else _location_json(r.first)
     if as_json:
@@ -649,6 +657,8 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, l
     handler.setFormatter(_JsonLogLines() if as_json else LogfmtFormatter())
     logger = logging.getLogger("gtidx.tail")
     logger.addHandler(handler)
+    # process-wide state (tests run many commands in one process): restored after
+    saved = logger.level, logger.propagate
     logger.setLevel(log_level.upper())
     logger.propagate = False
     try:
@@ -656,6 +666,8 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, l
                      max_ratio=max_ratio, retry_max=retry_max)
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
     if once and t.failed:
         click.get_current_context().exit(3)
 

@@ -523,3 +523,7 @@ class HotIndex:
 
     def last_record(self) -> Record:
         return self._records[-1]
+
+    def records(self) -> Iterator[Record]:
+        """Every record of the complete leaves, in binlog order."""
+        return iter(self._records)

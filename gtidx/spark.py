@@ -12,9 +12,12 @@ files x GTIDs:
    state (GTID_LIST) and, for the last file, its end state (index, then a
    short scan);
 2. each GTID is assigned to its file with the summaries alone (broadcast),
-   by the same rules as ``Binlogs.locate``: not in these binlogs when the
-   latest state lacks it (never written) or the earliest has it (purged);
-   else the last file whose start state does not have it yet;
+   by the planner of ``Binlogs.locate`` (``api.plan_locate``): not in these
+   binlogs when the latest state lacks it (never written) or the earliest
+   has it (purged); else the last file whose start state does not have it
+   yet. A GTID whose (domain, server) went backwards (gtid_strict_mode=OFF)
+   can be in several files: it goes to the first of them, whose task answers
+   it with ``Binlogs.locate`` (every file that can hold it, first occurrence);
 3. GTIDs are grouped by file and one task per file opens that file once and
    answers all its GTIDs in offset order: by index lookups when they are few,
    by one pass over the file's groups when they are many (a pass costs what
@@ -25,7 +28,6 @@ position with several domains: ``replica_start``), found or not.
 """
 from __future__ import annotations
 
-import bisect
 import os
 import threading
 import time
@@ -73,11 +75,17 @@ PASS_PER_BYTE = 1 / 131072
 # -- locate ---------------------------------------------------------------------------------------
 
 def _summary(path: str, last: bool) -> tuple[str, str, str | None]:
-    """(file, start state, end state for the last file): what planning needs."""
-    with api.Binlogs([path]) as logs:
-        start = logs.start_state(path)
-        end = logs.end_state() if last else None
-    return path, str(start), None if end is None else str(end)
+    """(file, start state, end state for the last file): what planning needs;
+    ``api.UNKNOWN`` for a state a damaged binlog does not give (the lookups
+    that need that file then fail with its error, the others are answered)."""
+    start = end = api.UNKNOWN
+    try:
+        with api.Binlogs([path]) as logs:
+            start = str(logs.start_state(path))
+            end = str(logs.end_state()) if last else None
+    except GtidxError:
+        pass
+    return path, start, end
 
 
 class _Plan:
@@ -89,10 +97,11 @@ class _Plan:
         self.starts = starts          # text, parsed lazily on each executor
         self.latest = latest
         self._parsed = None
+        self._planners = {}
 
     def _states(self):
         if self._parsed is None:
-            self._parsed = ([BinlogState.parse(s) for s in self.starts], BinlogState.parse(self.latest))
+            self._parsed = ([_parse_state(s) for s in self.starts], _parse_state(self.latest))
         return self._parsed
 
     def assign(self, value: str) -> tuple[str | None, str]:
@@ -105,23 +114,38 @@ class _Plan:
         if len(pos) != 1:
             # A replica position: the newest file whose start state is before it.
             for f, st in zip(reversed(self.files), reversed(starts)):
-                if st.is_before(pos):
+                if st != api.UNKNOWN and st.is_before(pos):
                     return f, value
             return self.files[-1], value       # replica_start explains the refusal
-        g = next(iter(pos))
-        if not _has(latest, g):
-            return None, "not in these binlogs (never written)"
-        # first file whose start state has g: the GTID is in the one before it
-        keys = [_has(st, g) for st in starts]
-        i = bisect.bisect_left(keys, True)
-        if i == 0:
-            return None, "not in these binlogs (purged: the earliest binlog starts after it)"
-        return self.files[i - 1], value
+        plan = self.plan(next(iter(pos)))
+        if isinstance(plan, str):
+            return None, f"not in these binlogs ({plan})"
+        return self.files[plan.files[0]], value
+
+    def plan(self, g: Gtid) -> api.LocatePlan | str:
+        """``api.Planner`` on the summaries (one per (domain, server), kept)."""
+        key = (g.domain, g.server)
+        planner = self._planners.get(key)
+        if planner is None:
+            starts, latest = self._states()
+            planner = api.Planner([st if st == api.UNKNOWN else st.get(*key) for st in starts + [latest]])
+            self._planners[key] = planner
+        return planner.plan(g.seq)
+
+    def __getstate__(self):
+        return {"files": self.files, "starts": self.starts, "latest": self.latest}
+
+    def __setstate__(self, state):
+        self.__init__(state["files"], state["starts"], state["latest"])
+
+    def one_file(self, g: Gtid) -> bool:
+        """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
+        plan = self.plan(g)
+        return not isinstance(plan, str) and plan.monotone and len(plan.files) == 1
 
 
-def _has(state: BinlogState, g: Gtid) -> bool:
-    seq = state.get(g.domain, g.server)
-    return seq is not None and seq >= g.seq
+def _parse_state(text: str):
+    return api.UNKNOWN if text == api.UNKNOWN else BinlogState.parse(text)
 
 
 def _not_found(value: str, reason: str) -> tuple:
@@ -129,7 +153,7 @@ def _not_found(value: str, reason: str) -> tuple:
     return (value, kind, None, None, None, None, None, None, False, reason)
 
 
-def _answer_file(item, all_files: list[str], pass_per_byte: float) -> list[tuple]:
+def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan | None = None) -> list[tuple]:
     """All the GTIDs (and positions) assigned to one file, answered together."""
     path, values = item
     values = list(values)
@@ -139,7 +163,7 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float) -> list[tuple
     out = []
     with api.Binlogs(all_files) as logs:
         if gtids:
-            out += _answer_gtids(logs, path, gtids, pass_per_byte)
+            out += _answer_gtids(logs, path, gtids, pass_per_byte, plan)
         for v in positions:
             try:
                 r = logs.replica_start(v)
@@ -153,35 +177,55 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float) -> list[tuple
     return out
 
 
-def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte: float) -> list[tuple]:
+def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte: float,
+                  plan: _Plan | None = None) -> list[tuple]:
     wanted = {}
     for v in values:
         wanted.setdefault(Gtid.parse(v), []).append(v)
-    with Binlog(path) as b:
-        size = b.size
-    found = {}
-    if len(wanted) > size * pass_per_byte:
-        # Many GTIDs in this file: one pass over its groups, in offset order.
-        keys = {(g.seq, g.domain, g.server): g for g in wanted}
+    found, failed = {}, {}
+
+    def library(g):
+        try:
+            found[g] = logs.locate(g)
+        except NotFoundError:
+            found[g] = None
+        except GtidxError as e:      # a damaged binlog this GTID needs: its error
+            failed[g] = str(e)
+
+    if plan is not None:
+        # (domain, server) that went backwards: Binlogs.locate searches every
+        # file that can hold them (this is the first)
+        for g in [g for g in wanted if not plan.one_file(g)]:
+            library(g)
+    rest = [g for g in wanted if g not in found and g not in failed]
+    try:
         with Binlog(path) as b:
-            for begin, end, (ts, server, seq, domain, _) in b.group_spans():
-                g = keys.pop((seq, domain, server), None)
-                if g is not None:
-                    found[g] = api.Location(g, path, begin, end, end, ts, "scan")
-                    if not keys:
-                        break
-    else:
-        # Few: index lookups, in GTID order (offset order where seq grows).
-        for g in sorted(wanted):
-            try:
-                found[g] = logs.locate(g)
-            except NotFoundError:
-                pass
+            size = b.size
+        if len(rest) > size * pass_per_byte:
+            # Many GTIDs in this file: one pass over its groups, in offset order.
+            keys = {(g.seq, g.domain, g.server): g for g in rest}
+            with Binlog(path) as b:
+                for begin, end, (ts, server, seq, domain, _) in b.group_spans():
+                    g = keys.pop((seq, domain, server), None)
+                    if g is not None:
+                        found[g] = api.Location(g, path, begin, end, end, ts, "scan")
+                        if not keys:
+                            break
+        else:
+            # Few: index lookups, in GTID order (offset order where seq grows).
+            for g in sorted(rest):
+                library(g)
+    except GtidxError as e:
+        for g in rest:
+            if g not in found:
+                failed[g] = str(e)
     out = []
     for g, vs in wanted.items():
         loc = found.get(g)
         for v in vs:
-            if loc is None:
+            if g in failed:
+                out.append(_not_found(v, failed[g]))
+            elif loc is None:
                 out.append(_not_found(v, f"not in these binlogs (no such group in {os.path.basename(path)})"))
             else:
                 out.append((v, "gtid", loc.file, loc.start, loc.end, loc.resume, loc.timestamp, None, True, None))
@@ -223,13 +267,13 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
 
         def answer(item):
             t = time.perf_counter()
-            rows = _answer_file(item, files, pass_per_byte)
+            rows = _answer_file(item, files, pass_per_byte, bplan.value)
             spent.add(time.perf_counter() - t)
             touched_files.add(1)
             return rows
     else:
         def answer(item):
-            return _answer_file(item, files, pass_per_byte)
+            return _answer_file(item, files, pass_per_byte, bplan.value)
     answered = touched.groupByKey(numPartitions=n).flatMap(answer)
     return spark.createDataFrame(missing.union(answered), LOCATE_SCHEMA)
 

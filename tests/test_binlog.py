@@ -356,3 +356,66 @@ def test_errors_are_one_line_gtidx_errors(tmp_path):
         with pytest.raises(GtidxError) as e:
             Binlog(write(tmp_path, data))
         assert "\n" not in str(e.value) and str(tmp_path) in str(e.value)
+
+
+# -- a closed binlog cut short (issue 11 item 4) -----------------------------------------------------
+
+def _cuts_inside_a_group(path: Path):
+    """(cut, group) pairs: event boundaries inside multi-event groups (after
+    the GTID event, before the last event), and the end of the last group
+    (the ROTATE removed)."""
+    with Binlog(path) as b:
+        groups = list(b.groups())
+        heads = [(off, t) for off, t, _, _ in b.headers()]
+    out = []
+    for g in groups[5:60:7]:
+        inside = [off for off, _ in heads if g.start < off < g.end]
+        if inside:
+            out.append((inside[len(inside) // 2], g))
+    out.append((groups[-1].end, None))
+    return groups, out
+
+
+@pytest.mark.parametrize("path", [MIXED, XA, M1011 / "mixed" / "master-bin.000002", NOCRC],
+                         ids=["11.8-mixed", "11.8-xa", "10.11-mixed", "11.8-nochecksum"])
+def test_closed_binlog_cut_at_an_event_boundary_says_truncated(tmp_path, path):
+    """A closed binlog ends with ROTATE or STOP: cut elsewhere (a partial
+    copy), its complete groups are still listed, the cut group never, and
+    the walk ends with a CorruptBinlogError that says "truncated". The state
+    at any offset before the cut is still the server's."""
+    full = copy_bytes(path)
+    groups, cuts = _cuts_inside_a_group(path)
+    expected_pos = oracle(path)["pos"]
+    for cut, cut_group in cuts:
+        p = write(tmp_path, full[:cut])
+        with Binlog(p) as b:
+            assert not b.growing
+            seen = []
+            with pytest.raises(CorruptBinlogError, match="truncated") as e:
+                for g in b.groups():
+                    seen.append(g)
+            assert e.value.offset == cut
+            complete = [g for g in groups if g.end <= cut]
+            if cut_group is not None:
+                assert seen == [g for g in groups if g.end < cut_group.end]      # the cut group is not there
+            else:
+                assert seen == complete
+            with pytest.raises(CorruptBinlogError, match="truncated"):
+                list(b.group_batches(1))
+            for offset, answer in expected_pos:
+                if 4 < offset < cut:
+                    st = b.state_at(offset)
+                    assert (None if st is None else st.position()) == (None if answer is None else Position.parse(answer))
+
+
+def test_closed_binlog_ending_with_its_last_complete_group_lists_it(tmp_path):
+    """Cut exactly after a group's terminating XID (the rest, ROTATE included,
+    lost): that group is complete and listed, and the file is still truncated."""
+    with Binlog(MIXED) as b:
+        g = list(b.groups())[10]
+    with Binlog(write(tmp_path, copy_bytes(MIXED)[:g.end])) as b:
+        seen = []
+        with pytest.raises(CorruptBinlogError, match="truncated"):
+            for x in b.groups():
+                seen.append(x)
+        assert seen[-1] == g

@@ -168,6 +168,27 @@ def test_seek_position_gives_the_replica_start(multifile):
     assert Position.parse(doc["skip"]) == Position.parse("0-1-7997")
 
 
+def test_seek_every_lists_a_gtid_logged_twice_in_one_binlog(tmp_path):
+    """Issue 12 item 6: the 11.8 nonmono binlog logs 5-1-101 twice (seq_no
+    set back, then up again, inside one file: its start and end states do not
+    show it). seek answers the first; --every scans for all and lists them."""
+    d = tmp_path / "nonmono"
+    shutil.copytree(M118 / "nonmono", d)
+    oracle = json.loads((d / "oracle.json").read_text())
+    twice = [(s, e) for g, s, e in oracle["files"][0]["groups"] if g == "5-1-101"]
+    assert len(twice) == 2
+    r = run("seek", "--json", "--gtid", "5-1-101", d)
+    assert r.exit_code == 0 and (json.loads(r.stdout)["start"], json.loads(r.stdout)["end"]) == twice[0]
+    r = run("seek", "--json", "--every", "--gtid", "5-1-101", d)
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and (doc["start"], doc["end"]) == twice[0]
+    assert [(o["start"], o["end"]) for o in doc["occurrences"]] == twice
+    r = run("seek", "--every", "--gtid", "5-1-101", d)
+    assert r.exit_code == 0 and "occurs 2 times" in r.stdout and f"{twice[1][0]}-{twice[1][1]}" in r.stdout
+    r = run("seek", "--every", "--gtid", "5-1-99", d)
+    assert r.exit_code == 1 and "all of them were scanned" in r.output
+
+
 def test_seek_not_found_and_bad_gtid(multifile):
     r = run("seek", "--gtid", "0-1-5", multifile)
     assert r.exit_code == 1 and "purged" in r.output and "earliest state" in r.output

@@ -369,6 +369,103 @@ def test_locate_outside_the_binlogs(tmp_path):
             logs.locate("77-1-1")
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(1, 30), st.just(api.UNKNOWN)), min_size=2, max_size=9),
+       st.integers(1, 32))
+def test_planner_bisection_is_the_rule(bounds, n):
+    """Planner's bisection (monotonic pairs) answers what the rule says file
+    by file: file i can hold n when the known bounds around it allow it."""
+    plan = api.plan_locate(api.Gtid(0, 1, n), bounds)
+    known = [0 if b is None else b for b in bounds if b != api.UNKNOWN]
+    if any(a > b for a, b in zip(known, known[1:])):
+        assert plan.monotone is False and plan.files == tuple(range(len(bounds) - 1))
+        return
+
+    def lower(i):      # the nearest known bound at or before i
+        return next((b or 0 for b in reversed(bounds[:i + 1]) if b != api.UNKNOWN), 0)
+
+    def upper(i):      # the nearest known bound at or after i
+        return next((b or 0 for b in bounds[i:] if b != api.UNKNOWN), float("inf"))
+    expected = tuple(i for i in range(len(bounds) - 1) if lower(i) < n <= upper(i + 1))
+    if expected:
+        assert plan == api.LocatePlan(expected, True)
+    else:
+        assert isinstance(plan, str)
+
+
+def _replica_positions(files) -> list[str]:
+    """The position at every group end, and each with the domain's other servers' GTIDs."""
+    out = set()
+    with api.Binlogs([str(f) for f in files], use_index=False) as logs:
+        for f in files:
+            with Binlog(f) as b:
+                ends = [g.end for g in b.groups()]
+            for end in ends:
+                st = logs.state_at(f, end).state
+                pos = st.position()
+                out.add(str(pos))
+                for other in st:
+                    if other != st.last(other.domain):
+                        out.add(str(Position([other if p.domain == other.domain else p for p in pos])))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("scenario", [M1011 / "nonmono", M118 / "nonmono", M1011 / "mixed"],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_replica_start_index_equals_scan(tmp_path, scenario):
+    """Issue 11 item 2: an index never changes a replica start (the scan is
+    what a real 10.11 replica gets: tests/test_nonmono_live.py), at any layout."""
+    files = copy_set(tmp_path, scenario)
+    positions = _replica_positions(files)
+    positions = positions[::max(1, len(positions) // 150)]
+    if scenario.name == "nonmono" and scenario.parent == M1011:
+        positions.append("0-1-277,1-1-287,2-2-256,5-1-102")     # the issue's case
+    with api.Binlogs([str(f) for f in files], use_index=False) as scan:
+        expected = {}
+        for p in positions:
+            try:
+                r = scan.replica_start(p)
+                expected[p] = (r.file, r.first and r.first[:4])
+            except NotFoundError as e:
+                expected[p] = str(e)
+    if scenario.name == "nonmono" and scenario.parent == M1011:
+        first = expected["0-1-277,1-1-287,2-2-256,5-1-102"][1]
+        assert (str(first[0]), first[2]) == ("5-1-50", 5440)
+    for page_size, span in ((64, 1), (64, 256), (256, 1), (4096, 4096), (4096, 65536)):
+        for f in files:
+            build_index(f, page_size=page_size, span_min=span, max_ratio=None, force=True)
+        wrong = []
+        with api.Binlogs([str(f) for f in files]) as idx:
+            for p in positions:
+                try:
+                    r = idx.replica_start(p)
+                    mine = (r.file, r.first and r.first[:4])
+                except NotFoundError as e:
+                    mine = str(e)
+                if mine != expected[p]:
+                    wrong.append((page_size, span, p, mine, expected[p]))
+        assert wrong == [], wrong[:3]
+
+
+def test_directory_without_index_sorts_by_number(tmp_path):
+    """Issue 11 item 3: master-bin.1000000 follows master-bin.999999 (no
+    master-bin.index: the names decide the order)."""
+    src = sorted((M1011 / "multifile").glob("master-bin.0*"))
+    d = tmp_path / "wrapped"
+    d.mkdir()
+    numbers = [999998, 999999, 1000000, 1000001, 1000002]
+    for f, n in zip(src, numbers):
+        shutil.copyfile(f, d / f"master-bin.{n:06d}")
+    assert [os.path.basename(f) for f in api.list_binlogs(d)] == [f"master-bin.{n:06d}" for n in numbers]
+    oracle = json.loads((M1011 / "multifile" / "oracle.json").read_text())
+    names = dict(zip((f.name for f in src), (f"master-bin.{n:06d}" for n in numbers)))
+    with api.open(d, use_index=False) as logs:
+        for f in oracle["files"]:
+            for g, start, end in f["groups"][::7]:
+                loc = logs.locate(g)
+                assert (os.path.basename(loc.file), loc.start, loc.end) == (names[f["name"]], start, end)
+
+
 def test_directory_and_index_file_listing(tmp_path):
     files = copy_set(tmp_path, M118 / "multifile")
     d = files[0].parent
