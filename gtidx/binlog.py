@@ -13,21 +13,27 @@ being written (or its server crashed): a partial last event is where the walk
 stops, not corruption. In a closed file the same thing is corruption. Either
 way an event length below 19 is corruption, reported with its offset.
 
-How the bytes are held depends on whether the file can shrink under us
-(``filebuf``; the argument is in docs/design.md, "Files that change under a
-reader"): a closed binlog (IN_USE clear) is mapped read-only, the hot path;
-a binlog with IN_USE set (growing, or its server crashed and recovery may
-truncate it) is copied with ``pread`` into private memory, only the ranges a
-method touches (``_fill``). Every method that reads bytes calls
-``self._fill(lo, hi)`` for its range first (a no-op for a mapped file), and
-a walk or a lookup's event read calls ``self._fill_walk(lo, hi)`` (for a
-mapped file: one ``fstat`` that the file still has those bytes): once per
-walk, never per event.
+No binlog is mapped: any binlog can shrink under us, a closed one too
+(docs/design.md, "Files that change under a reader"), and a mapping past
+the new end kills the process with SIGBUS. The bytes are read with
+``pread`` (``filebuf``), two ways:
+
+* the walks (``_walk``, ``apply_until``, ``complete_end``,
+  ``_headers_between``) run over a ``filebuf.Window``: one reused buffer
+  moved along the file, at most ``filebuf.WINDOW`` bytes, with offsets
+  relative to the window's ``base``; the file offset is ``base + off``,
+  computed only where an event is looked at (the cold branch);
+* everything else (the preamble, a lookup's event, ``buffer``) reads the
+  ``PreadBuffer`` ``self._mm`` after ``self._fill(lo, hi)`` for its range:
+  16 KiB chunks read on first use and kept.
+
+A file that shrank below what is read gives a GtidxIOError ("shrank"),
+never a signal.
 
 The group walk is the hot loop of the whole project (indexing is one walk):
 it unpacks only (type, length) per event, handles the rare event types in a
-branch, and lets ``unpack_from`` raising at the end of the buffer replace a
-per-event bounds check (see ``_walk_groups``).
+branch, and lets ``unpack_from`` raising at the end of the window replace a
+per-event bounds check (see ``_walk``).
 """
 from __future__ import annotations
 
@@ -292,30 +298,14 @@ def _parse_version(text: str) -> tuple[int, ...]:
 
 # -- the file ----------------------------------------------------------------
 
-def _no_fill(lo: int, hi: int) -> None:
-    """``Binlog._fill`` of a mapped file: its bytes are all there."""
-
-
-def _size_guard(fd: int, path: str, size: int):
-    """``Binlog._fill_walk`` of a mapped file: before a walk or a lookup's
-    reads, does the file still have the bytes up to ``hi``? One ``fstat``.
-    The one case where a server shrinks a closed binlog (semi-sync replica
-    crash recovery, docs/design.md) then gives a clear error instead of
-    SIGBUS, unless it strikes while a walk is running."""
-    def still_there(lo: int, hi: int) -> None:
-        now = os.fstat(fd).st_size
-        if now < min(hi, size):
-            raise filebuf.shrank(path, now, size)
-    return still_there
-
-
 class Binlog:
     """One binlog file, read-only. Use as a context manager or close().
 
     What it reads is a snapshot of the file's size at open: a file that grows
-    afterwards is re-read by opening it again. A closed binlog is mapped; one
-    with IN_USE set is read into private memory as methods need its bytes
-    (a file that shrank then raises GtidxIOError, never SIGBUS).
+    afterwards is re-read by opening it again. The bytes are read with pread
+    as methods need them (a file that shrank then raises GtidxIOError, never
+    SIGBUS): walks through a moving ``filebuf.Window``, the rest through the
+    ``PreadBuffer`` ``_mm`` after ``_fill``.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -326,21 +316,16 @@ class Binlog:
             raise BadInputError(f"binlog path {quoted(os.fsdecode(self.path))} contains a NUL character")
         self._file = None
         self._mm = None
-        self._private = None           # the PreadBuffer of a file that can shrink
-        self._fill = self._fill_walk = _no_fill
+        self._private = None           # the PreadBuffer behind _mm and _fill
+        self._fill = self._read_after_close
         self._file = filebuf.open_file(self.path)
         try:
             self.size = self._file.size
             if self.size == 0:
                 raise UnsupportedBinlogError("empty file, not a binlog", path=self.path)
-            if self._closed_on_disk():
-                self._mm = self._file.mapping()
-                self.size = len(self._mm)
-                self._fill_walk = _size_guard(self._file.fd, self.path, self.size)
-            else:
-                self._private = self._file.private()
-                self._mm = self._private.mem
-                self._fill = self._fill_walk = self._private.fill
+            self._private = self._file.private()
+            self._mm = self._private.mem
+            self._fill = self._private.fill
             self._read_preamble()
         except OSError as e:
             self.close()
@@ -349,24 +334,22 @@ class Binlog:
             self.close()
             raise
 
-    def _closed_on_disk(self) -> bool:
-        """Does the file start with the magic and an FDE whose IN_USE flag is
-        clear? Only such a file is mapped: the server never shrinks it."""
-        head = self._file.pread(4 + HEADER_LEN, 0)
-        if len(head) < 4 + HEADER_LEN or head[:4] != MAGIC:
-            return False
-        _, etype, _, _, _, flags = EVENT_HEADER.unpack_from(head, 4)
-        return etype == FORMAT_DESCRIPTION and not flags & IN_USE_FLAG
+    def _read_after_close(self, lo: int, hi: int = 0) -> None:
+        raise GtidxIOError("read after close", path=self.path, offset=lo)
+
+    def _window(self, start: int, end: int) -> filebuf.Window:
+        """A walk's moving view of [start, end) (see filebuf.Window)."""
+        if self._file is None:
+            self._read_after_close(start)
+        return filebuf.Window(self._file, start, end)
 
     # -- lifecycle ---------------------------------------------------------
     def close(self) -> None:
         if self._private is not None:
             self._private.close()
             self._private = None
-        elif self._mm is not None:
-            close_mapping(self._mm)
         self._mm = None
-        self._fill = self._fill_walk = _no_fill
+        self._fill = self._read_after_close
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -379,10 +362,9 @@ class Binlog:
 
     @property
     def buffer(self):
-        """The file's bytes, for slicing and indexing (read-only): the mapping
-        of a closed binlog; for one that can shrink, a view that reads each
-        slice from the file first (``filebuf.FillingView``)."""
-        return self._mm if self._private is None else self._private.view()
+        """The file's bytes, for slicing and indexing (read-only): a view that
+        reads each slice from the file first (``filebuf.FillingView``)."""
+        return self._private.view()
 
     @property
     def growing(self) -> bool:
@@ -490,13 +472,16 @@ class Binlog:
         boundary). Raises for a length < 19 anywhere, for a partial last
         event in a closed file, and (``closed_check``) for a closed file whose
         last event is not ROTATE or STOP (``truncation``)."""
-        mm, size = self._mm, self.size
-        self._fill_walk(start, size)
+        size = self.size
+        w = self._window(start, size)
+        mm, base = w.view, start
         unpack = TYPE_LENGTH.unpack_from
         off = start
         last = None
         while off + HEADER_LEN <= size:
-            ln = unpack(mm, off)[1]
+            if off + HEADER_LEN > base + len(mm):
+                mm, base = w.move(off), off
+            ln = unpack(mm, off - base)[1]
             if ln < HEADER_LEN:
                 raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
             if off + ln > size:
@@ -511,7 +496,7 @@ class Binlog:
             if off + HEADER_LEN > size:
                 raise self._corrupt(f"{size - off} trailing bytes after the last event "
                                     "of a closed binlog (truncated?)", off)
-            ln = unpack(mm, off)[1]
+            ln = unpack(mm, off - base)[1]
             raise self._corrupt(f"event of length {ln} runs past the end of the closed binlog "
                                 f"(file size {size})", off)
         return off
@@ -522,9 +507,12 @@ class Binlog:
         return self._headers_between(start, self.complete_end(start))
 
     def events(self, start: int = 4, *, verify: bool = False) -> Iterator[Event]:
-        """Every complete event with its body; ``verify`` checks each CRC32."""
-        mm, crc = self._mm, self.checksum_len
+        """Every complete event with its body; ``verify`` checks each CRC32.
+        The bodies point into the ``PreadBuffer``: each event is read there as
+        it is reached (the memory grows with what was iterated)."""
+        mm, crc, fill = self._mm, self.checksum_len, self._fill
         for off, etype, server_id, ln in self.headers(start):
+            fill(off, off + ln)
             ts, _, _, _, _, flags = EVENT_HEADER.unpack_from(mm, off)
             if verify and crc:
                 self._verify_crc(off, ln, etype)
@@ -556,11 +544,11 @@ class Binlog:
         a random offset passes with probability 2**-32."""
         if offset < 4 or offset + HEADER_LEN > self.size:
             return False
-        self._fill_walk(offset, offset + HEADER_LEN)
+        self._fill(offset, offset + HEADER_LEN)
         etype, ln = TYPE_LENGTH.unpack_from(self._mm, offset)
         if ln < HEADER_LEN + self.checksum_len or offset + ln > self.size:
             return False
-        self._fill_walk(offset, offset + ln)
+        self._fill(offset, offset + ln)
         if self.checksum_len:
             try:
                 self._verify_crc(offset, ln, etype)
@@ -584,13 +572,13 @@ class Binlog:
         mm = self._mm
         if offset + HEADER_LEN > self.size:
             raise self._corrupt("no event header here", offset)
-        self._fill_walk(offset, offset + HEADER_LEN)
+        self._fill(offset, offset + HEADER_LEN)
         _, etype, server_id, ln, _, _ = EVENT_HEADER.unpack_from(mm, offset)
         if etype != GTID:
             raise self._corrupt(f"expected a GTID event, found type {etype}", offset)
         if ln < HEADER_LEN or offset + ln > self.size:
             raise self._corrupt(f"GTID event length {ln} does not fit the file", offset)
-        self._fill_walk(offset, offset + ln)
+        self._fill(offset, offset + ln)
         body = memoryview(mm)[offset + HEADER_LEN:offset + ln - self.checksum_len]
         return decode_gtid(body, server_id, path=self.path, offset=offset)
 
@@ -626,56 +614,86 @@ class Binlog:
 
     def _walk(self, off: int, span: int | None, previous: int):
         """The one event walk behind ``group_spans`` (``span`` None: a yield
-        per group) and ``group_batches`` (a yield per ``span`` bytes)."""
-        mm = self._mm
-        self._fill_walk(off, self.size)     # the walk reads to the end
+        per group) and ``group_batches`` (a yield per ``span`` bytes).
+
+        It runs over a moving ``filebuf.Window``: ``off`` and every offset
+        the loop keeps (``mark``, ``cur_start``, ``last_end``, ``due``,
+        ``rsize``) are relative to the window's ``base``; file offsets are
+        ``base + ...`` where they leave the loop (yields, errors), so the cold
+        branch does what it did over a mapping. Where ``unpack`` (or
+        ``gtid_head``) does not fit in the window it raises struct.error with
+        ``off`` not yet advanced: the window moves to ``base + off``, the kept
+        offsets shift by the move, and the same iteration runs again. That
+        re-run is exact: before the only raise after state changes
+        (``gtid_head``), the open group was yielded or added and ``cur`` set
+        to None, so the re-run skips that part, and ``mark = off`` is the same
+        assignment again."""
+        w = self._window(off, self.size)    # the walk reads to the end
+        mm, base, off = w.view, off, 0
+        rsize = self.size - base            # the file's size, relative to base
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         cold = _COLD_TYPE
         body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
-        size = self.size
         per_group = span is None
-        due = 0 if per_group else previous + span   # the group end that closes a batch
+        due = 0 if per_group else previous + span - base   # the group end that closes a batch
         batch = []
         add = batch.append
-        last_end = off      # end of the last complete group walked
+        last_end = 0        # end of the last complete group walked
         cur = None          # GTID_HEAD fields of the open group
         cur_start = 0
-        mark = off          # a boundary we know is good: the tail check restarts here
-        try:
-            while True:
-                # Hot path: one unpack, two tests, one add per event. At the
-                # end of the buffer unpack_from raises struct.error: that is
-                # the loop's exit, so there is no per-event bounds check.
-                etype, ln = unpack(mm, off)
-                if ln < 19 or cold[etype]:            # 19 = HEADER_LEN (a literal: no global lookup)
-                    if ln < HEADER_LEN:
-                        raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
-                    if cur is not None:
-                        if per_group:
-                            yield cur_start, off, cur
-                        else:
-                            add(cur)
-                            last_end = off
-                            if off >= due:
-                                yield off, batch, True
-                                batch = []
-                                add = batch.append
-                                due = off + span
-                        cur = None
-                    mark = off
-                    if etype == GTID:
-                        if off + ln > size:
-                            break              # partial GTID event at the end
-                        if ln < body_min:
-                            raise self._corrupt(f"GTID event length {ln} is below {body_min}", off)
-                        cur = gtid_head(mm, off)
-                        if not cur[2]:
-                            raise self._corrupt("GTID event with seq_no 0", off)
-                        cur_start = off
-                off += ln
-        except struct.error:
-            pass
+        mark = 0            # a boundary we know is good: the tail check restarts here
+        while True:
+            try:
+                while True:
+                    # Hot path: one unpack, two tests, one add per event. At
+                    # the end of the window unpack_from raises struct.error:
+                    # that is the loop's exit, no per-event bounds check.
+                    etype, ln = unpack(mm, off)
+                    if ln < 19 or cold[etype]:            # 19 = HEADER_LEN (a literal: no global lookup)
+                        if ln < HEADER_LEN:
+                            raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header",
+                                                base + off)
+                        if cur is not None:
+                            if per_group:
+                                yield base + cur_start, base + off, cur
+                            else:
+                                add(cur)
+                                last_end = off
+                                if off >= due:
+                                    yield base + off, batch, True
+                                    batch = []
+                                    add = batch.append
+                                    due = off + span
+                            cur = None
+                        mark = off
+                        if etype == GTID:
+                            if off + ln > rsize:
+                                break              # partial GTID event at the end
+                            if ln < body_min:
+                                raise self._corrupt(f"GTID event length {ln} is below {body_min}", base + off)
+                            cur = gtid_head(mm, off)
+                            if not cur[2]:
+                                raise self._corrupt("GTID event with seq_no 0", base + off)
+                            cur_start = off
+                    off += ln
+                break
+            except struct.error:                   # the end of the window: move it, or the end
+                mm = w.advance(base + off)
+                if mm is None:
+                    break
+                shift = base - w.base
+                base = w.base
+                off += shift                        # 0
+                mark += shift
+                cur_start += shift
+                last_end += shift
+                due += shift
+                rsize += shift
+        mark += base                                # file offsets again
+        cur_start += base
+        last_end += base
+        due += base
         # Cold tail: where do complete events end, and is the open group done?
         end, cut = self._tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
         if per_group:
@@ -703,7 +721,7 @@ class Binlog:
         left by a crash: IN_USE set) may end anywhere."""
         if self.fde.in_use:
             return None
-        etype = TYPE_LENGTH.unpack_from(self._mm, last)[0]
+        etype = TYPE_LENGTH.unpack_from(self._private.read(last, last + HEADER_LEN))[0]
         if etype in (ROTATE, STOP) and open_start is None:
             return None
         where = "inside the event group at offset %d" % open_start if open_start is not None else \
@@ -741,17 +759,20 @@ class Binlog:
         if last is None or last[0] == start:
             return False         # only the GTID event so far
         off, etype, ln = last
+        self._fill(off, off + ln)
         body = memoryview(self._mm)[off + HEADER_LEN:off + ln - self.checksum_len]
         return is_group_terminator(etype, body, bool(flags2 & FL_STANDALONE))
 
     def _headers_between(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
         """Headers from ``start`` to ``end``, both boundaries of a checked walk."""
-        mm = self._mm
-        self._fill(start, end)
+        w = self._window(start, end)
+        mm, base = w.view, start
         unpack = TYPE_SERVER_LENGTH.unpack_from
         off = start
         while off < end:
-            etype, server_id, ln = unpack(mm, off)
+            if off + HEADER_LEN > base + len(mm):
+                mm, base = w.move(off), off
+            etype, server_id, ln = unpack(mm, off - base)
             yield off, etype, server_id, ln
             off += ln
 
@@ -762,29 +783,38 @@ class Binlog:
         event boundary (then ``state`` is the state there), else False."""
         if target > self.size:
             return False
-        mm = self._mm
-        self._fill_walk(start, target)
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         apply = state.apply
         body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
-        last = target - HEADER_LEN      # an event starting past here cannot end at target
-        off = start
-        while off <= last:
-            etype, ln = unpack(mm, off)
-            if ln < 19 or etype == 162:               # HEADER_LEN, GTID as literals: no global lookups
-                if ln < HEADER_LEN:
-                    raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
-                if off + ln <= target:          # a GTID counts once its event is complete
-                    if ln < body_min:
-                        raise self._corrupt(f"GTID event length {ln} is below {body_min}", off)
-                    _, server_id, seq, domain, _ = gtid_head(mm, off)
-                    if not seq:
-                        # as the group walk says: no state may hold a seq_no 0
-                        raise self._corrupt("GTID event with seq_no 0", off)
-                    apply(domain, server_id, seq)
-            off += ln
-        return off == target
+        w = self._window(start, target)   # a moving window: offsets in it are relative to base
+        mm, pos = w.view, start
+        while True:
+            base = pos
+            tgt = target - base
+            final = base + len(mm) >= target
+            # An event starting past `last` cannot end at target (the last
+            # window), or its header and GTID head may not fit (the others).
+            last = tgt - HEADER_LEN if final else len(mm) - GTID_HEAD.size
+            off = 0
+            while off <= last:
+                etype, ln = unpack(mm, off)
+                if ln < 19 or etype == 162:               # HEADER_LEN, GTID as literals: no global lookups
+                    if ln < HEADER_LEN:
+                        raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", base + off)
+                    if off + ln <= tgt:             # a GTID counts once its event is complete
+                        if ln < body_min:
+                            raise self._corrupt(f"GTID event length {ln} is below {body_min}", base + off)
+                        _, server_id, seq, domain, _ = gtid_head(mm, off)
+                        if not seq:
+                            # as the group walk says: no state may hold a seq_no 0
+                            raise self._corrupt("GTID event with seq_no 0", base + off)
+                        apply(domain, server_id, seq)
+                off += ln
+            pos = base + off
+            if final or pos > target - HEADER_LEN:
+                return pos == target
+            mm = w.move(pos)
 
     def state_at(self, offset: int) -> BinlogState | None:
         """The binlog state at ``offset``, as ``BINLOG_GTID_POS(file, offset)``:
@@ -802,12 +832,3 @@ class Binlog:
             # offset is an event boundary there.
             return state if self.apply_until(BinlogState(), 4, offset) else None
         return state if self.apply_until(state, self.body_start, offset) else None
-
-
-def close_mapping(mm) -> None:
-    """Close an mmap, unless memoryviews (event bodies, index pages) still
-    point into it: then it is unmapped when the last of them is gone."""
-    try:
-        mm.close()
-    except BufferError:
-        pass

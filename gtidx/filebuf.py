@@ -9,15 +9,14 @@ The one owner of two rules:
   exit 2) instead of hanging a read forever. Symlinks are followed: a link
   to a regular file is read as that file.
 
-* **No mapping of a file that can shrink.** A page of a ``mmap`` past the
-  end of a file that shrank faults: the process dies with SIGBUS. So a
-  file that can shrink under us is never mapped; it is copied with
-  ``pread`` into private memory (``PreadBuffer``: an anonymous mapping of
-  the size at open, filled on demand in chunks, so only what a walk touches
-  is read). A short read means the file shrank: a ``GtidxIOError`` (exit 3)
-  naming the path and offset. ``ReadFile.mapping()`` is for the files that
-  cannot shrink (closed binlogs: see docs/design.md, "Files that change
-  under a reader"); the caller decides, this module only provides.
+* **No mapping of a file.** A page of a ``mmap`` past the end of a file
+  that shrank faults: the process dies with SIGBUS. Any binlog can shrink
+  (docs/design.md, "Files that change under a reader"), so none is mapped:
+  its bytes are copied with ``pread`` into private memory, either on demand
+  in chunks that stay (``PreadBuffer``: lookups, the preamble) or, for a
+  walk, into one reused buffer moved along the file (``Window``: bounded
+  memory whatever the file's size). A short read means the file shrank: a
+  ``GtidxIOError`` (exit 3) naming the path and offset.
 """
 from __future__ import annotations
 
@@ -29,9 +28,11 @@ import stat
 
 from .errors import BadInputError, GtidxIOError
 
-CHUNK_SHIFT = 16                 # PreadBuffer fills 64 KiB chunks
+CHUNK_SHIFT = 14                 # PreadBuffer fills 16 KiB chunks
 CHUNK = 1 << CHUNK_SHIFT
 MAX_READ = 16 << 20              # at most this much per pread call
+WINDOW_FIRST = 16 << 10          # a walk's buffer (Window) starts at this (>= 32: a GTID head)
+WINDOW = 1 << 20                 # and doubles up to this
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -119,10 +120,6 @@ class ReadFile:
             got += len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def mapping(self) -> mmap.mmap:
-        """The whole file mapped read-only: only for a file that cannot shrink."""
-        return mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
-
     def private(self) -> "PreadBuffer":
         """A private copy of the file's bytes as of open, read on demand."""
         return PreadBuffer(self, self.size)
@@ -137,6 +134,22 @@ def open_file(path: str | os.PathLike) -> ReadFile:
         raise GtidxIOError.from_os(e, os.fspath(path)) from None
 
 
+def read_into(src: ReadFile, view: memoryview, offset: int) -> None:
+    """Fill ``view`` with the file's bytes from ``offset`` (``preadv``, no
+    copy in between); a GtidxIOError when the file no longer has them."""
+    fd, pos, got, n = src.fd, offset, 0, len(view)
+    if fd is None:
+        raise GtidxIOError("read after close", path=src.path, offset=offset)
+    while got < n:
+        try:
+            k = os.preadv(fd, [view[got:]], pos + got)
+        except OSError as e:
+            raise GtidxIOError(f"read failed: {e.strerror}", path=src.path, offset=pos + got) from None
+        if k == 0:
+            raise shrank(src.path, pos + got, src.size)
+        got += k
+
+
 def shrank(path: str, offset: int, size: int) -> GtidxIOError:
     return GtidxIOError(f"the file ends before this offset: it shrank while being read "
                         f"(it had {size} bytes when opened)", path=path, offset=offset,
@@ -147,7 +160,7 @@ class PreadBuffer:
     """``[0, size)`` of a file in private memory, filled on demand.
 
     ``mem`` is an anonymous mapping of ``size`` bytes (pages the OS gives only
-    when touched); ``fill(lo, hi)`` reads the missing 64 KiB chunks of that
+    when touched); ``fill(lo, hi)`` reads the missing 16 KiB chunks of that
     range with ``preadv`` straight into it. Code that reads ``mem`` calls
     ``fill`` first for the range it reads; after that, reads are plain memory
     reads that cannot fault, whatever happens to the file."""
@@ -156,7 +169,8 @@ class PreadBuffer:
         self._src = src
         self.path = src.path
         self.size = size
-        self.mem = mmap.mmap(-1, max(size, 1))
+        # private, not the default shared (shmem) mapping: 4x cheaper to make and unmap
+        self.mem = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         chunks = (size + CHUNK - 1) >> CHUNK_SHIFT
         self._have = bytearray(chunks)
         self._missing = chunks
@@ -185,16 +199,20 @@ class PreadBuffer:
             c = e
 
     def _read(self, lo: int, hi: int) -> None:
-        fd, pos = self._src.fd, lo
         with memoryview(self.mem) as view:
-            while pos < hi:
-                try:
-                    n = os.preadv(fd, [view[pos:hi]], pos)
-                except OSError as e:
-                    raise GtidxIOError(f"read failed: {e.strerror}", path=self.path, offset=pos) from None
-                if n == 0:
-                    raise shrank(self.path, pos, self.size)
-                pos += n
+            read_into(self._src, view[lo:hi], lo)
+
+    def read(self, lo: int, hi: int) -> bytes:
+        """The bytes ``[lo, hi)`` (clipped to the size at open): from memory
+        where all their chunks are there, else with one ``pread`` that is not
+        kept (a one-off read such as a fingerprint's 64 KiB: one copy, no
+        pages of ``mem`` touched)."""
+        hi = min(hi, self.size)
+        if lo >= hi:
+            return b""
+        if not self._missing or all(self._have[lo >> CHUNK_SHIFT:((hi - 1) >> CHUNK_SHIFT) + 1]):
+            return self.mem[lo:hi]
+        return self._src.read_exact(lo, hi - lo)
 
     def view(self) -> "FillingView":
         return FillingView(self)
@@ -207,8 +225,8 @@ class PreadBuffer:
 
 
 class FillingView:
-    """Slicing and indexing of a ``PreadBuffer`` that fill before they read:
-    what ``Binlog.buffer`` hands out for a file that can shrink."""
+    """Slicing and indexing of a ``PreadBuffer`` that read the file where
+    memory does not hold the bytes yet: what ``Binlog.buffer`` hands out."""
 
     __slots__ = ("_buf",)
 
@@ -220,9 +238,58 @@ class FillingView:
 
     def __getitem__(self, key):
         if isinstance(key, slice):
-            lo, hi, _ = key.indices(self._buf.size)
+            lo, hi, step = key.indices(self._buf.size)
+            if step == 1:
+                return self._buf.read(lo, hi)
             self._buf.fill(lo, hi)
         else:
             i = key + self._buf.size if key < 0 else key
             self._buf.fill(i, i + 1)
         return self._buf.mem[key]
+
+
+class Window:
+    """A walk's view of ``[start, end)`` of a file, moved forward through one
+    reused buffer: ``view`` holds the file's bytes ``[base, base + len(view))``.
+
+    The buffer starts at WINDOW_FIRST bytes (a range of up to 4 times that:
+    all of it) and doubles with each move up to WINDOW, so a lookup's short
+    walk reads little and a long walk holds at most WINDOW bytes, whatever the
+    file's size; the copy (``preadv`` into a buffer that stays in the CPU
+    cache) costs about what walking a mapping costs. A walk
+    runs over ``view`` with offsets relative to ``base``; where its next read
+    does not fit in ``view`` (``unpack_from`` raises struct.error there, or a
+    bounds test says so), it calls ``advance`` (or ``move``) with the file
+    offset it stopped at, and goes on at relative offset 0 of the new view."""
+
+    __slots__ = ("_src", "_buf", "_want", "end", "base", "view")
+
+    def __init__(self, src: ReadFile, start: int, end: int):
+        self._src = src
+        self._buf = None
+        self.end = min(end, src.size)
+        # a short range (a lookup's walk to its target) in one read, a long one
+        # from WINDOW_FIRST on: a walk its caller stops early reads little
+        self._want = self.end - start if 0 < self.end - start <= 4 * WINDOW_FIRST else WINDOW_FIRST
+        self.base = start
+        self.view = memoryview(b"")
+        if start < self.end:
+            self.move(start)
+
+    def move(self, pos: int) -> memoryview:
+        """Read the window starting at file offset ``pos`` (< ``end``): the new view."""
+        n = self._want
+        if self._buf is None or len(self._buf) < n:
+            self._buf = memoryview(bytearray(n))
+        view = self._buf[:min(n, self.end - pos)]
+        read_into(self._src, view, pos)
+        self._want = min(WINDOW, n * 2)
+        self.base, self.view = pos, view
+        return view
+
+    def advance(self, pos: int) -> memoryview | None:
+        """The view from ``pos`` on, or None when the current view already
+        reaches ``end`` (or ``pos`` is past it): the walk is at its end."""
+        if self.base + len(self.view) >= self.end or pos >= self.end:
+            return None
+        return self.move(pos)

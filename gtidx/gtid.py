@@ -8,11 +8,18 @@ Three values, as the server has them:
   (``@@gtid_binlog_state``, the GTID_LIST event, an ``.idx`` record).
 * ``Position``: where a replica is: one GTID per domain
   (``@@gtid_slave_pos``, what ``BINLOG_GTID_POS`` prints).
+
+And ``LatestGtids``, the GTIDs logged over a stretch of binlog as an index
+record holds them: the latest seq_no per (domain, server) in the order each
+pair was last logged (so each domain's newest GTID comes last). It is the one
+type for "latest GTID per (domain, server)" in an index's records, their
+unions in the tree writer and their merges; ``BinlogState`` keeps the same
+rule per domain, for the per-domain questions a state answers.
 """
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from .errors import GtidSyntaxError, quoted as _shown
 
@@ -123,6 +130,105 @@ class Position:
 
     def __repr__(self) -> str:
         return f"Position({str(self)!r})"
+
+
+class LatestGtids:
+    """Latest seq_no per (domain, server), in the order each pair was last
+    logged: adding a pair again moves it to the end, so each domain's newest
+    GTID comes last. What an ``.idx`` record lists (the GTIDs since the
+    previous record), and the union or merge of consecutive records.
+
+    Bulk adds are hot paths (every event group of an index build, every key
+    of the tree writer): ``add_rows`` reads raw event fields, ``update``
+    leaves the bulk of its work to C.
+    """
+
+    __slots__ = ("_seqs",)
+
+    def __init__(self, gtids: Iterable[tuple[int, int, int]] = ()):
+        self._seqs: dict[tuple[int, int], int] = {}
+        if gtids:
+            self.update(list(gtids))
+
+    def add(self, domain: int, server: int, seq: int) -> None:
+        seqs = self._seqs
+        key = (domain, server)
+        seqs.pop(key, None)          # re-insert: the pair moves to the end
+        seqs[key] = seq
+
+    def update(self, gtids: Sequence[tuple[int, int, int]]) -> "LatestGtids":
+        """Add ``(domain, server, seq)`` triples (Gtids or tuples) in order."""
+        seqs = self._seqs
+        keys = [(g[0], g[1]) for g in gtids]
+        pop = seqs.pop
+        for k in keys:
+            pop(k, None)             # re-insert: updated pairs move to the end
+        before = len(seqs)
+        seqs.update(zip(keys, [g[2] for g in gtids]))
+        if len(seqs) - before != len(keys):
+            # A pair listed twice (not in a record): its last listing decides its place.
+            for k, g in zip(keys, gtids):
+                pop(k, None)
+                seqs[k] = g[2]
+        return self
+
+    def add_rows(self, rows: Iterable[Sequence], domain_at: int, server_at: int, seq_at: int) -> None:
+        """Add one GTID per row (raw event fields, in order), found at those
+        positions of the row: no object made per row."""
+        seqs = self._seqs
+        pop = seqs.pop
+        for row in rows:
+            key = (row[domain_at], row[server_at])
+            pop(key, None)           # re-insert: the pair moves to the end
+            seqs[key] = row[seq_at]
+
+    def merge(self, other: "LatestGtids") -> "LatestGtids":
+        """Add what was logged after ``self``'s stretch (``other``'s GTIDs, in its order)."""
+        seqs = self._seqs
+        pop = seqs.pop
+        for k in other._seqs:
+            pop(k, None)
+        seqs.update(other._seqs)
+        return self
+
+    def items(self) -> list[tuple[int, int, int]]:
+        """``(domain, server, seq)`` in record order: each domain's newest last."""
+        return [(d, s, q) for (d, s), q in self._seqs.items()]
+
+    def take(self) -> list[tuple[int, int, int]]:
+        """``items()``, and start over empty."""
+        out = self.items()
+        self._seqs.clear()
+        return out
+
+    def clear(self) -> None:
+        self._seqs.clear()
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    def __bool__(self) -> bool:
+        return bool(self._seqs)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, LatestGtids):
+            return NotImplemented
+        return list(self._seqs.items()) == list(other._seqs.items())
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return "LatestGtids([" + ", ".join(f"{d}-{s}-{q}" for d, s, q in self.items()) + "])"
+
+    @classmethod
+    def joined(cls, lists: Sequence[Sequence[tuple[int, int, int]]]) -> list[tuple[int, int, int]]:
+        """The GTIDs of consecutive records as one record's."""
+        if len(lists) == 1:
+            return lists[0]
+        out = cls()
+        for gtids in lists:
+            out.update(gtids)
+        return out.items()
 
 
 class BinlogState:

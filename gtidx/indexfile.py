@@ -35,6 +35,7 @@ from . import safefile
 from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
 from .filebuf import ReadFile, open_file
+from .gtid import LatestGtids
 from .indexmeta import XATTR, IndexMeta, IndexState, Progress
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
@@ -183,7 +184,7 @@ def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta
         status.reason += f"; no usable complete pages: {e.message}"
         return
     first, last = hot.first_record(), hot.last_record()
-    expected = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+    expected = RecordPolicy.first_offset(b)
     if first.offset != expected or first.state != b.start_state or last.offset > b.size:
         status.state, status.reason = IndexState.STALE, "partial index does not match the binlog"
         return
@@ -196,7 +197,7 @@ def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta
 def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bool) -> str:
     """Why the index does not belong to this binlog as it is now; '' if it does."""
     first = r.first_record()
-    expected = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+    expected = RecordPolicy.first_offset(b)
     if first.offset != expected:
         return f"record 0 is at offset {first.offset}, the binlog's GTID_LIST ends at {expected}"
     if first.state != b.start_state:
@@ -216,15 +217,17 @@ def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bo
 
 
 def _tail_problem(r: IndexReader, b: Binlog, last) -> str:
-    """A server index of a closed binlog: past the last record the server
-    writes no further record only while no group end is a full span away.
-    The span is at most the gap between the last two records."""
+    """A server index of a closed binlog: past the last record the server's
+    policy places no further record. Its span is at most the gap between the
+    last two records (counted here from the last record)."""
     prev = r.at_offset(last.offset - 1) if last.offset > 0 else None
     gap = last.offset - prev.offset if prev is not None and prev.offset > 0 else fmt.DEFAULT_SPAN_MIN
-    for _, end, _ in b.group_spans(last.offset if last.offset >= b.body_start else None):
-        if end - last.offset >= gap:
-            return (f"index ends at offset {last.offset} but the binlog goes on to {b.size} "
-                    "(made for a shorter binlog)")
+    policy = RecordPolicy(gap)
+    policy.resume(max(last.offset, b.body_start), ())
+    policy.previous = last.offset
+    for _ in policy.advance(b, follow=False):
+        return (f"index ends at offset {last.offset} but the binlog goes on to {b.size} "
+                "(made for a shorter binlog)")
     return ""
 
 
@@ -252,35 +255,9 @@ class BuildResult:
         return self.size / self.binlog_size if self.binlog_size else 0.0
 
 
-def pending_gtids(batch, pending: dict | None = None) -> list:
-    """A record's GTIDs from the GTID_HEADs of the groups since the previous
-    record (after ``pending``, groups carried over from an earlier walk):
-    latest seq per (domain, server), each domain's newest GTID last."""
-    pending = {} if pending is None else pending
-    for _, server, seq, domain, _ in batch:
-        key = (domain, server)
-        pending.pop(key, None)          # re-insert: the domain's newest GTID goes last
-        pending[key] = seq
-    return [(d, s, q) for (d, s), q in pending.items()]
-
-
 def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | None = None) -> list:
-    """The records the server would write for this binlog (``RecordPolicy``):
-    record 0 at the end of the GTID_LIST, then at the end of the first group
-    at least ``span_min`` bytes past the previous record (starting from 0),
-    holding the GTIDs logged since, each domain's newest last; none past 4 GiB."""
-    start = b.gtid_list_end if b.gtid_list_end is not None else b.body_start
-    records = [RecordPolicy.first(start, b.start_state)]
-    add = records.append
-    next_tick = 1 << 24
-    for end, batch, due in b.group_batches(span_min):
-        if not due or end > fmt.MAX_OFFSET:
-            break              # u32 offsets: lookups past the last record scan from it
-        add((end, pending_gtids(batch)))
-        if progress is not None and end >= next_tick:
-            progress(end)
-            next_tick = end + (1 << 24)
-    return records
+    """The records the server would write for this binlog (``RecordPolicy``)."""
+    return RecordPolicy(span_min).records(b, progress)
 
 
 def coarsen(records: list, span: int) -> list:
@@ -294,24 +271,10 @@ def coarsen(records: list, span: int) -> list:
     for offset, gtids in records[1:]:
         segment.append(gtids)
         if offset - previous >= span:
-            out.append((offset, _merge(segment)))
+            out.append((offset, LatestGtids.joined(segment)))
             segment = []
             previous = offset
     return out
-
-
-def _merge(lists: list) -> list:
-    """The GTIDs of consecutive records as one record's: the latest seq per
-    (domain, server), ordered by when each was last logged (so each domain's
-    newest GTID stays last)."""
-    if len(lists) == 1:
-        return lists[0]
-    seen: dict = {}
-    setdefault = seen.setdefault
-    for gtids in reversed(lists):
-        for d, s, q in reversed(gtids):
-            setdefault((d, s), q)
-    return [(d, s, q) for (d, s), q in reversed(seen.items())]
 
 
 def _packed_size(records: list, page_size: int) -> int:
@@ -402,8 +365,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     server's layout whatever its size."""
     if not fmt.valid_page_size(page_size):
         raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
-    if span_min < 1:
-        raise BadInputError(f"span_min must be at least 1, not {span_min}")
+    policy = RecordPolicy(span_min)      # refuses a span_min below 1
     if max_ratio is not None and not 0 < max_ratio <= 1:
         raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
     t0 = time.perf_counter()
@@ -421,7 +383,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             if status.usable:
                 result.action, result.reason = "skipped", "index is valid and current"
                 return result
-        records = server_records(b, span_min, progress)
+        records = policy.records(b, progress)
         pages = write_records(records, page_size)
         budget = None if max_ratio is None else int(max_ratio * b.size)
         if budget is not None and len(pages) * page_size > budget:

@@ -57,8 +57,7 @@ from . import safefile
 from .api import list_binlogs
 from .binlog import Binlog
 from .errors import GtidxError
-from .indexfile import (DEFAULT_MAX_RATIO, build_index, index_path, open_index, pending_gtids,
-                        still_written)
+from .indexfile import DEFAULT_MAX_RATIO, build_index, index_path, open_index, still_written
 from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now
 from .filebuf import ReadFile
 from .reader import PartialIndex
@@ -176,9 +175,7 @@ class IncrementalIndex:
         self.writer: IndexWriter | None = None
         self.sink: _PageFile | None = None
         self.offsets: list[int] = []       # every record's offset, in order
-        self.pending: dict = {}            # GTIDs since the last record
-        self.processed = 0                 # the binlog is read up to here (a group boundary)
-        self.capped = False                # past 4 GiB: no more records
+        self.policy = RecordPolicy(span_min)   # where records go; how far the binlog is read
         self.how = ""
         self._read_guard = None            # CRC32 of the 64 KiB before ``processed``
 
@@ -205,13 +202,9 @@ class IncrementalIndex:
 
     def _fresh(self, b: Binlog) -> None:
         self._open_writer(0)
-        offset, gtids = RecordPolicy.first(b.gtid_list_end if b.gtid_list_end is not None else b.body_start,
-                                           b.start_state)
+        offset, gtids = self.policy.first(b)
         self.writer.add(offset, gtids)
         self.offsets = [offset]
-        self.pending = {}
-        self.processed = offset
-        self.capped = False
 
     def _open_writer(self, existing_pages: int) -> None:
         self.close()
@@ -239,8 +232,7 @@ class IncrementalIndex:
         if not records or part.page_size != self.page_size:
             return "no complete leaf on disk"
         first = records[0]
-        if first.offset != (b.gtid_list_end if b.gtid_list_end is not None else b.body_start) \
-                or first.state != b.start_state:
+        if first.offset != RecordPolicy.first_offset(b) or first.state != b.start_state:
             return "record 0 does not match the binlog"
         last = records[-1]
         if last.offset > b.size:
@@ -270,9 +262,7 @@ class IncrementalIndex:
         except (_ReplayMismatch, GtidxError) as e:
             return f"replay failed: {e}"
         self.offsets = [offset for offset, _ in part.keys]
-        self.pending = {}
-        self.processed = last.offset
-        self.capped = False
+        self.policy.resume(last.offset, self.offsets)
         return ""
 
     # -- advance, finish --------------------------------------------------------------
@@ -280,27 +270,21 @@ class IncrementalIndex:
         """Index every complete group from where we are to the end of ``b``
         (a fresh snapshot of the growing file); returns the new records."""
         new = 0
-        add, span = self.writer.add, self.span_min
-        # The server's policy counts the first span from offset 0, not from record 0.
-        previous = self.offsets[-1] if len(self.offsets) > 1 else 0
-        for end, batch, due in b.group_batches(span, start=self.processed, previous=previous):
-            if due and not self.capped:
-                if end > fmt.MAX_OFFSET:
-                    self.capped = True      # u32 offsets: lookups past here scan from the last record
-                else:
-                    add(end, pending_gtids(batch, self.pending))
-                    self.pending = {}
-                    self.offsets.append(end)
-                    new += 1
-                    self.processed = end
-                    continue
-            pending_gtids(batch, self.pending)
-            self.processed = end
+        add = self.writer.add
+        for end, gtids in self.policy.advance(b):
+            add(end, gtids)
+            self.offsets.append(end)
+            new += 1
         if new:
             self._save_progress(b)
             self.sink.publish()
         self._read_guard = self._guard(b)
         return new
+
+    @property
+    def processed(self) -> int:
+        """The binlog is read up to here (a group boundary)."""
+        return self.policy.walked
 
     def _guard(self, b: Binlog) -> tuple[int, int]:
         # the server clears the FDE's IN_USE flag when it rotates: masked

@@ -17,44 +17,22 @@ stream gives the same tree as the server's own index (same pages, same keys):
 * on close the partial nodes are written bottom-up and the top one is the
   root, the last node of the file.
 
-``RecordPolicy`` decides where records go, as the server does: record 0 with
-the GTID_LIST state at the end of the GTID_LIST event; then at the end of an
-event group when at least ``span_min`` bytes lie since the previous record
-(whose offset starts at 0, not at record 0's offset).
+``RecordPolicy`` decides where records go, as the server does (the one
+statement of that rule; the build and the tail both ask it).
 """
 from __future__ import annotations
 
 from itertools import chain
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from . import idxformat as fmt
 from .errors import BadInputError
-from .gtid import BinlogState
+from .gtid import LatestGtids
+
+if TYPE_CHECKING:
+    from .binlog import Binlog
 
 Gtids = Sequence[tuple[int, int, int]]
-
-
-class _Union:
-    """The GTIDs added to a node since it started: latest seq per (domain,
-    server), in the order they were last updated, so each domain's newest GTID
-    comes last (what readers need). A plain dict: a 400-domain index applies
-    millions of GTIDs here, and BinlogState's sorted listing cost 10 s."""
-
-    __slots__ = ("seqs",)
-
-    def __init__(self):
-        self.seqs: dict[tuple[int, int], int] = {}
-
-    def add(self, gtids: Gtids) -> None:
-        seqs = self.seqs
-        keys = [(g[0], g[1]) for g in gtids]
-        pop = seqs.pop
-        for k in keys:
-            pop(k, None)         # re-insert: updated entries move to the end
-        seqs.update(zip(keys, [g[2] for g in gtids]))
-
-    def gtids(self) -> list[tuple[int, int, int]]:
-        return [(d, s, q) for (d, s), q in self.seqs.items()]
 
 
 class _Node:
@@ -68,7 +46,7 @@ class _Node:
         self.pages: list[tuple[bytearray, int]] = []   # (page, flags position)
         self.page: bytearray | None = None
         self.pos = 0
-        self.state = _Union()
+        self.state = LatestGtids()      # the union of the records added since it started
         self.records = 0
         self.force_spill = False
 
@@ -96,7 +74,7 @@ class IndexWriter:
         level = 0
         while True:
             n = self.nodes[level]
-            n.state.add(gtids)
+            n.state.update(gtids)
             if self._check_room(n, len(gtids)):
                 self._write_key(n, offset, gtids)
                 break
@@ -106,7 +84,7 @@ class IndexWriter:
             if level + 1 == len(self.nodes):
                 self.nodes.append(_Node(level + 1))
             self._add_child(self.nodes[level + 1], page_no)
-            union = n.state.gtids()
+            union = n.state.items()
             n.reset()
             if level == 0:
                 self._write_key(n, offset, union)
@@ -202,39 +180,113 @@ class IndexWriter:
         return first
 
 
-class RecordPolicy:
-    """Where the server puts index records (see the module docstring).
+# Where domain, server_id and seq sit in the GTID_HEAD tuples
+# ``Binlog.group_batches`` yields: (timestamp, server_id, seq, domain, flags2).
+_HEAD_FIELDS = (3, 1, 2)
 
-    Feed it ``group(end, domain, server, seq)`` for every event group in
-    file order; it returns ``(offset, gtids)`` when a record is due, else None.
+
+class RecordPolicy:
+    """The one owner of where the server puts index records:
+
+    * record 0 at the end of the GTID_LIST event (or of the preamble), with
+      the GTID_LIST state;
+    * then a record at the end of the first event group that ends at least
+      ``span_min`` bytes past the previous record, counting the first span
+      from offset 0 (not from record 0's offset);
+    * holding the GTIDs logged since the previous record (``LatestGtids``:
+      latest seq per (domain, server), each domain's newest last);
+    * none past ``max_offset`` (4 GiB: offsets are u32; lookups past the
+      last record scan the binlog from it).
+
+    ``group(end, domain, server, seq)`` is the rule itself, fed one event
+    group at a time. ``advance(b)`` gives the same records from the fused
+    walk (``Binlog.group_batches``, which does the span arithmetic inside
+    the event loop for speed; tests prove both equal on every fixture), and
+    resumes where it stopped on a growing file. Both keep their state here:
+    ``previous`` (the last record's offset, 0 while there is only record 0),
+    ``pending`` (the GTIDs since), ``walked`` (where the fused walk stopped:
+    a group boundary) and ``capped`` (past ``max_offset``).
     """
 
-    __slots__ = ("span_min", "previous", "pending", "max_offset")
+    __slots__ = ("span_min", "max_offset", "previous", "pending", "walked", "capped")
 
     def __init__(self, span_min: int, max_offset: int = fmt.MAX_OFFSET):
         if span_min < 1:
             raise BadInputError(f"span_min must be at least 1, not {span_min}")
         self.span_min = span_min
-        self.previous = 0
-        self.pending: dict[tuple[int, int], int] = {}
         self.max_offset = max_offset
+        self.resume(0, ())
 
     @staticmethod
-    def first(offset: int, start_state: BinlogState) -> tuple[int, list]:
-        """Record 0: the GTID_LIST state, at the end of the GTID_LIST event."""
-        return offset, [tuple(g) for g in start_state]
+    def first_offset(b: "Binlog") -> int:
+        """Record 0's offset: the end of the GTID_LIST event (of the preamble
+        in a binlog without one)."""
+        return b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+
+    def first(self, b: "Binlog") -> tuple[int, list]:
+        """Record 0 (the GTID_LIST state, at ``first_offset``); the policy
+        starts over from there."""
+        offset = self.first_offset(b)
+        self.resume(offset, (offset,))
+        return offset, [tuple(g) for g in b.start_state]
+
+    def resume(self, offset: int, records: Sequence[int]) -> None:
+        """Start over at the group boundary ``offset``, after records at
+        ``records`` (offsets, record 0 first): the next span counts from the
+        last record, or from 0 while there is only record 0."""
+        self.previous = records[-1] if len(records) > 1 else 0
+        self.pending = LatestGtids()
+        self.walked = offset
+        self.capped = False
 
     def group(self, end: int, domain: int, server: int, seq: int):
-        pending = self.pending
-        key = (domain, server)
-        pending.pop(key, None)      # re-insert: the domain's newest GTID goes last
-        pending[key] = seq
+        """One event group, ending at ``end``: returns the record
+        ``(offset, gtids)`` it closes, else None."""
+        self.pending.add(domain, server, seq)
+        self.walked = end
         if end - self.previous < self.span_min or end > self.max_offset:
             return None
-        gtids = [(d, s, q) for (d, s), q in pending.items()]
-        pending.clear()
         self.previous = end
-        return end, gtids
+        return end, self.pending.take()
+
+    def advance(self, b: "Binlog", follow: bool = True) -> Iterator[tuple[int, list]]:
+        """The records due from ``walked`` to the end of ``b``, through the
+        fused walk; afterwards ``walked`` is where it stopped (the end of the
+        last complete group), the groups past the last record are ``pending``.
+        A record's state is committed when the consumer asks for the next:
+        one that fails to take a record (disk full) finds it again on the
+        next call. ``follow=False`` stops at the 4 GiB cap (a build needs
+        nothing past it); a tail follows to the end to know how far it read."""
+        pending = self.pending
+        for end, batch, due in b.group_batches(self.span_min, start=self.walked, previous=self.previous):
+            pending.add_rows(batch, *_HEAD_FIELDS)
+            if due and not self.capped:
+                if end > self.max_offset:
+                    self.capped = True
+                    if not follow:
+                        return
+                else:
+                    yield end, pending.items()
+                    pending.clear()
+                    self.previous = end
+            self.walked = end
+
+    def records(self, b: "Binlog", progress: Callable[[int], None] | None = None) -> list:
+        """Every record of a whole binlog, record 0 first (``progress(offset)``
+        every 16 MiB or so)."""
+        records = [self.first(b)]
+        add = records.append
+        if progress is None:
+            for record in self.advance(b, follow=False):
+                add(record)
+            return records
+        next_tick = 1 << 24
+        for record in self.advance(b, follow=False):
+            add(record)
+            if record[0] >= next_tick:
+                progress(record[0])
+                next_tick = record[0] + (1 << 24)
+        return records
 
 
 def write_records(records: Iterable[tuple[int, Gtids]], page_size: int) -> list[bytes]:

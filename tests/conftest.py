@@ -36,6 +36,15 @@ def fixture_files() -> list[tuple[Path, dict]]:
     return out
 
 
+def growing_copy(data: bytes, n: int) -> bytes:
+    """The first ``n`` bytes of a binlog as its server had them while writing:
+    the FDE's IN_USE flag is set (its CRC is computed with the flag clear)."""
+    part = bytearray(data[:n])
+    if len(part) > 21:
+        part[21] |= 1
+    return bytes(part)
+
+
 def fixture_id(path: Path) -> str:
     return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, growing_copy
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.indexfile import IndexMeta, build_index, open_index
@@ -17,15 +17,6 @@ from gtidx.tail import IncrementalIndex, TailSettings, Tailer
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
-
-
-def growing_copy(data: bytes, n: int) -> bytes:
-    """The first ``n`` bytes of a binlog as its server had them while writing:
-    the FDE's IN_USE flag is set (its CRC is computed with the flag clear)."""
-    part = bytearray(data[:n])
-    if len(part) > 21:
-        part[21] |= 1
-    return bytes(part)
 
 
 def records(path) -> list:
