@@ -14,12 +14,15 @@ must point backwards (children are written before their parents, so a
 descent always ends), node sizes are bounded by the file, and a GTID count
 is checked against the bytes left in its node before anything is read.
 
-Searches follow the server's algorithm (Gtid_index_reader): descend from the
-root keeping the state of the keys passed; in a leaf reached through a
-separator the first key repeats that separator and is skipped.
+Searches follow the server's algorithm (Gtid_index_reader): a root descent
+keeping the state of the keys passed, then a search of the one leaf it
+reaches (in a leaf reached through a separator the first key repeats that
+separator and is checked, not applied). Every loop over a node's keys is
+``_keys``: the format's "next key or stop" rule and the checks on each key.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable, Iterator
 
 from . import idxformat as fmt
@@ -65,7 +68,118 @@ def _read(src: ReadFile, offset: int, n: int, path, page=None) -> bytes:
     raise err
 
 
-class IndexReader:
+def _corrupt(message: str, path, page: int | None = None, incomplete: bool = False) -> CorruptIndexError:
+    e = CorruptIndexError(message, path=path, page=page)
+    e.incomplete = incomplete
+    return e
+
+
+def _child(cur: fmt.NodeCursor, page: int, path) -> int:
+    """The child pointer at ``cur`` in the interior node at ``page``.
+
+    It must point back into the file, before ``page``: a child is always
+    written before its parent (append-only, bottom-up), so every descent
+    ends. Raises CorruptIndexError otherwise, or when the node ends first.
+    """
+    child = cur.child()
+    if child is None:
+        raise _corrupt("interior node ends without its child pointer", path, page)
+    if not 1 <= child < page:
+        raise _corrupt(f"child pointer {child} does not point back into the file", path, page)
+    return child
+
+
+def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int | None = None,
+          children: bool = False, ordered: bool = True) -> Iterator[tuple[int, list, int | None]]:
+    """Iterate the keys of the node at ``page``, from ``cur`` on, left to right.
+
+    Yields ``(offset, gtids, child)``: the key's binlog offset, its GTIDs as
+    stored, and in an interior node (``children=True``) the child pointer
+    right of the key, else None. Stops at the end of the node (a zero GTID
+    count, or no room left for a key header): the format's "next key or
+    stop" rule, in one place.
+
+    Every key is checked before it is yielded: its GTID count against the
+    bytes left in the node (nothing is allocated by a count read from the
+    file), and, with ``ordered``, its offset against the range the descent
+    allows: above the previous key (the node's first key: above ``lo``, the
+    separator left of the node) and below ``hi`` (the separator right of
+    it); None is no bound. Raises CorruptIndexError, with ``page``, on the
+    first broken rule.
+
+    Runtime complexity: O(k) for a node of k keys, each GTID read once.
+    """
+    prev = lo
+    next_key, next_gtids = cur.key, cur.gtids
+    while True:
+        head = next_key()
+        if head is None:
+            return
+        count, offset = head
+        gtids = next_gtids(count)
+        if gtids is None:
+            raise _corrupt(f"key claims {count} GTIDs, more than its node holds", path, page)
+        if ordered:
+            if prev is not None and offset <= prev:
+                raise _corrupt(f"key offsets out of order ({offset} after {prev})", path, page)
+            if hi is not None and offset >= hi:
+                raise _corrupt(f"key offset {offset} is not below the next separator ({hi})", path, page)
+            prev = offset
+        yield offset, gtids, _child(cur, page, path) if children else None
+
+
+def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
+              accept: Callable[[int, BinlogState | None], bool], needs_state: bool):
+    """Apply ``keys`` to ``state`` while ``accept(offset, state with the
+    key)`` holds: the step shared by the root descent and the leaf search.
+
+    Returns ``(state, last, child, stop)``: the state after the accepted
+    keys, the last accepted key's offset and the child pointer right of it
+    (None: no key was accepted) and the first rejected key's offset (None:
+    every key was accepted). With ``needs_state=False`` ``accept`` gets
+    None for the state, a rejected key costs no state work, and ``state``
+    is updated in place once, with the accepted keys' GTIDs in order;
+    otherwise ``accept`` gets a new state it may keep, which becomes
+    ``state``.
+
+    Runtime complexity: O(k) calls of ``accept`` for k keys, plus a state
+    copy per key when ``needs_state``.
+    """
+    last = child = stop = None
+    if needs_state:
+        for offset, gtids, right in keys:
+            trial = state.copy().update(gtids)
+            if not accept(offset, trial):
+                return state, last, child, offset
+            state, last, child = trial, offset, right
+        return state, last, child, None
+    accepted = []               # applied at the end, in order: one update call
+    for offset, gtids, right in keys:
+        if not accept(offset, None):
+            stop = offset
+            break
+        accepted.append(gtids)
+        last, child = offset, right
+    state.update(chain.from_iterable(accepted))
+    return state, last, child, stop
+
+
+class _Lookups:
+    """The lookups every index reader answers, in terms of its ``search``."""
+
+    def at_offset(self, target: int) -> Record | None:
+        """Return the last record at or before binlog offset ``target``
+        (None: ``target`` is before the first record)."""
+        return self.search(lambda off, _: off <= target, needs_state=False)
+
+    def before_position(self, pos: Position) -> Record | None:
+        """Return the last record whose state is before the replication
+        position ``pos`` (``BinlogState.is_before``); None if even the
+        first one is not."""
+        return self.search(lambda _, state: state.is_before(pos))
+
+
+class IndexReader(_Lookups):
     def __init__(self, source, *, path=None):
         """``source``: an open ``filebuf.ReadFile`` (which this reader then
         reads from; the caller closes it) or a bytes-like buffer."""
@@ -107,9 +221,7 @@ class IndexReader:
 
     # -- structure -------------------------------------------------------------
     def _corrupt(self, message: str, page: int | None = None, incomplete: bool = False) -> CorruptIndexError:
-        e = CorruptIndexError(message, path=self.path, page=page)
-        e.incomplete = incomplete
-        return e
+        return _corrupt(message, self.path, page, incomplete)
 
     def _flags(self, page_no: int) -> int:
         return self._page(page_no)[fmt.flags_at(page_no)]
@@ -193,150 +305,148 @@ class IndexReader:
                 raise self._corrupt("node page with inconsistent flags", page)
         return leaf, fmt.NodeCursor(pages)
 
-    def _key(self, cur: fmt.NodeCursor, page: int):
-        """Next key (offset, gtids) of a node, or None at its end."""
-        head = cur.key()
-        if head is None:
-            return None
-        count, offset = head
-        gtids = cur.gtids(count)
-        if gtids is None:
-            raise self._corrupt(f"key claims {count} GTIDs, more than its node holds", page)
-        return offset, gtids
-
-    def _child(self, cur: fmt.NodeCursor, parent: int) -> int:
-        child = cur.child()
-        if child is None:
-            raise self._corrupt("interior node ends without its child pointer", parent)
-        if not 1 <= child < parent:
-            # Append-only, bottom-up: a child is always written before its parent.
-            raise self._corrupt(f"child pointer {child} does not point back into the file", parent)
-        return child
-
-    # -- search ------------------------------------------------------------------
-    def search(self, accept: Callable[[int, BinlogState], bool],
+    # -- search: a root descent, then a leaf search -------------------------------
+    def search(self, accept: Callable[[int, BinlogState | None], bool],
                needs_state: bool = True) -> Record | None:
-        """The last record that ``accept(offset, state)`` holds for, in key
-        order, found by the server's descent; None when even the first
-        record is not accepted. With ``needs_state=False`` the predicate only
-        looks at offsets and rejected keys cost no state work.
+        """Return the last record, in key order, that ``accept(offset,
+        state)`` holds for; None when even the first record is not accepted.
 
-        Every key met is checked against the range the descent allows: keys
-        grow strictly inside a node and lie between the separator that led
-        to the node and the one after it, and a leaf reached through a
-        separator starts with that separator's offset. Pages with valid CRCs
-        in the wrong place (a spliced or shifted file, a child pointer to
-        another node) fail these checks instead of giving a wrong record."""
-        current = BinlogState()
-        current_offset = None
-        updated = False
-        lo = None               # offset of the separator that led here (None: leftmost path)
-        hi = None               # offset of the key right of this subtree (None: rightmost)
+        ``accept`` must hold for a prefix of the records (an offset bound, a
+        position not yet reached). The search follows the server's
+        (``Gtid_index_reader``): a root descent to the one leaf that can hold
+        the answer (``_descend``), then a scan of that leaf (``_leaf_start``
+        and the keys after it, ``_accepted``). With ``needs_state=False`` the predicate is
+        given None for the state (it looks at offsets only) and rejected
+        keys cost no state work.
+
+        Every key met is checked against the range the descent allows (see
+        ``_keys``), and a leaf reached through a separator must start with
+        that separator's key: pages with valid CRCs in the wrong place (a
+        spliced or shifted file, a child pointer to another node) raise
+        CorruptIndexError instead of giving a wrong record.
+
+        Runtime complexity: O(log(n)) nodes read for n records (one per
+        level of the tree), each page read and CRC-checked at most once
+        while it stays in the page cache.
+
+        >>> from gtidx.writer import write_records
+        >>> pages = write_records([(0x11d, []), (0x20e, [(0, 1, 1)]), (0x2ad, [(0, 1, 2)])], 64)
+        >>> r = IndexReader(b"".join(pages))
+        >>> r.search(lambda offset, state: offset < 0x2ad, needs_state=False)
+        (526, BinlogState('0-1-1'))
+        >>> r.search(lambda offset, state: state.get(0, 1) is None)
+        (285, BinlogState(''))
+        >>> r.search(lambda offset, state: offset < 0x11d, needs_state=False) is None
+        True
+        """
+        page, cur, state, lo, hi = self._descend(accept, needs_state)
+        keys = _keys(cur, page, self.path, None, hi)      # the first key is checked against lo
+        offset = self._leaf_start(page, keys, state, lo)
+        if not accept(offset, state if needs_state else None):
+            return None
+        state, last, _, _ = _accepted(keys, state, accept, needs_state)
+        return Record(offset if last is None else last, state)
+
+    def _descend(self, accept: Callable[[int, BinlogState | None], bool], needs_state: bool):
+        """The root descent: from the root down to the leaf that holds the
+        answer of ``search(accept, needs_state)``.
+
+        In each interior node, follow the child left of the first key that
+        ``accept`` rejects (the rightmost child when it accepts them all),
+        applying the GTIDs of the keys it accepts. Returns ``(page, cur,
+        state, lo, hi)``: the leaf's first page and a cursor at its first
+        key, the state after the last accepted separator (empty when none
+        was: the leftmost path), and the separators around the leaf: ``lo``
+        the last accepted one, ``hi`` the first rejected one (None: none).
+
+        Runtime complexity: O(log(n)) nodes, the keys of each scanned once.
+        """
+        state = BinlogState()
+        lo = hi = None
+        path = self.path
         page = self.root_page
         leaf, cur = self._node(page)
         while not leaf:
-            child = self._child(cur, page)
-            prev = lo
-            while True:
-                key = self._key(cur, page)
-                if key is None:
-                    break                       # follow the rightmost child
-                offset, gtids = key
-                self._in_range(offset, prev, hi, page)
-                prev = offset
-                right = self._child(cur, page)
-                if needs_state:
-                    trial = current.copy().update(gtids)
-                    ok = accept(offset, trial)
-                else:
-                    ok = accept(offset, None)
-                if not ok:
-                    hi = offset
-                    break                       # follow the child left of this key
-                current.update(gtids)
-                current_offset = offset
-                updated = True
-                lo = offset
-                child = right
+            child = _child(cur, page, path)             # left of the node's first key
+            state, last, right, stop = _accepted(_keys(cur, page, path, lo, hi, True),
+                                                 state, accept, needs_state)
+            if last is not None:
+                lo, child = last, right
+            if stop is not None:
+                hi = stop
             page = child
             leaf, cur = self._node(page)
-        key = self._key(cur, page)
-        if key is None:
+        return page, cur, state, lo, hi
+
+    def _leaf_start(self, page: int, keys: Iterator, state: BinlogState, sep: int | None,
+                    check: bool = True, exact: bool = False) -> int:
+        """Read the first record of the leaf at ``page`` from ``keys`` (its
+        ``_keys``); return its offset (its state is then ``state``).
+
+        A leaf reached through a separator (``sep``) starts with that
+        separator's key, which ``state`` already holds: it is checked
+        (``_check_separator``; not when ``check`` is false), not applied. On
+        the leftmost path (``sep`` None) the first key is the index's first
+        record, a full state, and is applied to ``state``. ``keys`` is left
+        at the leaf's second key.
+        """
+        first = next(keys, None)
+        if first is None:
             raise self._corrupt("empty leaf node", page)
-        offset, gtids = key
-        if lo is not None and (offset != lo or any(current.get(d, s) != q for d, s, q in gtids)):
-            # it repeats the separator that led here, which ``current`` holds
-            raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {lo})", page)
-        if hi is not None and offset >= hi:
-            raise self._corrupt(f"key offset {offset} is not below the next separator ({hi})", page)
-        if not updated:
-            current.update(gtids)   # the first record of the index: the full state
-        current_offset = offset
-        if not accept(offset, current if needs_state else None):
-            return None
-        prev = offset
-        while True:
-            key = self._key(cur, page)
-            if key is None:
-                break
-            offset, gtids = key
-            self._in_range(offset, prev, hi, page)
-            prev = offset
-            if needs_state:
-                trial = current.copy().update(gtids)
-                if not accept(offset, trial):
-                    break
-                current = trial
-            else:
-                if not accept(offset, None):
-                    break
-                current.update(gtids)
-            current_offset = offset
-        return Record(current_offset, current)
+        offset, gtids, _ = first
+        if sep is None:
+            state.update(gtids)
+        elif check:
+            self._check_separator(offset, gtids, sep, state, page, exact)
+        return offset
 
-    def _in_range(self, offset: int, prev: int | None, hi: int | None, page: int) -> None:
-        """A key after ``prev`` (the previous key, or the separator that led
-        here) and below ``hi`` (the separator right of this subtree)."""
-        if prev is not None and offset <= prev:
-            raise self._corrupt(f"key offsets out of order ({offset} after {prev})", page)
-        if hi is not None and offset >= hi:
-            raise self._corrupt(f"key offset {offset} is not below the next separator ({hi})", page)
+    def _check_separator(self, offset: int, gtids, sep: int, state: BinlogState, page: int,
+                         exact: bool = False) -> None:
+        """A leaf's first key at ``offset`` repeats the separator at ``sep``
+        that leads to it: the same offset, and GTIDs that ``state`` (which
+        the separator has been applied to) already holds.
 
-    def at_offset(self, target: int) -> Record | None:
-        """The last record at or before binlog offset ``target``."""
-        return self.search(lambda off, _: off <= target, needs_state=False)
-
-    def before_position(self, pos: Position) -> Record | None:
-        """The last record whose state is before the replication position (is_before)."""
-        return self.search(lambda _, state: state.is_before(pos))
+        That is all a lookup relies on: the key is never applied, the
+        separator's state is the record's. With ``exact`` (``check()``),
+        applying the key must change nothing at all: each domain's last
+        server included (O(k) state lookups more for a key of k GTIDs).
+        """
+        get = state.get
+        if offset != sep or any(get(d, s) != q for d, s, q in gtids) or (
+                exact and state.copy().update(gtids) != state):
+            raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {sep})", page)
 
     def first_record(self) -> Record:
-        """Record 0: the first key of the leftmost leaf, a full state."""
-        page = self._leftmost_leaf()
-        _, cur = self._node(page)
-        key = self._key(cur, page)
-        if key is None:
-            raise self._corrupt("empty leaf node", page)
-        return Record(key[0], BinlogState(key[1]))
+        """Return record 0: the first key of the leftmost leaf, a full state.
+
+        Runtime complexity: O(log(n)) nodes, down the first child pointers
+        (no key of an interior node is read).
+        """
+        page = self.root_page
+        leaf, cur = self._node(page)
+        while not leaf:
+            page = _child(cur, page, self.path)
+            leaf, cur = self._node(page)
+        state = BinlogState()
+        return Record(self._leaf_start(page, _keys(cur, page, self.path), state, None), state)
 
     def last_record(self) -> Record:
+        """Return the last record of the index.
+
+        Runtime complexity: O(log(n)) nodes, plus the last leaf's keys.
+        """
         rec = self.search(lambda off, _: True, needs_state=False)
         if rec is None:
             raise self._corrupt("index has no records", self.root_page)
         return rec
 
-    def _leftmost_leaf(self) -> int:
-        page = self.root_page
-        for _ in range(self.npages):
-            leaf, cur = self._node(page)
-            if leaf:
-                return page
-            page = self._child(cur, page)
-        raise self._corrupt("tree deeper than the file has pages", self.root_page)
-
     # -- listing and checking --------------------------------------------------------
     def records(self) -> Iterator[Record]:
-        """Every record in binlog order, with its full state (in-order walk)."""
+        """Iterate every record in binlog order, with its full state
+        (an in-order walk of the tree).
+
+        Runtime complexity: O(n) for n records (each page read once).
+        """
         yield from self._walk(self.root_page, BinlogState(), None, None)
 
     def check(self) -> dict:
@@ -357,38 +467,25 @@ class IndexReader:
     def _walk(self, page: int, state: BinlogState, sep: int | None, check, depth: int = 1):
         """Records of the subtree at ``page``, entered with ``state``.
         ``sep`` is the offset of the separator that led here (None on the
-        leftmost path of the tree): a leaf's first key repeats it."""
+        leftmost path of the tree): a leaf's first key repeats it. With
+        ``check`` (a dict of counts) that is checked, and ``check()``
+        checks the order of the records this yields."""
         if depth > self.npages:
             raise self._corrupt("tree deeper than the file has pages", page)
         leaf, cur = self._node(page)
         if check is not None:
             check["nodes"] += 1
             check["levels"] = max(check["levels"], depth)
+        keys = _keys(cur, page, self.path, children=not leaf, ordered=False)
         if leaf:
-            first = True
-            while True:
-                key = self._key(cur, page)
-                if key is None:
-                    break
-                offset, gtids = key
-                if first and sep is not None:
-                    # Repeats the separator that led here: already in ``state``.
-                    if check is not None and (offset != sep or state.copy().update(gtids) != state):
-                        raise self._corrupt("leaf's first key disagrees with its separator", page)
-                else:
-                    state.update(gtids)
-                first = False
+            offset = self._leaf_start(page, keys, state, sep, check is not None, exact=True)
+            yield Record(offset, state.copy())
+            for offset, gtids, _ in keys:
+                state.update(gtids)
                 yield Record(offset, state.copy())
-            if first:
-                raise self._corrupt("empty leaf node", page)
             return
-        children = [(self._child(cur, page), state.copy(), sep)]
-        while True:
-            key = self._key(cur, page)
-            if key is None:
-                break
-            offset, gtids = key
-            child = self._child(cur, page)
+        children = [(_child(cur, page, self.path), state.copy(), sep)]
+        for offset, gtids, child in keys:
             state.update(gtids)
             children.append((child, state.copy(), offset))
         for child, child_state, child_sep in children:
@@ -472,15 +569,9 @@ class PartialIndex:
             self.pages = page - 1
             self.nodes += 1
             if first_flags & fmt.IS_LEAF:
-                cur = fmt.NodeCursor(pages)
-                while True:
-                    head = cur.key()
-                    if head is None:
-                        break
-                    gtids = cur.gtids(head[0])
-                    if gtids is None:
-                        raise CorruptIndexError("key runs past its node", path=path, page=first)
-                    self.keys.append((head[1], gtids))
+                # records() checks their order, across leaves
+                self.keys.extend((offset, gtids) for offset, gtids, _ in
+                                 _keys(fmt.NodeCursor(pages), first, path, ordered=False))
 
     def records(self) -> list[Record]:
         state, out, last = BinlogState(), [], -1
@@ -493,7 +584,7 @@ class PartialIndex:
         return out
 
 
-class HotIndex:
+class HotIndex(_Lookups):
     """Lookups on a PartialIndex: the same searches as IndexReader over the
     records of its complete leaves (a lookup past the last of them scans the
     binlog from it, like any lookup past an index's last record)."""
@@ -504,19 +595,20 @@ class HotIndex:
         if not self._records:
             raise CorruptIndexError("no complete leaf yet", path=partial.path)
 
-    def search(self, accept: Callable[[int, BinlogState], bool], needs_state: bool = True) -> Record | None:
+    def search(self, accept: Callable[[int, BinlogState | None], bool],
+               needs_state: bool = True) -> Record | None:
+        """Return the last record ``accept(offset, state)`` holds for, None
+        when even the first is not accepted (as ``IndexReader.search``).
+
+        Runtime complexity: O(k) for the k records up to the first rejected
+        one (a leaf scan over every complete leaf: no tree to descend yet).
+        """
         found = None
-        for rec in self._records:      # like a leaf scan: up to the first rejected record
+        for rec in self._records:
             if not accept(rec.offset, rec.state if needs_state else None):
                 break
             found = rec
         return found
-
-    def at_offset(self, target: int) -> Record | None:
-        return self.search(lambda off, _: off <= target, needs_state=False)
-
-    def before_position(self, pos: Position) -> Record | None:
-        return self.search(lambda _, state: state.is_before(pos))
 
     def first_record(self) -> Record:
         return self._records[0]

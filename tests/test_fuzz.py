@@ -239,6 +239,25 @@ def test_separator_disagreeing_with_its_leaf_is_caught_by_a_lookup():
     assert r.at_offset(0x2ac).offset == 0x20e                   # the left subtree is still fine
 
 
+
+def test_leaf_repeating_its_separator_in_another_order():
+    """A leaf's first key holding its separator's GTIDs in another order
+    (domain 0's last server 1 instead of 2; the CRC recomputed): check()
+    reports it (applying the key would change the state); a lookup, which
+    never applies that key, answers the separator's state, the true one."""
+    from gtidx.writer import write_records
+    pages = [bytearray(p) for p in write_records(
+        [(0x11d, []), (0x20e, [(0, 1, 1)]), (0x2ad, [(0, 1, 2), (0, 2, 3)])], 64)]
+    a = fmt.payload_start(2) + fmt.KEY_HEADER_SIZE              # page 2 (leaf 2): its first key's GTIDs
+    b, end = a + fmt.GTID_SIZE, a + 2 * fmt.GTID_SIZE
+    pages[1][a:end] = pages[1][b:end] + pages[1][a:b]
+    fmt.seal(pages[1])
+    r = IndexReader(b"".join(bytes(p) for p in pages))
+    with pytest.raises(CorruptIndexError, match="not its separator") as e:
+        r.check()
+    assert e.value.page == 2
+    assert r.at_offset(0x2ad).state.last(0).server == 2
+
 # -- MariaDB's mysql-test binlog_gtid_index scenarios that tests/test_index.py lacks ----------------
 # (there already: a CRC byte flipped at EOF-2, page sizes 64/512/16384 with span_min 1
 #  in test_every_oracle_answer_through_gtidx_indexes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import shutil
 import struct
 from pathlib import Path
@@ -19,7 +20,7 @@ from gtidx.binlog import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
 from gtidx.indexfile import (build_index, coarsen, open_index, server_records, verify_index)
-from gtidx.reader import IndexReader
+from gtidx.reader import IndexReader, Record
 from gtidx.writer import IndexWriter, RecordPolicy, write_records
 
 M118 = FIXTURES / "mariadb-11.8"
@@ -92,6 +93,85 @@ def test_write_read_round_trip_against_brute_force(first, stream, page_size):
         got = r.at_offset(target)
         assert (got is None and not brute) or (got.offset, got.state) == brute[-1]
 
+
+
+def _random_records(seed: int, n: int, domains: int) -> list[tuple[int, list]]:
+    """``n`` index records as a binlog makes them: offsets growing, each
+    record the GTIDs logged since the previous one (seq_no growing per
+    domain, a few servers), the first one a start state."""
+    rnd = random.Random(seed)
+    seq = {d: 0 for d in range(domains)}
+    records, offset = [], 4
+    for i in range(n):
+        events = []
+        for _ in range(rnd.choice((0, 1, 1, 2, 3, 8)) if i else rnd.randrange(domains + 1)):
+            d = rnd.randrange(domains)
+            seq[d] += rnd.choice((1, 1, 2, 1000))
+            events.append((d, rnd.choice((1, 1, 2, 3)), seq[d]))
+        offset += rnd.randrange(1, 5000)
+        records.append((offset, [tuple(g) for g in BinlogState(events)]))
+    return records
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32), st.integers(1, 600), st.integers(1, 6), st.integers(64, 4096), st.data())
+def test_search_equals_a_scan_of_records(seed, n, domains, page_size, data):
+    """Random trees (page sizes 64..4096, one to many levels): ``search`` at
+    random predicates - an offset bound, a replication position, with and
+    without the state - answers what a brute-force scan of ``records()``
+    answers (the last record of the accepted prefix), and every state the
+    search hands its predicate, in interior nodes and leaves, is the true
+    state at that offset."""
+    records = _random_records(seed, n, domains)
+    r = IndexReader(b"".join(write_records(records, page_size)))
+    expected = [(rec.offset, rec.state) for rec in r.records()]
+    state = BinlogState()
+    assert expected == [(off, state.update(gtids).copy()) for off, gtids in records]
+    true_state = dict(expected)
+
+    def brute(accept):
+        found = None
+        for off, st_ in expected:
+            if not accept(off, st_):
+                break
+            found = (off, st_)
+        return found
+
+    def check(accept, needs_state):
+        def traced(off, st_):
+            if needs_state:
+                assert st_ == true_state[off], off
+            else:
+                assert st_ is None
+            return accept(off, st_)
+        got = r.search(traced, needs_state=needs_state)
+        want = brute(accept)
+        assert (got and (got.offset, got.state)) == want
+
+    offsets = [off for off, _ in expected]
+    targets = data.draw(st.lists(st.one_of(st.sampled_from(offsets), st.integers(0, offsets[-1] + 10)),
+                                 min_size=1, max_size=6))
+    for t in [offsets[0] - 1, offsets[-1], *targets, *(t + 1 for t in targets)]:
+        check(lambda off, _, t=t: off <= t, needs_state=False)
+        check(lambda off, _, t=t: off <= t, needs_state=True)
+    picks = data.draw(st.lists(st.sampled_from(range(len(expected))), min_size=1, max_size=6))
+    for k in picks:
+        pos = expected[k][1].position()
+        for delta in (0, -1, 1):
+            moved = Position(g._replace(seq=max(1, g.seq + delta)) for g in pos)
+            answers = [s.is_before(moved) for _, s in expected]
+            assert answers == sorted(answers, reverse=True)        # a prefix: what search assumes
+            check(lambda _, s, p=moved: s.is_before(p), needs_state=True)
+    assert r.first_record() == Record(*expected[0])
+    assert r.last_record() == Record(*expected[-1])
+
+
+def test_reader_docstring_examples_run():
+    import doctest
+
+    import gtidx.reader
+    result = doctest.testmod(gtidx.reader)
+    assert result.attempted > 0 and result.failed == 0
 
 def test_writer_rejects_offsets_past_4_gib_and_policy_stops_there():
     w = IndexWriter(4096, lambda page: None)
