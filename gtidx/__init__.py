@@ -13,9 +13,11 @@ from .gtid import BinlogState, Gtid, Position
 __version__ = "0.1.0"
 
 # Public names of the library, each imported from its module on first use so
-# that `import gtidx` stays cheap (the CLI and the value types need none of it).
+# that `import gtidx` stays cheap (the CLI and the value types need none of it):
+# name -> module, or (module, its name there) where the two differ.
 _LAZY = {
-    "open": "api",
+    "open": ("api", "open_binlogs"),      # gtidx.open: api does not shadow the builtin
+    "BinlogSeries": "api",
     "build": "api",
     "state_at": "api",
     "scan": "api",
@@ -29,11 +31,12 @@ _LAZY = {
 
 
 def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'gtidx' has no attribute {name!r}")
+    module, attr = where if isinstance(where, tuple) else (where, name)
     import importlib
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
     globals()[name] = value
     return value
 

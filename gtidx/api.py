@@ -16,7 +16,6 @@ at each public entry point: ``_path``, ``parse_offset``, ``_gtid``,
 from __future__ import annotations
 
 import bisect
-import builtins
 import logging
 import operator
 import os
@@ -296,7 +295,7 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
     return seq is not None and seq >= g.seq
 
 
-# -- which files can hold a GTID (the one planner: Binlogs.locate and gtidx.spark) ---------------
+# -- which files can hold a GTID (the one planner: BinlogSeries.locate and gtidx.spark) ---------------
 
 UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
 
@@ -417,7 +416,7 @@ def list_binlogs(path: str | os.PathLike) -> list[str]:
     if path.endswith(".index") and os.path.isfile(path):
         base = os.path.dirname(path)
         try:
-            with builtins.open(path, "rb") as f:   # this module's open() is gtidx.open
+            with open(path, "rb") as f:
                 lines = [os.fsdecode(ln.strip()) for ln in f if ln.strip()]    # names as the OS has them
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
@@ -445,12 +444,14 @@ def _listed(base: str, line: str) -> str:
     return beside if os.path.exists(beside) else line
 
 
-class Binlogs:
-    """A set of binlog files in order (one file, or a server's whole list)."""
+class BinlogSeries:
+    """An ordered series of one server's binlog files (one file, or the whole
+    list of a directory or ``master-bin.index``), answered as one history:
+    ``gtidx.open`` returns one. A single file is a ``binlog.Binlog``."""
 
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32):
         if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
-            raise BadInputError(f"Binlogs() takes a list of binlog paths, not {type(files).__name__}",
+            raise BadInputError(f"BinlogSeries() takes a list of binlog paths, not {type(files).__name__}",
                                 hint="gtidx.open(path) takes one file, directory or master-bin.index")
         files = [_path(f, "binlog path") for f in files]
         if not files:
@@ -468,10 +469,10 @@ class Binlogs:
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
 
     @classmethod
-    def from_path(cls, path, **kw) -> "Binlogs":
+    def from_path(cls, path, **kw) -> "BinlogSeries":
         return cls(list_binlogs(path), **kw)
 
-    def __enter__(self) -> "Binlogs":
+    def __enter__(self) -> "BinlogSeries":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -849,15 +850,15 @@ class Binlogs:
                                   f"latest {'(unknown)' if latest is None else latest or '(empty)'}")
 
 
-def open(path: str | os.PathLike, **kw) -> Binlogs:  # noqa: A001 (gtidx.open)
-    """A file, a directory of binlogs or a ``master-bin.index``."""
-    return Binlogs.from_path(path, **kw)
+def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
+    """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``)."""
+    return BinlogSeries.from_path(path, **kw)
 
 
 def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file."""
     path = _path(path)
-    with Binlogs([path], **kw) as logs:
+    with BinlogSeries([path], **kw) as logs:
         return logs.state_at(path, offset)
 
 
@@ -911,10 +912,8 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             yield listed
             continue
         for f, size in listed:
-            tick = None
-            if progress is not None:
-                def tick(offset, f=f, size=size, base=done_bytes, n=done_files):
-                    progress(BuildProgress(f, n, files, base + min(offset, size), total))
+            tick = None if progress is None else _file_ticks(progress, f, size, done_bytes, done_files,
+                                                             files, total)
             try:
                 result = build_index(f, progress=tick, **kw)
             except GtidxError as e:
@@ -924,6 +923,13 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             if progress is not None:
                 progress(BuildProgress(f, done_files, files, done_bytes, total))
             yield result
+
+
+def _file_ticks(progress, f: str, size: int, base: int, n: int, files: int, total: int):
+    """build_index's progress callback for file ``f``: reports the whole run's bytes."""
+    def tick(offset: int) -> None:
+        progress(BuildProgress(f, n, files, base + min(offset, size), total))
+    return tick
 
 
 def _size(path: str) -> int:
@@ -1015,7 +1021,7 @@ class FileStatus(NamedTuple):
     error: GtidxError | None = None
 
 
-def status(directory: str | os.PathLike) -> list[FileStatus]:
+def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
     """Per binlog of ``directory``: its index state and how far behind it is.
     A binlog that cannot be read (listed but absent, empty, truncated,
     encrypted...) is a row in state "error", not a failure of the whole call."""
@@ -1073,20 +1079,20 @@ def _file_status(path: str, now: float) -> FileStatus:
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
          every: bool = False):
-    """``spec`` is one GTID (-> Location; ``every``: see ``Binlogs.locate``) or
+    """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too."""
     pos = _position(spec)
-    with Binlogs.from_path(path) as logs:
+    with BinlogSeries.from_path(path) as logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)
 
 
-__all__ = ["open", "Binlogs", "state_at", "scan", "binlog_info", "build", "build_index",
+__all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "LocatePlan", "Planner", "plan_locate",
-           "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "status",
+           "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
            "FileStatus", "BuildProgress", "parse_offset",
            "DEFAULT_MAX_RATIO", "fmt"]

@@ -88,7 +88,7 @@ BOUNDARY_TYPES = frozenset({START_EVENT_V3, STOP, ROTATE, FORMAT_DESCRIPTION, IN
 # which makes this test ~30% cheaper per event than `etype in frozenset`.
 _COLD_TYPE = tuple(t in BOUNDARY_TYPES or t == GTID for t in range(256))
 
-# GTID event flags2.
+# GTID event flags2 (Group.flags2, as `gtidx dump` prints it).
 FL_STANDALONE = 0x01
 FL_GROUP_COMMIT_ID = 0x02
 FL_TRANSACTIONAL = 0x04
@@ -97,12 +97,6 @@ FL_WAITED = 0x10
 FL_DDL = 0x20
 FL_PREPARED_XA = 0x40
 FL_COMPLETED_XA = 0x80
-# GTID event flags_extra (MariaDB 10.8+; thread id since 11.5).
-FL_EXTRA_MULTI_ENGINE = 0x01
-FL_START_ALTER = 0x02
-FL_COMMIT_ALTER = 0x04
-FL_ROLLBACK_ALTER = 0x08
-FL_EXTRA_THREAD_ID = 0x10
 
 IN_USE_FLAG = 0x0001          # LOG_EVENT_BINLOG_IN_USE_F, on the FDE
 CHECKSUM_NONE = 0
@@ -121,10 +115,7 @@ GTID_HEAD = struct.Struct("<I1xI10xQIB")
 GTID_ENTRY = struct.Struct("<IIQ")         # domain, server, seq (GTID_LIST, .idx keys)
 FDE_FIXED = struct.Struct("<H50sIB")       # binlog_version, server_version, created, header_len
 QUERY_POST_HEADER = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_len
-XA_HEAD = struct.Struct("<IBB")            # formatID, gtrid_length, bqual_length
-U8 = struct.Struct("<B")
 U32 = struct.Struct("<I")
-U64 = struct.Struct("<Q")
 
 GTID_LIST_COUNT_MASK = 0x0FFFFFFF         # the top 4 bits are wire-only flags
 
@@ -157,17 +148,6 @@ class Event(NamedTuple):
         return EVENT_NAMES.get(self.type, f"TYPE_{self.type}")
 
 
-class GtidEvent(NamedTuple):
-    gtid: Gtid
-    flags2: int
-    commit_id: int | None
-    xid: tuple[int, bytes, bytes] | None      # (formatID, gtrid, bqual) for XA
-    flags_extra: int
-    extra_engines: int | None
-    sa_seq_no: int | None                      # start-alter seq for COMMIT/ROLLBACK ALTER
-    thread_id: int | None
-
-
 class Group(NamedTuple):
     """An event group: its GTID event's offset (start) and the offset just
     after its last event (end)."""
@@ -180,46 +160,6 @@ class Group(NamedTuple):
 
 # -- decoders (bodies are bytes-like, without header and checksum) ------------
 
-def decode_gtid(body, server_id: int, *, path=None, offset=None) -> GtidEvent:
-    n = len(body)
-    if n < GTID_BODY_LEN:
-        raise CorruptBinlogError(f"GTID event body is {n} bytes, needs {GTID_BODY_LEN}",
-                                 path=path, offset=offset)
-    seq, domain, flags2 = GTID_BODY.unpack_from(body, 0)
-    if seq == 0:
-        raise CorruptBinlogError("GTID event with seq_no 0", path=path, offset=offset)
-    p = GTID_BODY_LEN
-    commit_id = xid = extra_engines = sa_seq_no = thread_id = None
-    flags_extra = 0
-    try:
-        if flags2 & FL_GROUP_COMMIT_ID:
-            commit_id = U64.unpack_from(body, p)[0]
-            p += 8
-        if flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
-            fmt, glen, blen = XA_HEAD.unpack_from(body, p)
-            p += XA_HEAD.size
-            if p + glen + blen > n:
-                raise struct.error("XID data past the end of the event")
-            xid = (fmt, bytes(body[p:p + glen]), bytes(body[p + glen:p + glen + blen]))
-            p += glen + blen
-        if p < n:
-            flags_extra = body[p]
-            p += 1
-            if flags_extra & FL_EXTRA_MULTI_ENGINE:
-                extra_engines = body[p]
-                p += 1
-            if flags_extra & (FL_COMMIT_ALTER | FL_ROLLBACK_ALTER):
-                sa_seq_no = U64.unpack_from(body, p)[0]
-                p += 8
-            if flags_extra & FL_EXTRA_THREAD_ID:
-                thread_id = U32.unpack_from(body, p)[0]
-                p += 4
-    except (struct.error, IndexError) as e:
-        raise CorruptBinlogError(f"GTID event fields run past its end ({e})", path=path, offset=offset)
-    return GtidEvent(Gtid(domain, server_id, seq), flags2, commit_id, xid, flags_extra,
-                     extra_engines, sa_seq_no, thread_id)
-
-
 def decode_gtid_list(body, *, path=None, offset=None) -> list[Gtid]:
     if len(body) < 4:
         raise CorruptBinlogError("GTID_LIST event too short", path=path, offset=offset)
@@ -228,22 +168,6 @@ def decode_gtid_list(body, *, path=None, offset=None) -> list[Gtid]:
         raise CorruptBinlogError(f"GTID_LIST claims {count} GTIDs but has room for "
                                  f"{(len(body) - 4) // GTID_ENTRY.size}", path=path, offset=offset)
     return [Gtid(*GTID_ENTRY.unpack_from(body, 4 + i * GTID_ENTRY.size)) for i in range(count)]
-
-
-def decode_binlog_checkpoint(body, *, path=None, offset=None) -> str:
-    if len(body) < 4:
-        raise CorruptBinlogError("BINLOG_CHECKPOINT event too short", path=path, offset=offset)
-    n = U32.unpack_from(body, 0)[0]
-    if 4 + n > len(body):
-        raise CorruptBinlogError("BINLOG_CHECKPOINT name runs past the event", path=path, offset=offset)
-    return bytes(body[4:4 + n]).decode("utf-8", "replace")
-
-
-def decode_rotate(body, *, path=None, offset=None) -> tuple[int, str]:
-    """(position in the next file, next file name)."""
-    if len(body) < 8:
-        raise CorruptBinlogError("ROTATE event too short", path=path, offset=offset)
-    return U64.unpack_from(body, 0)[0], bytes(body[8:]).decode("utf-8", "replace")
 
 
 def decode_query_text(body, *, path=None, offset=None) -> bytes:
@@ -284,16 +208,6 @@ def is_group_terminator(event_type: int, body, standalone: bool) -> bool:
     except CorruptBinlogError:
         return False
     return text in _TERMINATING_QUERIES or text.startswith(_TERMINATING_XA)
-
-
-def _parse_version(text: str) -> tuple[int, ...]:
-    nums = []
-    for part in text.split("-", 1)[0].split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        nums.append(int(digits))
-    return tuple(nums)
 
 
 # -- the file ----------------------------------------------------------------
@@ -428,7 +342,6 @@ class Binlog:
         self.fde = FormatDescription(binlog_version, server_version, created, header_len, alg,
                                      bool(flags & IN_USE_FLAG), length)
         self.checksum_len = CRC_LEN if alg == CHECKSUM_CRC32 else 0
-        self.server_version = _parse_version(server_version)
 
         # Header events before the first group: START_ENCRYPTION, GTID_LIST,
         # BINLOG_CHECKPOINT. Look at a bounded number of them.
@@ -506,16 +419,14 @@ class Binlog:
         ``start``. The framing is checked up front (``complete_end``)."""
         return self._headers_between(start, self.complete_end(start))
 
-    def events(self, start: int = 4, *, verify: bool = False) -> Iterator[Event]:
-        """Every complete event with its body; ``verify`` checks each CRC32.
-        The bodies point into the ``PreadBuffer``: each event is read there as
-        it is reached (the memory grows with what was iterated)."""
+    def events(self, start: int = 4) -> Iterator[Event]:
+        """Every complete event with its body. The bodies point into the
+        ``PreadBuffer``: each event is read there as it is reached (the
+        memory grows with what was iterated)."""
         mm, crc, fill = self._mm, self.checksum_len, self._fill
         for off, etype, server_id, ln in self.headers(start):
             fill(off, off + ln)
             ts, _, _, _, _, flags = EVENT_HEADER.unpack_from(mm, off)
-            if verify and crc:
-                self._verify_crc(off, ln, etype)
             body_end = off + ln - crc
             if body_end < off + HEADER_LEN:
                 raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
@@ -555,32 +466,6 @@ class Binlog:
             except CorruptBinlogError:
                 return False
         return True
-
-    def verify_checksums(self, start: int = 4) -> int:
-        """Check the CRC32 of every complete event; returns how many were checked
-        (0 for a binlog written with binlog_checksum=NONE)."""
-        if not self.checksum_len:
-            return 0
-        n = 0
-        for off, etype, _, ln in self.headers(start):
-            self._verify_crc(off, ln, etype)
-            n += 1
-        return n
-
-    def gtid_event(self, offset: int) -> GtidEvent:
-        """Decode the GTID event at ``offset`` (all fields)."""
-        mm = self._mm
-        if offset + HEADER_LEN > self.size:
-            raise self._corrupt("no event header here", offset)
-        self._fill(offset, offset + HEADER_LEN)
-        _, etype, server_id, ln, _, _ = EVENT_HEADER.unpack_from(mm, offset)
-        if etype != GTID:
-            raise self._corrupt(f"expected a GTID event, found type {etype}", offset)
-        if ln < HEADER_LEN or offset + ln > self.size:
-            raise self._corrupt(f"GTID event length {ln} does not fit the file", offset)
-        self._fill(offset, offset + ln)
-        body = memoryview(mm)[offset + HEADER_LEN:offset + ln - self.checksum_len]
-        return decode_gtid(body, server_id, path=self.path, offset=offset)
 
     # -- groups ------------------------------------------------------------
     def groups(self, start: int | None = None) -> Iterator[Group]:

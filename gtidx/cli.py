@@ -681,7 +681,7 @@ def status(directory, as_json):
     error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
     seconds. A damaged binlog is a row, not a failure."""
     from . import api
-    rows = api.status(directory)
+    rows = api.binlog_status(directory)
     if as_json:
         _emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
                               for r in rows]})

@@ -8,7 +8,6 @@ maps to the CLI's exit code:
 """
 from __future__ import annotations
 
-EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
 EXIT_CORRUPT = 3

@@ -314,26 +314,6 @@ class BinlogState:
         """What ``BINLOG_GTID_POS`` prints: each domain's last GTID."""
         return Position(self.last(d) for d in self._domains)
 
-    def delta(self, older: "BinlogState") -> list[Gtid]:
-        """GTIDs that turn ``older`` into ``self`` when applied in order.
-
-        Holds whenever every (domain, server) of ``older`` is also in ``self``
-        (a binlog state only grows). Per domain: the entries whose seq differs,
-        then the domain's last GTID, listed last, whenever anything in the
-        domain changed (applying any entry makes it the domain's last).
-        """
-        out: list[Gtid] = []
-        for domain in sorted(self._domains):
-            servers = self._domains[domain]
-            old = older._domains.get(domain, {})
-            last = next(reversed(servers))
-            old_last = next(reversed(old)) if old else None
-            changed = [s for s in sorted(servers) if s != last and old.get(s) != servers[s]]
-            out.extend(Gtid(domain, s, servers[s]) for s in changed)
-            if changed or old.get(last) != servers[last] or old_last != last:
-                out.append(Gtid(domain, last, servers[last]))
-        return out
-
     def is_before(self, pos: Position) -> bool:
         """MariaDB's "state is before position" (rpl_binlog_state is_before_pos).
 

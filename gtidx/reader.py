@@ -208,7 +208,6 @@ class IndexReader(_Lookups):
             raise self._corrupt(f"file size {size} is not a whole number of {page_size}-byte pages",
                                 incomplete=True)
         self.page_size = page_size
-        self.version = (major, minor)
         self.npages = size // page_size
         self._check_page(1)
         self.root_page = self._find_root()

@@ -12,12 +12,12 @@ files x GTIDs:
    state (GTID_LIST) and, for the last file, its end state (index, then a
    short scan);
 2. each GTID is assigned to its file with the summaries alone (broadcast),
-   by the planner of ``Binlogs.locate`` (``api.plan_locate``): not in these
+   by the planner of ``BinlogSeries.locate`` (``api.plan_locate``): not in these
    binlogs when the latest state lacks it (never written) or the earliest
    has it (purged); else the last file whose start state does not have it
    yet. A GTID whose (domain, server) went backwards (gtid_strict_mode=OFF)
    can be in several files: it goes to the first of them, whose task answers
-   it with ``Binlogs.locate`` (every file that can hold it, first occurrence);
+   it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence);
 3. GTIDs are grouped by file and one task per file opens that file once and
    answers all its GTIDs in offset order: by index lookups when they are few,
    by one pass over the file's groups when they are many (a pass costs what
@@ -80,7 +80,7 @@ def _summary(path: str, last: bool) -> tuple[str, str, str | None]:
     that need that file then fail with its error, the others are answered)."""
     start = end = api.UNKNOWN
     try:
-        with api.Binlogs([path]) as logs:
+        with api.BinlogSeries([path]) as logs:
             start = str(logs.start_state(path))
             end = str(logs.end_state()) if last else None
     except GtidxError:
@@ -90,7 +90,7 @@ def _summary(path: str, last: bool) -> tuple[str, str, str | None]:
 
 class _Plan:
     """The summaries, and the assignment of one GTID to its file (the rules of
-    Binlogs.locate); picklable, so it is broadcast to the executors."""
+    BinlogSeries.locate); picklable, so it is broadcast to the executors."""
 
     def __init__(self, files: list[str], starts: list[str], latest: str):
         self.files = files
@@ -161,7 +161,7 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan |
     for v in values:
         (positions if "," in v else gtids).append(v)
     out = []
-    with api.Binlogs(all_files) as logs:
+    with api.BinlogSeries(all_files) as logs:
         if gtids:
             out += _answer_gtids(logs, path, gtids, pass_per_byte, plan)
         for v in positions:
@@ -177,7 +177,7 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan |
     return out
 
 
-def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte: float,
+def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per_byte: float,
                   plan: _Plan | None = None) -> list[tuple]:
     wanted = {}
     for v in values:
@@ -193,7 +193,7 @@ def _answer_gtids(logs: api.Binlogs, path: str, values: list[str], pass_per_byte
             failed[g] = str(e)
 
     if plan is not None:
-        # (domain, server) that went backwards: Binlogs.locate searches every
+        # (domain, server) that went backwards: BinlogSeries.locate searches every
         # file that can hold them (this is the first)
         for g in [g for g in wanted if not plan.one_file(g)]:
             library(g)

@@ -56,7 +56,7 @@ def event_offsets(path: Path) -> list[tuple[int, int, int]]:
 def test_fde_facts():
     with Binlog(MIXED) as b:
         assert b.fde.binlog_version == 4
-        assert "MariaDB" in b.fde.server_version and b.server_version[:2] == (11, 8)
+        assert "MariaDB" in b.fde.server_version and b.fde.server_version.startswith("11.8.")
         assert b.fde.checksum == bl.CHECKSUM_CRC32 and b.checksum_len == 4
         assert b.fde.in_use is False and not b.growing
         assert b.gtid_list_offset == 256
@@ -66,7 +66,7 @@ def test_fde_facts():
 def test_no_checksum_file():
     with Binlog(NOCRC) as b:
         assert b.fde.checksum == bl.CHECKSUM_NONE and b.checksum_len == 0
-        assert b.verify_checksums() == 0
+        assert all(b.event_ok(off) for off, *_ in b.headers())     # framing alone, no CRC to check
 
 
 def test_start_state_is_the_gtid_list_and_the_server_answer_at_4():
@@ -81,60 +81,22 @@ def test_start_state_is_the_gtid_list_and_the_server_answer_at_4():
 # -- decoders ------------------------------------------------------------------------
 
 
-def test_gtid_event_decoding_with_flags_extra_thread_id():
-    # MariaDB 11.8 writes flags_extra with FL_EXTRA_THREAD_ID in every GTID event.
-    with Binlog(MIXED) as b:
-        first = next(b.groups())
-        ev = b.gtid_event(first.start)
-        assert ev.gtid == first.gtid
-        assert ev.flags2 == first.flags2
-        assert ev.flags_extra & bl.FL_EXTRA_THREAD_ID and ev.thread_id > 0
-
-
-def test_xa_gtids_carry_their_xid():
+def test_xa_groups_carry_their_flags():
     with Binlog(XA) as b:
-        prepared = completed = 0
-        for g in b.groups():
-            ev = b.gtid_event(g.start)
-            if ev.flags2 & bl.FL_PREPARED_XA:
-                prepared += 1
-                assert ev.xid is not None and len(ev.xid[1]) > 0
-            if ev.flags2 & bl.FL_COMPLETED_XA:
-                completed += 1
-                assert ev.xid is not None
-        assert prepared >= 100 and completed >= 100
+        flags = [g.flags2 for g in b.groups()]
+    assert sum(1 for f in flags if f & bl.FL_PREPARED_XA) >= 100
+    assert sum(1 for f in flags if f & bl.FL_COMPLETED_XA) >= 100
 
 
-def test_gtid_body_decoder_every_field():
-    # Layout per MariaDB's Gtid_log_event: seq, domain, flags2, [commit_id],
-    # [XA: formatID, gtrid_len, bqual_len, data], [flags_extra, [engines], [sa_seq], [thread]].
-    body = (struct.pack("<QIB", 77, 3, bl.FL_GROUP_COMMIT_ID | bl.FL_PREPARED_XA)
-            + struct.pack("<Q", 123456)
-            + struct.pack("<IBB", 1, 3, 2) + b"abcXY"
-            + bytes([bl.FL_EXTRA_MULTI_ENGINE | bl.FL_COMMIT_ALTER | bl.FL_EXTRA_THREAD_ID, 2])
-            + struct.pack("<QI", 55, 9))
-    ev = bl.decode_gtid(body, 42)
-    assert ev.gtid == Gtid(3, 42, 77)
-    assert ev.commit_id == 123456
-    assert ev.xid == (1, b"abc", b"XY")
-    assert (ev.extra_engines, ev.sa_seq_no, ev.thread_id) == (2, 55, 9)
-    with pytest.raises(CorruptBinlogError, match="run past"):
-        bl.decode_gtid(body[:-3], 42)
-    with pytest.raises(CorruptBinlogError, match="seq_no 0"):
-        bl.decode_gtid(struct.pack("<QIB", 0, 0, 0) + bytes(6), 1)
-
-
-def test_rotate_and_checkpoint_decoders_on_real_events():
+def test_events_of_real_files_end_in_rotate_and_hold_one_gtid_list():
     files = sorted(MULTI.glob("master-bin.[0-9][0-9][0-9][0-9][0-9][0-9]"))
     for path, nxt in zip(files, files[1:]):
         with Binlog(path) as b:
-            events = list(b.events(verify=True))
+            events = list(b.events())
             rotate = events[-1]
             assert rotate.type == bl.ROTATE and rotate.end == b.size
-            pos, name = bl.decode_rotate(rotate.body)
-            assert (pos, name) == (4, nxt.name)
-            checkpoints = [bl.decode_binlog_checkpoint(e.body) for e in events if e.type == bl.BINLOG_CHECKPOINT]
-            assert checkpoints and all(c.startswith("master-bin.") for c in checkpoints)
+            assert bytes(rotate.body[8:]) == nxt.name.encode()    # after the 8-byte position: the next file
+            assert any(e.type == bl.BINLOG_CHECKPOINT for e in events)
             lists = [e for e in events if e.type == bl.GTID_LIST]
             assert len(lists) == 1
             assert BinlogState(bl.decode_gtid_list(lists[0].body)) == b.start_state
@@ -173,15 +135,14 @@ def test_header_walk_sums_lengths_to_the_file_size(path):
 
 
 def test_every_crc_checks_out_and_a_flipped_byte_is_found(tmp_path):
+    offsets = [off for off, _, _ in event_offsets(MIXED)]
     with Binlog(MIXED) as b:
-        assert b.verify_checksums() > 10000
+        assert len(offsets) > 10000 and all(b.event_ok(off) for off in offsets)
     data = copy_bytes(MIXED)
     victim = event_offsets(MIXED)[500]
     data[victim[0] + 25] ^= 0x40
     with Binlog(write(tmp_path, data)) as b:
-        with pytest.raises(CorruptBinlogError, match="CRC32 mismatch") as e:
-            b.verify_checksums()
-        assert e.value.offset == victim[0]
+        assert [off for off in offsets if not b.event_ok(off)] == [victim[0]]
 
 
 def test_groups_match_the_group_boundaries():

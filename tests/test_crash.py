@@ -239,7 +239,7 @@ def test_binlogs_are_only_ever_opened_read_only(tmp_path, monkeypatch):
         build_index(p, page_size=64, span_min=1, max_ratio=None)
         indexfile.verify_index(p)
     Tailer(str(d), TailSettings(page_size=64, span_min=1, max_ratio=None, server_grace=0)).run(once=True)
-    with api.Binlogs.from_path(d) as logs:
+    with api.BinlogSeries.from_path(d) as logs:
         for p in binlogs:
             logs.state_at(p, 4)
             logs.end_state()
@@ -271,7 +271,7 @@ def _reader(path: str, pos: list, seconds: float, seed: int, out) -> None:
     while time.monotonic() < end:
         try:
             size = os.stat(path).st_size
-            with api.Binlogs([path]) as logs:
+            with api.BinlogSeries([path]) as logs:
                 for offset, answer in rnd.sample(pos, 12):
                     if offset > size:
                         continue

@@ -65,7 +65,7 @@ def test_damaged_newest_binlog_fails_only_the_lookups_that_need_it(tmp_path, cap
     d = _directory(tmp_path, damage, index)
     intact = _directory(tmp_path / "intact", None)
     caplog.set_level(logging.WARNING, logger="gtidx")
-    with api.open(d) as logs:
+    with api.open_binlogs(d) as logs:
         for name, g, start, end in _oracle_groups()[::9]:
             loc = logs.locate(g)
             assert (os.path.basename(loc.file), loc.start, loc.end) == (name, start, end)
@@ -79,14 +79,14 @@ def test_damaged_newest_binlog_fails_only_the_lookups_that_need_it(tmp_path, cap
         # a replica whose first group is in an intact file starts as with the intact directory
         f20 = str(d / "master-bin.000020")
         pos = str(logs.state_at(f20, _some_group_end(f20)).position)
-        with api.open(intact) as good:
+        with api.open_binlogs(intact) as good:
             expected = good.replica_start(pos)
         r = logs.replica_start(pos)
         assert (os.path.basename(r.file), r.first and r.first.gtid, r.first and r.first.start) == \
             (os.path.basename(expected.file), expected.first and expected.first.gtid,
              expected.first and expected.first.start)
         # a replica that is up to date needs the newest binlog
-        with api.open(intact) as good:
+        with api.open_binlogs(intact) as good:
             newest = str(good.end_state().position())
         with pytest.raises(GtidxError) as e:
             logs.replica_start(newest)
@@ -129,7 +129,7 @@ def test_closed_binlog_cut_inside_a_group_end_to_end(tmp_path):
     assert "truncated" in r.stderr and str(p) in r.stderr and f"offset {cut}" in r.stderr
     assert str(before[-1].gtid) in r.stdout and f"{cut_group.gtid} " not in r.stdout
 
-    with api.Binlogs([str(p)]) as logs:
+    with api.BinlogSeries([str(p)]) as logs:
         assert logs.state_at(p, before[-1].end).position is not None
         with pytest.raises(CorruptBinlogError, match="truncated"):
             logs.state_at(p, cut)

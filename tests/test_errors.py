@@ -1,7 +1,7 @@
 """Bad input through the library's public entry points: every failure is a
 GtidxError (a wrong type or value is a BadInputError), never a TypeError,
 ValueError or FileNotFoundError from deep inside; one damaged file does not
-fail ``status`` or ``build`` for the others."""
+fail ``binlog_status`` or ``build`` for the others."""
 from __future__ import annotations
 
 import pathlib
@@ -83,17 +83,17 @@ BAD_OFFSETS = [None, 4.0, b"4", True, [4], "4.0"]
     lambda p: api.state_at(p, 4),
     lambda p: api.binlog_info(p),
     lambda p: api.scan(p),
-    lambda p: api.open(p),
+    lambda p: api.open_binlogs(p),
     lambda p: api.list_binlogs(p),
-    lambda p: api.status(p),
+    lambda p: api.binlog_status(p),
     lambda p: api.index_info(p),
     lambda p: api.index_records(p),
     lambda p: api.verify(p),
     lambda p: api.seek("0-1-1", p),
     lambda p: list(api.build([p])),
-    lambda p: api.Binlogs([p]),
-], ids=["state_at", "binlog_info", "scan", "open", "list_binlogs", "status", "index_info",
-        "index_records", "verify", "seek", "build", "Binlogs"])
+    lambda p: api.BinlogSeries([p]),
+], ids=["state_at", "binlog_info", "scan", "open_binlogs", "list_binlogs", "binlog_status", "index_info",
+        "index_records", "verify", "seek", "build", "BinlogSeries"])
 def test_bad_path_types(call, bad):
     with pytest.raises(BadInputError):
         call(bad)
@@ -102,21 +102,21 @@ def test_bad_path_types(call, bad):
 @pytest.mark.parametrize("bad", [XA, str(XA), pathlib.PurePath("x"), 7], ids=repr)
 def test_binlogs_wants_a_list(bad):
     with pytest.raises(BadInputError, match="list of binlog paths"):
-        api.Binlogs(bad)
+        api.BinlogSeries(bad)
 
 
 @pytest.mark.parametrize("bad", BAD_OFFSETS, ids=repr)
 def test_bad_offset_types(bad):
     with pytest.raises(BadInputError):
         api.state_at(XA, bad)
-    with api.open(XA) as logs:
+    with api.open_binlogs(XA) as logs:
         with pytest.raises(BadInputError):
             logs.state_at(XA, bad)
 
 
 @pytest.mark.parametrize("bad", BAD_GTIDS, ids=repr)
 def test_bad_gtid_types(bad):
-    with api.open(XA) as logs:
+    with api.open_binlogs(XA) as logs:
         with pytest.raises(BadInputError):
             logs.locate(bad)
         with pytest.raises(BadInputError):
@@ -126,7 +126,7 @@ def test_bad_gtid_types(bad):
 
 
 def test_gtid_objects_are_accepted():
-    with api.open(XA) as logs:
+    with api.open_binlogs(XA) as logs:
         assert logs.locate(Gtid(0, 1, 1035)).start == 423
         with pytest.raises(NotFoundError) as e1:
             logs.replica_start(Gtid(0, 1, 1035))
@@ -147,13 +147,13 @@ def test_bad_build_settings(kw, tmp_path):
 def test_binlogs_cache_must_be_a_positive_int():
     for bad in (0, "3", None):
         with pytest.raises(BadInputError):
-            api.Binlogs([str(XA)], cache=bad)
+            api.BinlogSeries([str(XA)], cache=bad)
 
 
 # -- missing files ------------------------------------------------------------------------------
 
 def test_state_at_on_a_missing_file(multifile, tmp_path):
-    with api.open(multifile) as logs:
+    with api.open_binlogs(multifile) as logs:
         # same name as one of the set, in a directory that does not exist
         with pytest.raises(NotFoundError):
             logs.state_at(tmp_path / "gone" / "master-bin.000020", 4)
@@ -188,7 +188,7 @@ def test_status_isolates_missing_and_damaged_binlogs(multifile):
     files[2].write_bytes(ENCRYPTED.read_bytes())            # encrypted (by a real 10.11)
     data = files[4].read_bytes()
     files[4].write_bytes(data[:len(data) // 2])             # cut in the middle
-    rows = api.status(multifile)
+    rows = api.binlog_status(multifile)
     assert [r.file for r in rows] == [str(f) for f in files]
     assert [r.state for r in rows[:3]] == ["error"] * 3
     assert rows[3].state == "missing" and rows[3].error is None   # no index yet: fine

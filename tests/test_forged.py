@@ -144,11 +144,11 @@ def test_forged_events_in_row_data_fool_nothing(live_server, tmp_path):
             assert logs.locate(gtid).start == pos, (label, gtid)
         return wrong
 
-    with api.Binlogs([str(binlog)], use_index=False) as logs:
+    with api.BinlogSeries([str(binlog)], use_index=False) as logs:
         assert check(logs, "scan") == []
     for ps, span in ((64, 1), (4096, 65536)):
         build_index(binlog, page_size=ps, span_min=span, max_ratio=None, force=True)
-        with api.Binlogs([str(binlog)]) as logs:
+        with api.BinlogSeries([str(binlog)]) as logs:
             assert check(logs, f"index {ps}") == []
             assert logs.state_at(binlog, len(data)).via == "index"
 
@@ -167,7 +167,7 @@ def test_forged_events_in_row_data_fool_nothing(live_server, tmp_path):
         assert st.usable and st.partial
         st.close()
     inc.close()
-    with api.Binlogs([str(grow)]) as logs:
+    with api.BinlogSeries([str(grow)]) as logs:
         for o in offsets:
             if o > len(part):
                 continue

@@ -84,12 +84,12 @@ def test_fuzz_campaign_every_fixture_every_fault_kind():
 
 def test_fuzz_reports_a_wrong_answer(monkeypatch):
     """The harness is not hollow: a lookup that lies is counted as a wrong answer."""
-    real = api.Binlogs.state_at
+    real = api.BinlogSeries.state_at
 
     def lying(self, file, offset):
         r = real(self, file, offset)
         return r._replace(state=r.state.copy().update([(77, 7, 7)]))
-    monkeypatch.setattr(api.Binlogs, "state_at", lying)
+    monkeypatch.setattr(api.BinlogSeries, "state_at", lying)
     stats = fuzz.campaign(1, 3, None, only="mariadb-11.8/xa", kinds=("idx_flip",))
     assert stats.wrong > 0 and stats.crashes == 0
 
@@ -167,7 +167,7 @@ def test_damaged_index_answers_like_a_scan(tmp_path_factory, which, page_size, o
         build_index(binlog, out=str(clean), page_size=page_size, max_ratio=None, force=True)
         os_xattr = __import__("os").getxattr(clean, XATTR)
         __import__("os").setxattr(idx, XATTR, os_xattr)
-    with api.Binlogs([str(binlog)]) as logs:
+    with api.BinlogSeries([str(binlog)]) as logs:
         assert wrong_answers(binlog, oracle_of(src), logs) == []
 
 
@@ -214,7 +214,7 @@ def test_spliced_whole_pages_never_give_a_wrong_answer(tmp_path, how):
         else:
             del new[i - 1]
         idx.write_bytes(b"".join(new))
-        with api.Binlogs([str(binlog)]) as logs:
+        with api.BinlogSeries([str(binlog)]) as logs:
             assert wrong_answers(binlog, expected, logs) == [], (how, i, j)
         tried += 1
     assert tried >= 10
@@ -274,7 +274,7 @@ def test_corrupted_first_page_answers_by_scan(tmp_path, scenario, caplog):
         data[40] ^= 0xFF                      # inside page 1 (header, first leaf)
         idx.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="gtidx"):
-        with api.Binlogs([str(f) for f in files]) as logs:
+        with api.BinlogSeries([str(f) for f in files]) as logs:
             for f in files:
                 assert wrong_answers(f, oracle_of(scenario / f.name), logs) == []
                 assert logs.state_at(f, 4).via == "scan"
@@ -285,18 +285,18 @@ def test_deleted_index_answers_by_scan_then_rebuilt(tmp_path):
     d = tmp_path / "b"
     shutil.copytree(M118 / "multifile", d)
     files = sorted(p for p in d.iterdir() if p.name[-6:].isdigit())
-    with api.Binlogs([str(f) for f in files]) as logs:     # the server's own indexes
+    with api.BinlogSeries([str(f) for f in files]) as logs:     # the server's own indexes
         for f in files:
             assert logs.state_at(f, f.stat().st_size).via == "index"
     for f in files:
         Path(str(f) + ".idx").unlink()
-    with api.Binlogs([str(f) for f in files]) as logs:
+    with api.BinlogSeries([str(f) for f in files]) as logs:
         for f in files:
             assert wrong_answers(f, oracle_of(M118 / "multifile" / f.name), logs) == []
             assert logs.state_at(f, f.stat().st_size).via == "scan"
     for f in files:
         assert build_index(f, page_size=64, span_min=1, max_ratio=None).action == "built"
-    with api.Binlogs([str(f) for f in files]) as logs:
+    with api.BinlogSeries([str(f) for f in files]) as logs:
         for f in files:
             assert wrong_answers(f, oracle_of(M118 / "multifile" / f.name), logs) == []
 
@@ -327,7 +327,7 @@ def test_hot_and_cold_answers_are_equal(tmp_path, page_size):
             if cut == len(data) // 3:
                 inc.start(b)
             inc.advance(b)
-        with api.Binlogs([str(binlog)]) as hot, api.Binlogs([str(binlog)], use_index=False) as scan:
+        with api.BinlogSeries([str(binlog)]) as hot, api.BinlogSeries([str(binlog)], use_index=False) as scan:
             for offset, answer in expected["pos"]:
                 if offset > cut:
                     continue
@@ -337,7 +337,7 @@ def test_hot_and_cold_answers_are_equal(tmp_path, page_size):
     binlog.write_bytes(data)
     with Binlog(binlog) as b:
         inc.finish(b, max_ratio=None)
-    with api.Binlogs([str(binlog)]) as cold:
+    with api.BinlogSeries([str(binlog)]) as cold:
         assert wrong_answers(binlog, expected, cold) == []
         assert cold.state_at(binlog, len(data)).via == "index"
     # 16 KiB pages: this 120 KB binlog's index has no complete page before it is
@@ -357,7 +357,7 @@ def test_seq_no_0_is_corruption_for_lookups_too(tmp_path):
     struct.pack_into("<Q", data, g.start + 19, 0)
     binlog = tmp_path / src.name
     binlog.write_bytes(bytes(data))
-    with api.Binlogs([str(binlog)]) as logs:
+    with api.BinlogSeries([str(binlog)]) as logs:
         assert logs.state_at(binlog, g.start).via == "scan"       # before it: fine
         with pytest.raises(GtidxError, match="seq_no 0"):
             logs.state_at(binlog, g.end)

@@ -57,10 +57,9 @@ def exercise(path: str) -> None:
         return
     with b:
         for job in (lambda: list(b.groups()),
-                    lambda: list(b.events(verify=True)),
-                    lambda: b.verify_checksums(),
+                    lambda: list(b.events()),
                     lambda: [b.state_at(o) for o in (0, 4, 256, b.size // 2, b.size, b.size + 1)],
-                    lambda: [b.gtid_event(g.start) for g in b.groups()]):
+                    lambda: [b.event_ok(g.start) for g in b.groups()]):
             try:
                 job()
             except GtidxError as e:

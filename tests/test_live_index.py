@@ -45,7 +45,7 @@ def first_gtid_a_replica_gets(srv, position: str, server_id: int):
         stream.close()
 
 
-def gtidx_first(logs: api.Binlogs, position: str):
+def gtidx_first(logs: api.BinlogSeries, position: str):
     try:
         r = logs.replica_start(position, strict=True)   # mysql-replication sets @slave_gtid_strict_mode=1
     except NotFoundError as e:
@@ -76,7 +76,7 @@ def sample_positions(files, rnd) -> list[str]:
         with Binlog(f) as b:
             groups += [(f, g) for g in b.groups()]
     positions = {""}
-    with api.Binlogs(files) as logs:
+    with api.BinlogSeries(files) as logs:
         for f, g in rnd.sample(groups, min(40, len(groups))):
             state = logs.state_at(f, g.end).state
             pos = state.position()
@@ -114,7 +114,7 @@ def test_replica_start_matches_a_real_replica(live_server, replica_binlogs):
     positions = sample_positions(replica_binlogs, rnd)
     assert len(positions) >= 40
     mismatches, kinds = [], {"first": 0, "none": 0, "error": 0}
-    with api.Binlogs(replica_binlogs) as logs:
+    with api.BinlogSeries(replica_binlogs) as logs:
         for i, pos in enumerate(positions):
             real = first_gtid_a_replica_gets(live_server, pos, server_id=1000 + i)
             mine = gtidx_first(logs, pos)
@@ -133,7 +133,7 @@ def test_replica_start_matches_a_real_replica(live_server, replica_binlogs):
 
 def test_replica_start_hole_in_strict_mode(live_server, replica_binlogs):
     """A GTID that does not exist between two that do: strict replicas get an error."""
-    with api.Binlogs(replica_binlogs) as logs:
+    with api.BinlogSeries(replica_binlogs) as logs:
         latest = logs.end_state()
         holes = []
         for f in replica_binlogs:
@@ -229,7 +229,7 @@ def test_mariadb_118_answers_from_a_gtidx_built_index(m118):
     rnd = random.Random(7)
     offsets = sorted({e for _, e, _ in rnd.sample(spans, 40)} | {spans[-1][1], b.size})
     before = _hits(m118)
-    with api.Binlogs([str(binlog)], use_index=False) as scan:
+    with api.BinlogSeries([str(binlog)], use_index=False) as scan:
         for off in offsets:
             answer = _sql(m118, "SELECT BINLOG_GTID_POS(%s, %s)", (name, off))[0][0]
             assert Position.parse(answer) == scan.state_at(binlog, off).position, off

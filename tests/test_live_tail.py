@@ -86,7 +86,7 @@ def check_readers(binlog_dir: Path, rnd: random.Random) -> tuple[int, int]:
     if not ends:
         return 0, 0
     via_index = 0
-    with api.Binlogs([active]) as logs, api.Binlogs([active], use_index=False) as scan:
+    with api.BinlogSeries([active]) as logs, api.BinlogSeries([active], use_index=False) as scan:
         for off in rnd.sample(ends, min(10, len(ends))):
             got = logs.state_at(active, off)
             assert got.state == scan.state_at(active, off).state, (active, off)

@@ -116,7 +116,7 @@ def rotations(server, tmp_path_factory):
 
 def _check_all(files, occurrences, use_index=True):
     wrong = []
-    with api.Binlogs(files, use_index=use_index) as logs:
+    with api.BinlogSeries(files, use_index=use_index) as logs:
         for g, occ in occurrences.items():
             try:
                 loc = logs.locate(g)
@@ -135,7 +135,7 @@ def test_locate_across_rotations_finds_every_occurrence(rotations):
     assert len(occurrences[Gtid(5, 2, 101)]) == 2          # logged twice, in two files
     assert _check_all(files, occurrences) == []
     assert _check_all(files, occurrences, use_index=False) == []
-    with api.Binlogs(files) as logs:
+    with api.BinlogSeries(files) as logs:
         for missing in ("5-1-99", "5-2-102", "5-1-500", "5-3-1", "7-1-1"):
             with pytest.raises(NotFoundError):
                 logs.locate(missing)
@@ -147,7 +147,7 @@ def test_state_at_every_group_boundary_is_binlog_gtid_pos(server, rotations):
     domain in file order, not the highest)."""
     files, occurrences = rotations
     wrong = []
-    with api.Binlogs(files) as logs:
+    with api.BinlogSeries(files) as logs:
         for occ in occurrences.values():
             for name, start, end in occ:
                 for offset in (start, end):
@@ -203,7 +203,7 @@ def _positions(server, path) -> list[str]:
     """Every position a replica can be at inside the file (each group end's
     state), the same with each domain's other server, and the issue's case."""
     out = set()
-    with api.Binlogs([path], use_index=False) as logs:
+    with api.BinlogSeries([path], use_index=False) as logs:
         start = logs.start_state(path)
         for g, _, end in server_groups(server, path):
             st = logs.state_at(path, end).state
@@ -219,7 +219,7 @@ def _positions(server, path) -> list[str]:
 
 
 def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_path):
-    from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
+    from test_live_index import first_gtid_a_replica_gets
     positions = _positions(server, one_file)
     real = {p: first_gtid_a_replica_gets(server, p, server_id=3000 + i) for i, p in enumerate(positions)}
     with Binlog(one_file) as b:
@@ -233,20 +233,8 @@ def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_pat
         path = str(d / os.path.basename(one_file))
         if cfg is not None:
             build_index(path, page_size=cfg[0], span_min=cfg[1], max_ratio=None, force=True)
-        with api.Binlogs(files, use_index=cfg is not None) as logs:
-            for p in positions:
-                try:
-                    r = logs.replica_start(p, strict=True)
-                    mine = None if r.first is None else r.first.gtid
-                except NotFoundError as e:
-                    mine = Refused(e)
-                theirs = real[p]
-                if isinstance(theirs, Refused) or isinstance(mine, Refused):
-                    ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
-                else:
-                    ok = theirs == mine
-                if not ok:
-                    wrong.append((cfg, p, str(theirs), str(mine)))
+        with api.BinlogSeries(files, use_index=cfg is not None) as logs:
+            wrong += [(cfg, *w) for w in _replica_disagreements(logs, positions, real)]
     assert wrong == [], wrong[:8]
 
 
@@ -254,7 +242,7 @@ def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_pat
 
 def test_spark_locate_equals_the_library_on_rotations(rotations, tmp_path):
     """gtidx.spark assigns GTIDs with api.plan_locate: a GTID of a (domain,
-    server) that went backwards is answered as Binlogs.locate answers it."""
+    server) that went backwards is answered as BinlogSeries.locate answers it."""
     gs = pytest.importorskip("gtidx.spark")
     files, occurrences = rotations
     values = [str(g) for g in occurrences] + ["5-1-99", "5-2-102", "7-1-1"]
@@ -304,7 +292,7 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
     """Random non-monotonic histories (seq_no set back, forward, repeated):
     with a record at every group (span 1) the index path can see every dip
     and repeat, so it must agree with the scan and with a real replica."""
-    from test_live_index import Refused, first_gtid_a_replica_gets, _same_refusal
+    from test_live_index import first_gtid_a_replica_gets
     repeat = [[(100, 1), (101, 1), (101, 1), (102, 2), (None, 1)], [(50, 2), (103, 1), (103, 1)],
               [(200, 1), (7, 2), (200, 1), (8, 2)]]
     for seed in (1, 2, 3):
@@ -312,7 +300,7 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
         files = _write(server, plan, domain=8 + seed)
         everything = api.list_binlogs(server.binlog_dir / "master-bin.index")
         positions = set()
-        with api.Binlogs(everything, use_index=False) as logs:
+        with api.BinlogSeries(everything, use_index=False) as logs:
             for f in files:
                 for _, _, end in server_groups(server, f):
                     st = logs.state_at(f, end).state
@@ -330,29 +318,38 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
             build_index(str(d / os.path.basename(f)), page_size=64, span_min=1, max_ratio=None, force=True)
         wrong = []
         for use_index in (False, True):
-            with api.Binlogs(copies, use_index=use_index) as logs:
-                for p in positions:
-                    try:
-                        r = logs.replica_start(p, strict=True)
-                        mine = None if r.first is None else r.first.gtid
-                    except NotFoundError as e:
-                        mine = Refused(e)
-                    theirs = real[p]
-                    if isinstance(theirs, Refused) or isinstance(mine, Refused):
-                        ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
-                    else:
-                        ok = theirs == mine
-                    if not ok:
-                        wrong.append((seed, use_index, p, str(theirs), str(mine)))
+            with api.BinlogSeries(copies, use_index=use_index) as logs:
+                wrong += [(seed, use_index, *w) for w in _replica_disagreements(logs, positions, real)]
         assert wrong == [], wrong[:6]
         # every GTID, found with every=True where the server logged it (first occurrence)
         occurrences = {}
         for f in files:
             for g, start, end in server_groups(server, f):
                 occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
-        with api.Binlogs(copies) as logs:
+        with api.BinlogSeries(copies) as logs:
             for g, occ in occurrences.items():
                 loc = logs.locate(g, every=True)
                 mine = [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] or \
                     [(os.path.basename(loc.file), loc.start, loc.end)]
                 assert mine == occ, g
+
+
+def _replica_disagreements(logs, positions, real) -> list:
+    """(position, the server's answer, ours) wherever ``logs.replica_start``
+    (strict) and the real replica connection's answer ``real[p]`` differ."""
+    from test_live_index import Refused, _same_refusal
+    out = []
+    for p in positions:
+        try:
+            r = logs.replica_start(p, strict=True)
+            mine = None if r.first is None else r.first.gtid
+        except NotFoundError as e:
+            mine = Refused(e)
+        theirs = real[p]
+        if isinstance(theirs, Refused) or isinstance(mine, Refused):
+            ok = isinstance(theirs, Refused) and isinstance(mine, Refused) and _same_refusal(theirs, mine)
+        else:
+            ok = theirs == mine
+        if not ok:
+            out.append((p, str(theirs), str(mine)))
+    return out

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import os
 import re
 import shlex
@@ -15,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -126,6 +124,28 @@ def test_documented_names_resolve():
         assert hasattr(gtidx, name), f"gtidx.{name} is documented but does not exist"
     for name in gtidx.__all__:
         assert getattr(gtidx, name) is not None and name in dir(gtidx)
+
+
+def test_no_module_shadows_a_builtin():
+    """``gtidx.open`` is the package's name for ``api.open_binlogs``: no module
+    of gtidx defines a top-level name that hides a builtin (``open``...)."""
+    import builtins
+
+    import gtidx
+    from gtidx import api
+    assert gtidx.open is api.open_binlogs and gtidx.BinlogSeries is api.BinlogSeries
+    for p in sorted((ROOT / "gtidx").glob("*.py")):
+        top = set()
+        for n in ast.parse(p.read_text()).body:
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                top.add(n.name)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+                top |= {t.id for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                        if isinstance(t, ast.Name)}
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                top |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        shadowing = {x for x in top if not x.startswith("__")} & set(dir(builtins))
+        assert not shadowing, f"gtidx/{p.name} hides builtins: {sorted(shadowing)}"
 
 
 def test_import_gtidx_stays_cheap():

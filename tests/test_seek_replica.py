@@ -20,7 +20,7 @@ def run(*args):
 
 
 def _expected(directory, position):
-    with api.open(directory) as logs:
+    with api.open_binlogs(directory) as logs:
         return logs.replica_start(position)
 
 

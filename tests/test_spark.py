@@ -44,7 +44,7 @@ def probes(d: Path) -> list[str]:
     for f in api.list_binlogs(d):
         with Binlog(f) as b:
             values += [str(g.gtid) for g in b.groups()]
-    with api.open(d) as logs:
+    with api.open_binlogs(d) as logs:
         first = logs.start_state(logs.files[0])
         latest = logs.end_state()
         mid = logs.state_at(logs.files[len(logs.files) // 2], os.path.getsize(logs.files[len(logs.files) // 2]))
@@ -58,7 +58,7 @@ def probes(d: Path) -> list[str]:
     return values
 
 
-def library_row(logs: api.Binlogs, value: str):
+def library_row(logs: api.BinlogSeries, value: str):
     try:
         if "," in value:
             r = logs.replica_start(value)
@@ -85,7 +85,7 @@ def test_locate_equals_the_library_row_by_row(spark, tmp_path, scenario, build, 
     per_byte = 1.0 if strategy == "pass" else 1e-12    # 1.0: always a pass; ~0: always the index
     rows = gs.locate(spark, df, str(d), pass_per_byte=per_byte).collect()
     assert len(rows) == len(values)
-    with api.open(d) as logs:
+    with api.open_binlogs(d) as logs:
         for r in rows:
             mine = (r.file, r.start, r.end, r.resume, r.timestamp, r.first_gtid, r.found)
             assert mine == library_row(logs, r.gtid), r.gtid

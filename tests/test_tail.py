@@ -53,7 +53,7 @@ def test_incremental_index_with_crashes_equals_a_clean_build(tmp_path, source, p
                 assert st.partial
                 hot_reads += 1
                 ends = [e for _, e, _ in b.group_spans()]
-                with api.Binlogs([str(binlog)]) as logs, api.Binlogs([str(binlog)], use_index=False) as scan:
+                with api.BinlogSeries([str(binlog)]) as logs, api.BinlogSeries([str(binlog)], use_index=False) as scan:
                     for off in rnd.sample(ends, min(5, len(ends))):
                         got = logs.state_at(binlog, off)
                         assert got.via == "index" and got.state == scan.state_at(binlog, off).state

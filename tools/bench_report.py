@@ -128,7 +128,7 @@ def pick_targets(files: list[str], n: int, seed: int) -> list[dict]:
             spans += [(f, s, e, x) for s, e, x in b.group_spans()]
     picks = sorted(rnd.sample(spans, n), key=lambda p: (p[0], p[1]))
     out = []
-    with api.Binlogs(files) as logs:
+    with api.BinlogSeries(files) as logs:
         for f, s, e, x in picks:
             g = f"{x[3]}-{x[1]}-{x[2]}"
             before = logs.state_at(f, s).position
@@ -203,7 +203,7 @@ def lookup_round(targets: list[dict], n_slow: int, srv, m118) -> dict:
     gtids = [t["gtid"] for t in targets]
     slow = targets[:: max(1, len(targets) // n_slow)][:n_slow]
     tm = Timer()
-    with api.Binlogs(files) as logs:
+    with api.BinlogSeries(files) as logs:
         truth = [str(logs.state_at(f, o).position) for f, o in offsets]
         starts = [logs.locate(g).start for g in gtids]
         tm.run("offset: gtidx index, warm", lambda fo: logs.state_at(*fo).position, offsets, truth)
@@ -212,15 +212,15 @@ def lookup_round(targets: list[dict], n_slow: int, srv, m118) -> dict:
                targets, gtids)
 
     def cold_offset(fo):
-        with api.Binlogs(files) as lg:
+        with api.BinlogSeries(files) as lg:
             return lg.state_at(*fo).position
 
     def cold_gtid(g):
-        with api.Binlogs(files) as lg:
+        with api.BinlogSeries(files) as lg:
             return lg.locate(g).start
     tm.run("offset: gtidx index, cold", cold_offset, offsets, truth)
     tm.run("gtid: gtidx locate, cold", cold_gtid, gtids, starts)
-    with api.Binlogs(files, use_index=False) as scan:
+    with api.BinlogSeries(files, use_index=False) as scan:
         tm.run("offset: gtidx scan, no index", lambda fo: scan.state_at(*fo).position, offsets, truth)
         tm.run("gtid: gtidx scan, no index", lambda g: scan.locate(g).start, gtids, starts)
     conn = srv.connect()
@@ -360,7 +360,7 @@ user=mysql
         ts = self.targets_cache = getattr(self, "targets_cache", None) or self.targets()
         path = self.binlog
         offsets = [t["end"] for t in ts]
-        with api.open(path) as logs:
+        with api.open_binlogs(path) as logs:
             truth = [str(logs.state_at(path, o).position) for o in offsets]
             tm.run("offset: gtidx reading 11.8's own index, warm", lambda o: logs.state_at(path, o).position,
                    offsets, truth)
