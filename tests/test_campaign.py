@@ -34,6 +34,9 @@ def load_campaign():
 campaign = load_campaign()
 
 
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs/ramfs, changes owners: needs root (the CI runs as root)")
+
+
 def run(tmp_path: Path, scenario: str, runs: int, seed: int, timeout: float = 20) -> dict:
     out = subprocess.run([sys.executable, str(CAMPAIGN), "--scenarios", scenario, "--runs", str(runs),
                           "--seed", str(seed), "--timeout", str(timeout), "--json", "--quiet",
@@ -49,9 +52,9 @@ def run(tmp_path: Path, scenario: str, runs: int, seed: int, timeout: float = 20
     return c
 
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs: needs root (the CI runs as root)")
 
 
+@needs_root
 def test_planted_links_are_never_followed(tmp_path):
     """Symlinks and hard links at FILE.idx and at every name build/tail create
     (temporary names for the next 300 pids), pointing outside: the victims are
@@ -124,6 +127,7 @@ def test_non_monotonic_histories_from_a_live_server(tmp_path):
 
 # -- the harness is not hollow -----------------------------------------------------------------
 
+@needs_root
 def test_links_campaign_reports_a_write_through_a_link(tmp_path, monkeypatch):
     """A command that writes through FILE.idx is caught: the victim changed."""
     real = campaign.run_gtidx
