@@ -73,8 +73,9 @@ def write_file(target: str, chunks, before_publish=None) -> None:
     fsync, ``before_publish(fd)`` (to stamp metadata on this inode), rename.
     Whatever stops it (an OSError, SIGINT, anything) removes the temporary
     file; the old ``target`` stays as it was."""
-    fd, tmp = create_temp(target)
+    tmp = None
     try:
+        fd, tmp = create_temp(target)
         try:
             for chunk in chunks:
                 view = memoryview(chunk)
@@ -87,7 +88,11 @@ def write_file(target: str, chunks, before_publish=None) -> None:
             os.close(fd)
         publish(tmp, target)
     except BaseException:
-        discard(tmp)
+        if tmp is not None:
+            discard(tmp)
+        else:
+            # stopped (SIGINT) between the file's creation and learning its name
+            discard_own(target)
         raise
 
 
@@ -145,6 +150,20 @@ def remove_orphans(*targets: str) -> None:
             pid = n[len(prefix):-len(_SUFFIX)].split(".")[0]
             if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
                 discard(os.path.join(directory, n))
+
+
+def discard_own(target: str) -> None:
+    """Remove this process's temporary files of ``target``: the ones whose
+    name carries our pid (``.<name>.<pid>.<random>.tmp``)."""
+    directory = _directory(target)
+    prefix = f"{temp_prefix(target)}{os.getpid()}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for n in names:
+        if n.startswith(prefix) and n.endswith(_SUFFIX):
+            discard(os.path.join(directory, n))
 
 
 def _running(pid: int) -> bool:
