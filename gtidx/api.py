@@ -29,7 +29,7 @@ from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError,
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexState, IndexStatus, build_index, index_path,
-                        open_index, verify_index)
+                        open_index, stored_seen, verify_index)
 
 log = logging.getLogger("gtidx")
 
@@ -615,33 +615,50 @@ class BinlogSeries:
         g = _gtid(gtid)
         if every:
             return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
-        key = (g.domain, g.server)
         miss = None
         while True:
-            end = self._end_bound(key)
-            cached = self._planners.get(key)
-            if cached is None or cached.bounds[-1] != end:
-                cached = Planner([self._start_bound(p, key) for p in self.files] + [end])
-                self._planners[key] = cached
-            dipped, ranges = self._dips.get(key, ()), self._ranges.get(key, {})
-            learned = self._learned
-            plan = cached.plan(g.seq, dipped and {i for i, p in enumerate(self.files) if p in dipped},
-                               {i: ranges.get(p) for i, p in enumerate(self.files) if p in ranges or p in learned})
+            plan = self._plan(g)
             try:
                 if isinstance(plan, str):
                     raise self._not_here(f"GTID {g}", plan)
-                if plan.monotone:
-                    return self._locate_once(g, plan)
-                return self._locate_all(g, plan)
+                if not plan.monotone:
+                    return self._locate_all(g, plan)
+                loc = self._locate_once(g, plan)
+                # An earlier copy may hide where the seq stepped back and
+                # recovered inside a binlog: the answer stands once every
+                # binlog up to its own is learned and the plan, made again
+                # with what that showed, has no earlier file left to search.
+                if self._learn_upto(loc.file):
+                    k = self.files.index(loc.file)
+                    again = self._plan(g)
+                    if isinstance(again, str) or not again.monotone or \
+                            not {i for i in again.files if i < k} <= set(plan.files):
+                        continue
+                return loc
             except _Replan:
                 continue            # a scan saw the seq go down: plan again with that
             except NotFoundError as e:
                 # The start states cannot show a seq_no that stepped back and
                 # recovered inside one binlog: "not here" is certain only once
-                # every binlog has been walked (once per BinlogSeries).
+                # every binlog is learned (once per BinlogSeries).
                 miss = miss or e
                 if not self._learn_all():
                     raise miss from None
+
+    def _plan(self, g: Gtid) -> LocatePlan | str:
+        """``plan_locate`` for ``g`` with what this series knows: the bounds
+        (its pair's planner, kept), the files seen going down, and the ranges
+        of the files learned."""
+        key = (g.domain, g.server)
+        end = self._end_bound(key)
+        cached = self._planners.get(key)
+        if cached is None or cached.bounds[-1] != end:
+            cached = Planner([self._start_bound(p, key) for p in self.files] + [end])
+            self._planners[key] = cached
+        dipped, ranges = self._dips.get(key, ()), self._ranges.get(key, {})
+        learned = self._learned
+        return cached.plan(g.seq, dipped and {i for i, p in enumerate(self.files) if p in dipped},
+                           {i: ranges.get(p) for i, p in enumerate(self.files) if p in ranges or p in learned})
 
     def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location:
         """Monotonic (domain, server): the GTID is in at most one file, once."""
@@ -727,41 +744,75 @@ class BinlogSeries:
         return out
 
     def _learn_all(self) -> bool:
-        """Walk every binlog not walked whole yet, noting per (domain, server)
-        the lowest and highest seq_no it logs there and whether it goes down
-        (below the one before it, or below the file's start state): then the
-        planner knows exactly which files can hold any GTID. False when there
-        was nothing left to walk."""
-        todo = [p for p in self.files if p not in self._learned and p not in self._damaged_learn]
+        """Learn every binlog not learned yet (``_learn``): then the planner
+        knows exactly which files can hold any GTID. False when there was
+        nothing left to learn."""
+        return self._learn([p for p in self.files if p not in self._learned])
+
+    def _learn(self, paths) -> bool:
+        """Note, per (domain, server), the lowest and highest seq_no each
+        binlog of ``paths`` logs and whether it goes down there (below the one
+        before it, or the file's start state), so that the planner knows
+        exactly which of them can hold a GTID. From what ``build``/``tail``
+        stored with the index (``IndexMeta.seen``) where it covers the file,
+        walking the rest of the file past what it covers (all of it
+        without). A file that cannot be read is warned about once and left
+        unknown. False when ``paths`` had nothing left to learn."""
+        todo = [p for p in paths if p not in self._learned and p not in self._damaged_learn]
         for path in todo:
             self._learned.add(path)
             try:
-                start = self.start_state(path)
-                seen: dict = {}                 # (domain, server) -> [lowest, highest, previous]
-                for _, _, (_, server, seq, domain, _) in self._file(path).binlog.group_spans():
-                    key = (domain, server)
-                    r = seen.get(key)
-                    if r is None:
-                        before = start.get(domain, server)
-                        if before is not None and seq <= before:
-                            self._dips.setdefault(key, set()).add(path)
-                        seen[key] = [seq, seq, seq]
-                        continue
-                    if seq <= r[2]:
-                        self._dips.setdefault(key, set()).add(path)
-                    r[2] = seq
-                    if seq < r[0]:
-                        r[0] = seq
-                    elif seq > r[1]:
-                        r[1] = seq
+                seen = self._walk_seen(path)
             except GtidxError as e:
                 self._learned.discard(path)     # planned as unknown; its lookups fail with this
                 self._damaged_learn.add(path)
                 self._warn_damaged(path, e)
                 continue
-            for key, (lo, hi, _) in seen.items():
-                self._ranges.setdefault(key, {})[path] = (lo, hi)
+            for key, r in seen.items():
+                if r[3]:
+                    self._dips.setdefault(key, set()).add(path)
+                self._ranges.setdefault(key, {})[path] = (r[0], r[1])
         return bool(todo)
+
+    def _walk_seen(self, path: str) -> dict:
+        """{(domain, server): [lowest, highest, last, went down]} of one binlog."""
+        b = self._file(path).binlog
+        start = b.start_state
+        seen: dict = {}
+        offset = None
+        stored = self._stored_seen(path, b)
+        if stored is not None:
+            offset, ranges, repeats = stored
+            for key, (lo, hi) in ranges.items():
+                seen[key] = [lo, hi, hi, key in repeats]     # last: hi while it only grew
+            if offset >= b.size:
+                return seen
+        for _, _, (_, server, seq, domain, _) in b.group_spans(offset):
+            key = (domain, server)
+            r = seen.get(key)
+            if r is None:
+                before = start.get(domain, server)
+                seen[key] = [seq, seq, seq, before is not None and seq <= before]
+                continue
+            if seq <= r[2]:
+                r[3] = True
+            r[2] = seq
+            if seq < r[0]:
+                r[0] = seq
+            elif seq > r[1]:
+                r[1] = seq
+        return seen
+
+    def _stored_seen(self, path: str, b: Binlog):
+        f = self._open.get(path)
+        meta = f.index.meta if f is not None and f.index is not None else None
+        return stored_seen(b, meta)
+
+    def _learn_upto(self, file: str) -> bool:
+        """Learn the binlogs up to ``file`` (``_learn``); True when one was
+        not learned yet."""
+        upto = self.files[:self.files.index(file) + 1] if file in self.files else self.files
+        return self._learn(upto)
 
     def _start_bound(self, path: str, key: tuple) -> int | None | str:
         try:

@@ -182,6 +182,25 @@ class LatestGtids:
             pop(key, None)           # re-insert: the pair moves to the end
             seqs[key] = row[seq_at]
 
+    def add_rows_watching(self, rows: Iterable[Sequence], domain_at: int, server_at: int, seq_at: int,
+                          seen: "SeqRanges") -> None:
+        """``add_rows``, also noting in ``seen`` the seq_no range of every
+        (domain, server) and the pairs whose seq_no does not grow. The hot
+        path costs one comparison more per row; ``seen.floor`` holds what
+        came before this stretch (see ``SeqRanges``)."""
+        seqs = self._seqs
+        pop = seqs.pop
+        below = seen.floor.get
+        for row in rows:
+            key = (row[domain_at], row[server_at])
+            seq = row[seq_at]
+            old = pop(key, None)
+            if old is None:              # first time in this stretch
+                seen.first(key, seq, below(key))
+            elif seq <= old:
+                seen.down(key, seq, old)
+            seqs[key] = seq
+
     def merge(self, other: "LatestGtids") -> "LatestGtids":
         """Add what was logged after ``self``'s stretch (``other``'s GTIDs, in its order)."""
         seqs = self._seqs
@@ -203,6 +222,10 @@ class LatestGtids:
 
     def clear(self) -> None:
         self._seqs.clear()
+
+    def into(self, seqs: dict) -> None:
+        """Write these into ``seqs``, {(domain, server): seq}."""
+        seqs.update(self._seqs)
 
     def __len__(self) -> int:
         return len(self._seqs)
@@ -229,6 +252,78 @@ class LatestGtids:
         for gtids in lists:
             out.update(gtids)
         return out.items()
+
+
+class SeqRanges:
+    """What one walk over a binlog (or a prefix of one) proves about its
+    seq_nos: per (domain, server) logged there, the lowest and highest
+    seq_no (``ranges``), and ``repeats``, the pairs whose seq_no does not
+    always grow (logged at or below the seq it logged before, in this file
+    or in the GTID_LIST state it starts from: ``gtid_strict_mode=OFF``,
+    ``SET gtid_seq_no``). A pair outside ``repeats`` logs each seq at most
+    once, in increasing order, above the start state: a lookup that finds
+    its GTID in this file found its only copy here.
+
+    Fed by ``LatestGtids.add_rows_watching`` (every group) with ``floor``,
+    {(domain, server): seq} as of the stretch before (the start state, then
+    each index record's), kept by the caller through ``settle``.
+
+    >>> r = SeqRanges({(0, 1): 5})
+    >>> t = LatestGtids()
+    >>> t.add_rows_watching([(0, 1, 6), (0, 1, 9), (0, 2, 3)], 0, 1, 2, r)
+    >>> r.settle(t); t.clear()
+    >>> t.add_rows_watching([(0, 1, 7), (0, 1, 10)], 0, 1, 2, r)
+    >>> r.settle(t)
+    >>> sorted(r.ranges.items()), sorted(r.repeats)
+    ([((0, 1), (6, 10)), ((0, 2), (3, 3))], [(0, 1)])
+    """
+
+    __slots__ = ("floor", "_low", "_high", "repeats")
+
+    def __init__(self, floor: dict):
+        self.floor = floor           # (domain, server) -> last seq before the current stretch
+        self._low: dict = {}         # (domain, server) -> lowest seq logged here
+        self._high: dict = {}        # (domain, server) -> a seq logged here and later stepped below
+        self.repeats: set = set()
+
+    @classmethod
+    def resumed(cls, floor: dict, ranges: dict, repeats) -> "SeqRanges":
+        """Go on walking at a point whose state is ``floor``, after a walk
+        that saw ``ranges`` and ``repeats`` (as ``ranges`` gives them)."""
+        new = cls(floor)
+        new._low = {k: lo for k, (lo, _) in ranges.items()}
+        new._high = {k: hi for k, (_, hi) in ranges.items()}
+        new.repeats = set(repeats)
+        return new
+
+    def first(self, key: tuple, seq: int, before: int | None) -> None:
+        """``key`` logs ``seq``, its first in a stretch; ``before`` its seq as of the stretch before."""
+        low = self._low.get(key)
+        if low is None:
+            self._low[key] = seq
+            if before is not None and seq <= before:
+                self.repeats.add(key)        # at or below the start state
+        elif before is not None and seq <= before:
+            self.down(key, seq, before)
+
+    def down(self, key: tuple, seq: int, old: int) -> None:
+        """``key`` logs ``seq`` after ``old`` (``seq <= old``), both here."""
+        self.repeats.add(key)
+        if seq < self._low[key]:
+            self._low[key] = seq
+        if old > self._high.get(key, 0):
+            self._high[key] = old
+
+    def settle(self, stretch: "LatestGtids") -> None:
+        """The stretch ``stretch`` holds is over: it becomes the floor."""
+        stretch.into(self.floor)
+
+    @property
+    def ranges(self) -> dict:
+        """{(domain, server): (lowest, highest)} of the pairs logged here
+        (after ``settle`` of the last stretch)."""
+        high, last = self._high, self.floor
+        return {k: (lo, max(high.get(k, 0), last.get(k, 0))) for k, lo in self._low.items()}
 
 
 class BinlogState:

@@ -36,7 +36,7 @@ from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
 from .filebuf import ReadFile, open_file
 from .gtid import LatestGtids
-from .indexmeta import XATTR, IndexMeta, IndexState, Progress
+from .indexmeta import XATTR, IndexMeta, IndexState, Progress, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
@@ -103,6 +103,7 @@ class IndexStatus:
     reader: IndexReader | None = None
     owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
     partial: bool = False            # complete pages of an index still being written
+    meta: IndexMeta | None = None    # what gtidx stored with it (None: a server's index)
     _file: object = field(default=None, repr=False)   # the open .idx the reader reads
 
     @property
@@ -142,7 +143,7 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
         f.close()
         return IndexStatus(path, IndexState.INCOMPLETE, "empty index file (a writer has not flushed a page yet)")
     meta = IndexMeta.read_fd(f.fd, path)
-    status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", _file=f)
+    status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", meta=meta, _file=f)
     try:
         _judge(status, b, f, path, meta, check_tail, deep)
     except MemoryError:
@@ -229,6 +230,21 @@ def _tail_problem(r: IndexReader, b: Binlog, last) -> str:
         return (f"index ends at offset {last.offset} but the binlog goes on to {b.size} "
                 "(made for a shorter binlog)")
     return ""
+
+
+def stored_seen(b: Binlog, meta: IndexMeta | None = None):
+    """What ``build``/``tail`` saw of ``b`` (``IndexMeta.seen``), stored with
+    its index (``meta``, else read from the index beside it), when made of
+    this binlog as it is now (its fingerprint checked): ``(offset, ranges,
+    repeats)``, seen from the start of the binlog to ``offset`` (a group
+    boundary); None without."""
+    if meta is None:
+        meta = IndexMeta.read(index_path(b.path))
+    if meta is None or meta.covers > b.size or (not meta.partial and meta.size != b.size) \
+            or not meta.matches(b):
+        return None
+    seen = meta.seen()
+    return None if seen is None else (meta.covers, *seen)
 
 
 # -- building ------------------------------------------------------------------------
@@ -396,7 +412,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
                 result.warning = (f"even the smallest valid index ({len(pages) * page_size} bytes: "
                                   f"the GTID_LIST state alone) exceeds {max_ratio:.1%} of this "
                                   f"{b.size}-byte binlog; wrote that one")
-        meta = IndexMeta.of(b, page_size=page_size, span_min=span_min)
+        meta = IndexMeta.of(b, page_size=page_size, span_min=span_min, **seen_fields(policy.finished()))
     result.records = len(records)
     result.pages = len(pages)
     result.size = len(pages) * page_size

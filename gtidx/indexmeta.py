@@ -6,7 +6,8 @@ the FDE's IN_USE flag masked) and, for ``gtidx tail``, its progress. It is
 kept in the index's ``user.gtidx`` xattr, set through the open file
 descriptor (so it lands on the inode that was written, whatever has been
 renamed over the name since). On a filesystem without user xattrs (ramfs,
-some network filesystems) it goes to a hidden sidecar file beside the index,
+some network filesystems), or when it outgrows the filesystem's xattr
+limit (the seq_no ranges of many domains), it goes to a hidden sidecar file beside the index,
 ``.<name>.idx.gtidx``, written like every gtidx file (exclusive temporary
 file, rename); the sidecar names the index's inode, so a sidecar left from
 another file at that name is never believed. Read and written only here.
@@ -28,6 +29,7 @@ from .binlog import IN_USE_FLAG, Binlog
 XATTR = "user.gtidx"
 FINGERPRINT_SPAN = 65536
 _NO_XATTRS = (errno.ENOTSUP, errno.EOPNOTSUPP)
+_TOO_BIG = (errno.ENOSPC, errno.E2BIG, errno.ERANGE)    # what filesystems say to a value over their limit
 _MAX_META = 65536
 
 
@@ -78,6 +80,11 @@ class IndexMeta:
     processed: int | None = None       # tail: the binlog is read up to here
     records: int | None = None         # tail: records so far
     updated: float | None = None       # tail: when progress was saved (epoch seconds)
+    # what the walk saw of the binlog up to ``covers`` (a SeqRanges): per
+    # (domain, server) its lowest and highest seq_no, and the pairs whose
+    # seq_no does not grow; None: unknown
+    ranges: tuple[tuple[int, int, int, int], ...] | None = None
+    repeats: tuple[tuple[int, int], ...] | None = None
 
     @classmethod
     def of(cls, b: Binlog, size: int | None = None, **progress) -> "IndexMeta":
@@ -101,6 +108,17 @@ class IndexMeta:
         return self.state is Progress.PARTIAL
 
     # -- encoding ------------------------------------------------------------------
+    @property
+    def covers(self) -> int:
+        """How far into the binlog ``ranges`` and ``repeats`` were seen."""
+        return self.processed if self.partial and self.processed is not None else self.size
+
+    def seen(self) -> "tuple[dict, frozenset] | None":
+        """({(domain, server): (lowest, highest)}, repeats) up to ``covers``, or None."""
+        if self.ranges is None or self.repeats is None:
+            return None
+        return {(d, s): (lo, hi) for d, s, lo, hi in self.ranges}, frozenset(self.repeats)
+
     def to_json(self) -> bytes:
         d = {"v": 1, **{k: v for k, v in asdict(self).items() if v is not None}}
         d["state"] = str(self.state)
@@ -124,6 +142,9 @@ class IndexMeta:
                     extra[k] = d[k]
             if d.get("updated") is not None:
                 extra["updated"] = float(d["updated"])
+            if d.get("ranges") is not None and d.get("repeats") is not None:
+                extra["ranges"] = _ints(d["ranges"], 4)
+                extra["repeats"] = _ints(d["repeats"], 2)
             return cls(*ints, state=Progress(d.get("state", "complete")), **extra)
         except (ValueError, TypeError, KeyError):
             return None
@@ -190,8 +211,14 @@ class IndexMeta:
             os.setxattr(fd, XATTR, raw)
             return
         except OSError as e:
-            if e.errno not in _NO_XATTRS:
+            if e.errno not in _NO_XATTRS + _TOO_BIG:
                 raise
+            if e.errno in _TOO_BIG:          # ranges of many domains: beyond the xattr's block
+                try:
+                    os.removexattr(fd, XATTR)
+                except OSError as gone:
+                    if gone.errno not in _NO_XATTRS + (errno.ENODATA,):
+                        raise
         st = os.fstat(fd)
         d = json.loads(raw)
         d.update(dev=st.st_dev, ino=st.st_ino)
@@ -207,6 +234,28 @@ class IndexMeta:
         """Temporary files of ``index`` and of its sidecar left by writers
         that were killed."""
         safefile.remove_orphans(index, sidecar_path(index))
+
+
+def _ints(raw, width: int) -> tuple:
+    """[[int, ...], ...] as stored, each ``width`` long: a sorted tuple of tuples, or TypeError."""
+    if not isinstance(raw, list) or not all(
+            isinstance(p, list) and len(p) == width and all(type(i) is int and i >= 0 for i in p) for p in raw):
+        raise TypeError("not a list of int lists")
+    return tuple(sorted({tuple(p) for p in raw}))
+
+
+MAX_SEEN_PAIRS = 1500     # more (domain, server) pairs than this: not stored (the xattr stays small)
+
+
+def seen_fields(seen) -> dict:
+    """A walk's ``SeqRanges`` (or None) as IndexMeta fields."""
+    if seen is None:
+        return {}
+    ranges = seen.ranges
+    if len(ranges) > MAX_SEEN_PAIRS:
+        return {}
+    return {"ranges": tuple(sorted((d, s, lo, hi) for (d, s), (lo, hi) in ranges.items())),
+            "repeats": tuple(sorted(seen.repeats))}
 
 
 def now() -> float:

@@ -57,8 +57,9 @@ from . import safefile
 from .api import list_binlogs
 from .binlog import Binlog
 from .errors import GtidxError
+from .gtid import SeqRanges
 from .indexfile import DEFAULT_MAX_RATIO, build_index, index_path, open_index, still_written
-from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now
+from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now, seen_fields
 from .filebuf import ReadFile
 from .reader import PartialIndex
 from .writer import IndexWriter, RecordPolicy
@@ -262,7 +263,10 @@ class IncrementalIndex:
         except (_ReplayMismatch, GtidxError) as e:
             return f"replay failed: {e}"
         self.offsets = [offset for offset, _ in part.keys]
-        self.policy.resume(last.offset, self.offsets)
+        # the proof goes on from the last record's state, with what was found before
+        seen = meta.seen()
+        self.policy.resume(last.offset, self.offsets, None if seen is None else
+                           SeqRanges.resumed({(d, s): q for d, s, q in last.state}, *seen))
         return ""
 
     # -- advance, finish --------------------------------------------------------------
@@ -309,7 +313,8 @@ class IncrementalIndex:
             build_index(b.path, page_size=self.page_size, span_min=self.span_min, max_ratio=max_ratio,
                         force=True)
             return "rebuilt to fit the size budget"
-        IndexMeta.of(b, page_size=self.page_size, span_min=self.span_min).write(self.sink.fd, self.path)
+        IndexMeta.of(b, page_size=self.page_size, span_min=self.span_min,
+                     **seen_fields(self.policy.finished())).write(self.sink.fd, self.path)
         self.sink.publish(force=True)
         self.close()
         return "finished"
@@ -324,7 +329,7 @@ class IncrementalIndex:
     def _save_progress(self, b: Binlog) -> None:
         meta = IndexMeta.of(b, self.on_disk_prefix(), state=Progress.PARTIAL, page_size=self.page_size,
                             span_min=self.span_min, processed=self.processed, records=len(self.offsets),
-                            updated=now())
+                            updated=now(), **seen_fields(self.policy.finished()))
         meta.write(self.sink.fd, self.path)      # this file's, whatever is at the name now
 
     def replaced(self) -> bool:

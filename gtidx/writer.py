@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from . import idxformat as fmt
 from .errors import BadInputError
-from .gtid import LatestGtids
+from .gtid import LatestGtids, SeqRanges
 
 if TYPE_CHECKING:
     from .binlog import Binlog
@@ -198,6 +198,11 @@ class RecordPolicy:
     * none past ``max_offset`` (4 GiB: offsets are u32; lookups past the
       last record scan the binlog from it).
 
+    On the way it keeps ``seen`` (``SeqRanges``): per (domain, server) the
+    seq_no range the binlog logs, and the pairs whose seq_no does not grow;
+    what lets a lookup plan exactly and trust one file's answer. None when
+    not known (a walk resumed without it, or stopped at the 4 GiB cap).
+
     ``group(end, domain, server, seq)`` is the rule itself, fed one event
     group at a time. ``advance(b)`` gives the same records from the fused
     walk (``Binlog.group_batches``, which does the span arithmetic inside
@@ -208,7 +213,7 @@ class RecordPolicy:
     a group boundary) and ``capped`` (past ``max_offset``).
     """
 
-    __slots__ = ("span_min", "max_offset", "previous", "pending", "walked", "capped")
+    __slots__ = ("span_min", "max_offset", "previous", "pending", "walked", "capped", "seen")
 
     def __init__(self, span_min: int, max_offset: int = fmt.MAX_OFFSET):
         if span_min < 1:
@@ -227,27 +232,43 @@ class RecordPolicy:
         """Record 0 (the GTID_LIST state, at ``first_offset``); the policy
         starts over from there."""
         offset = self.first_offset(b)
-        self.resume(offset, (offset,))
-        return offset, [tuple(g) for g in b.start_state]
+        start = [tuple(g) for g in b.start_state]
+        self.resume(offset, (offset,), SeqRanges({(d, s): q for d, s, q in start}))
+        return offset, start
 
-    def resume(self, offset: int, records: Sequence[int]) -> None:
+    def resume(self, offset: int, records: Sequence[int], seen: SeqRanges | None = None) -> None:
         """Start over at the group boundary ``offset``, after records at
         ``records`` (offsets, record 0 first): the next span counts from the
-        last record, or from 0 while there is only record 0."""
+        last record, or from 0 while there is only record 0. ``seen`` goes
+        on from what was seen before ``offset`` (its floor: the state there);
+        without it none is kept."""
         self.previous = records[-1] if len(records) > 1 else 0
         self.pending = LatestGtids()
         self.walked = offset
         self.capped = False
+        self.seen = seen
 
     def group(self, end: int, domain: int, server: int, seq: int):
         """One event group, ending at ``end``: returns the record
         ``(offset, gtids)`` it closes, else None."""
-        self.pending.add(domain, server, seq)
+        if self.seen is None:
+            self.pending.add(domain, server, seq)
+        else:
+            self.pending.add_rows_watching(((domain, server, seq),), 0, 1, 2, self.seen)
         self.walked = end
         if end - self.previous < self.span_min or end > self.max_offset:
             return None
         self.previous = end
+        if self.seen is not None:
+            self.seen.settle(self.pending)
         return end, self.pending.take()
+
+    def finished(self) -> SeqRanges | None:
+        """What the walk so far saw (the stretch past the last record
+        settled too), or None when it is not known."""
+        if self.seen is not None:
+            self.seen.settle(self.pending)
+        return self.seen
 
     def advance(self, b: "Binlog", follow: bool = True) -> Iterator[tuple[int, list]]:
         """The records due from ``walked`` to the end of ``b``, through the
@@ -257,16 +278,22 @@ class RecordPolicy:
         one that fails to take a record (disk full) finds it again on the
         next call. ``follow=False`` stops at the 4 GiB cap (a build needs
         nothing past it); a tail follows to the end to know how far it read."""
-        pending = self.pending
+        pending, seen = self.pending, self.seen
         for end, batch, due in b.group_batches(self.span_min, start=self.walked, previous=self.previous):
-            pending.add_rows(batch, *_HEAD_FIELDS)
+            if seen is None:
+                pending.add_rows(batch, *_HEAD_FIELDS)
+            else:
+                pending.add_rows_watching(batch, *_HEAD_FIELDS, seen)
             if due and not self.capped:
                 if end > self.max_offset:
                     self.capped = True
                     if not follow:
+                        self.seen = None        # the rest is not walked: not known
                         return
                 else:
                     yield end, pending.items()
+                    if seen is not None:
+                        seen.settle(pending)
                     pending.clear()
                     self.previous = end
             self.walked = end

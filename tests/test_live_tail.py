@@ -142,7 +142,8 @@ def test_tail_under_load(tmp_path):
         assert not load.errors, load.errors
         srv.sql("FLUSH BINARY LOGS")
         time.sleep(1.0)
-        assert tail.stop() == 0                                  # SIGTERM: clean stop
+        rc = tail.stop()                                         # SIGTERM: clean stop
+        assert rc == 0, log.read_text()[-4000:]
         subprocess.run([sys.executable, "-m", "gtidx", "tail", "--once", str(srv.binlog_dir),
                         "--page-size", "512", "--span-min", "8192"], check=True, cwd=ROOT,
                        stderr=open(log, "a"))

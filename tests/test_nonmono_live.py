@@ -205,6 +205,73 @@ def test_a_dip_inside_one_binlog_is_never_not_found(server, tmp_path, domain, la
             logs.locate(Gtid(domain, 2, 126))
 
 
+# A seq that jumps ahead and steps back inside the first binlog (10, 15, 11,
+# 12): its end and every start state still grow, and 15 is logged again in
+# the second. Domains of their own (64-67).
+HIDDEN_COPY = [[(10, 1), (15, 1), (11, 1), (None, 1)], [(13, 1), (14, 1), (15, 1), (16, 1)]]
+
+
+@pytest.mark.parametrize("domain,layout", [(64, None), (65, (64, 1)), (66, (4096, 65536)), (67, "no seen")])
+def test_an_earlier_copy_hidden_in_a_recovered_dip_is_the_answer(server, tmp_path, domain, layout):
+    """The bounds lead to the second binlog's 15; the first copy hides in the
+    first binlog, whose start and end states look monotonic. A fresh
+    BinlogSeries (as `gtidx seek` has) must answer the first copy and list
+    both, as SHOW BINLOG EVENTS has them: from the walk of the earlier binlog
+    (no index, or an index without what build saw) or from what build
+    stored with its index."""
+    files = _write(server, HIDDEN_COPY, domain=domain)
+    occurrences = {}
+    for f in files:
+        for g, start, end in server_groups(server, f):
+            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    twice = Gtid(domain, 1, 15)
+    assert len(occurrences[twice]) == 2
+    copies = _copy(files, tmp_path / "binlogs")
+    if layout is not None:
+        for f in copies:
+            if layout == "no seen":        # an index from before gtidx stored what it saw
+                build_index(f, max_ratio=None, force=True)
+                os.removexattr(f + ".idx", "user.gtidx")
+            else:
+                build_index(f, page_size=layout[0], span_min=layout[1], max_ratio=None, force=True)
+    wrong = []
+    for g, occ in occurrences.items():
+        with api.BinlogSeries(copies, use_index=layout is not None) as logs:
+            loc = logs.locate(g)
+        mine = [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] or \
+            [(os.path.basename(loc.file), loc.start, loc.end)]
+        if (os.path.basename(loc.file), loc.start, loc.end) != occ[0] or mine != occ:
+            wrong.append((str(g), mine, occ))
+    assert wrong == [], wrong
+    with api.BinlogSeries(copies) as logs:
+        with pytest.raises(NotFoundError, match="never written"):
+            logs.locate(Gtid(domain, 1, 17))
+
+
+def test_stored_ranges_spare_the_walk_of_earlier_binlogs(rotations, tmp_path, monkeypatch):
+    """Where build stored what it saw with every index, a lookup in the last
+    binlog walks only its own stretch of that binlog, and "never written" is
+    said without walking any: the planner knows each file's seq ranges
+    (domain 0 of the rotations grows; domain 5 does not)."""
+    files = _copy(rotations[0], tmp_path / "binlogs")
+    for f in files:
+        build_index(f, max_ratio=None, force=True)
+    walked = []
+    real = Binlog.group_spans
+    monkeypatch.setattr(Binlog, "group_spans", lambda self, start=None: (walked.append(self.path),
+                                                                        real(self, start))[1])
+    last = max((g for g in rotations[1] if g.domain == 0), key=lambda g: g.seq)   # domain 0 only grows
+    with api.BinlogSeries(files) as logs:
+        loc = logs.locate(last)
+        assert (os.path.basename(loc.file), loc.start, loc.end) == rotations[1][last][0]
+        assert loc.file == files[-1] and not loc.occurrences
+        assert walked == [loc.file]
+        walked.clear()
+        with pytest.raises(NotFoundError, match="never written"):
+            logs.locate(last._replace(seq=last.seq + 1))
+        assert walked == []
+
+
 def _seek(directory, gtid, *extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "gtidx", "seek", "--gtid", gtid, str(directory), *extra],
