@@ -470,7 +470,7 @@ class BinlogSeries:
         self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
         self._damaged: set = set()             # files already reported as unreadable
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
-        self._learned: set = set()             # files walked whole by _learn_all: _ranges has all their pairs
+        self._learned: set = set()             # files learned (_learn): _ranges has all their pairs
         self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
 
     @classmethod
@@ -628,8 +628,11 @@ class BinlogSeries:
                 # recovered inside a binlog: the answer stands once every
                 # binlog up to its own is learned and the plan, made again
                 # with what that showed, has no earlier file left to search.
-                if self._learn_upto(loc.file):
-                    k = self.files.index(loc.file)
+                k = self.files.index(loc.file)
+                # the first occurrence is certain once the binlogs up to its
+                # own are learned; later ones are listed where what the
+                # later binlogs' indexes stored shows them (no walk)
+                if self._learn(self.files[:k + 1]) | self._learn(self.files[k + 1:], walk=False):
                     again = self._plan(g)
                     if isinstance(again, str) or not again.monotone or \
                             not {i for i in again.files if i < k} <= set(plan.files):
@@ -749,44 +752,57 @@ class BinlogSeries:
         nothing left to learn."""
         return self._learn([p for p in self.files if p not in self._learned])
 
-    def _learn(self, paths) -> bool:
+    def _learn(self, paths, walk: bool = True) -> bool:
         """Note, per (domain, server), the lowest and highest seq_no each
         binlog of ``paths`` logs and whether it goes down there (below the one
         before it, or the file's start state), so that the planner knows
         exactly which of them can hold a GTID. From what ``build``/``tail``
         stored with the index (``IndexMeta.seen``) where it covers the file,
         walking the rest of the file past what it covers (all of it
-        without). A file that cannot be read is warned about once and left
-        unknown. False when ``paths`` had nothing left to learn."""
+        without; ``walk=False``: only files stored whole). A file that cannot
+        be read is warned about once and left unknown. False when ``paths``
+        had nothing left to learn."""
         todo = [p for p in paths if p not in self._learned and p not in self._damaged_learn]
+        learned = False
         for path in todo:
-            self._learned.add(path)
             try:
-                seen = self._walk_seen(path)
+                seen = self._walk_seen(path, walk)
+                if seen is None:
+                    continue
+                self._learned.add(path)
+                learned = True
             except GtidxError as e:
-                self._learned.discard(path)     # planned as unknown; its lookups fail with this
-                self._damaged_learn.add(path)
+                self._damaged_learn.add(path)   # planned as unknown; its lookups fail with this
                 self._warn_damaged(path, e)
                 continue
             for key, r in seen.items():
                 if r[3]:
                     self._dips.setdefault(key, set()).add(path)
                 self._ranges.setdefault(key, {})[path] = (r[0], r[1])
-        return bool(todo)
+        return learned
 
-    def _walk_seen(self, path: str) -> dict:
-        """{(domain, server): [lowest, highest, last, went down]} of one binlog."""
-        b = self._file(path).binlog
-        start = b.start_state
+    def _walk_seen(self, path: str, walk: bool = True) -> dict | None:
+        """{(domain, server): [lowest, highest, last, went down]} of one
+        binlog; None when that needs a walk and ``walk`` is False."""
+        f = self._open.get(path)
+        if f is not None:
+            stored = stored_seen(f.binlog, f.index.meta if f.index is not None else None)
+        else:
+            with Binlog(path) as b:         # the stored ranges need no index opened
+                stored = stored_seen(b)
+                size = b.size
         seen: dict = {}
         offset = None
-        stored = self._stored_seen(path, b)
         if stored is not None:
             offset, ranges, repeats = stored
             for key, (lo, hi) in ranges.items():
                 seen[key] = [lo, hi, hi, key in repeats]     # last: hi while it only grew
-            if offset >= b.size:
+            if offset >= (f.binlog.size if f is not None else size):
                 return seen
+        if not walk:
+            return None
+        b = self._file(path).binlog
+        start = b.start_state
         for _, _, (_, server, seq, domain, _) in b.group_spans(offset):
             key = (domain, server)
             r = seen.get(key)
@@ -802,17 +818,6 @@ class BinlogSeries:
             elif seq > r[1]:
                 r[1] = seq
         return seen
-
-    def _stored_seen(self, path: str, b: Binlog):
-        f = self._open.get(path)
-        meta = f.index.meta if f is not None and f.index is not None else None
-        return stored_seen(b, meta)
-
-    def _learn_upto(self, file: str) -> bool:
-        """Learn the binlogs up to ``file`` (``_learn``); True when one was
-        not learned yet."""
-        upto = self.files[:self.files.index(file) + 1] if file in self.files else self.files
-        return self._learn(upto)
 
     def _start_bound(self, path: str, key: tuple) -> int | None | str:
         try:

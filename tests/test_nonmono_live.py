@@ -248,6 +248,28 @@ def test_an_earlier_copy_hidden_in_a_recovered_dip_is_the_answer(server, tmp_pat
             logs.locate(Gtid(domain, 1, 17))
 
 
+def test_later_copies_are_listed_from_stored_ranges(server, tmp_path):
+    """11 is logged again in a recovered dip of the second binlog (13, 11,
+    14): the bounds show nothing. With gtidx's indexes (which store each
+    binlog's seq ranges) a fresh lookup lists both copies, as SHOW BINLOG
+    EVENTS has them."""
+    domain = 68
+    files = _write(server, [[(10, 1), (11, 1), (12, 1)], [(13, 1), (11, 1), (14, 1)]], domain=domain)
+    occurrences = {}
+    for f in files:
+        for g, start, end in server_groups(server, f):
+            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    twice = Gtid(domain, 1, 11)
+    assert len(occurrences[twice]) == 2
+    copies = _copy(files, tmp_path / "binlogs")
+    for f in copies:
+        build_index(f, max_ratio=None, force=True)
+    with api.BinlogSeries(copies) as logs:
+        loc = logs.locate(twice)
+    assert [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] == occurrences[twice]
+    assert (os.path.basename(loc.file), loc.start, loc.end) == occurrences[twice][0]
+
+
 def test_stored_ranges_spare_the_walk_of_earlier_binlogs(rotations, tmp_path, monkeypatch):
     """Where build stored what it saw with every index, a lookup in the last
     binlog walks only its own stretch of that binlog, and "never written" is
