@@ -767,19 +767,30 @@ class BinlogSeries:
         for path in todo:
             try:
                 seen = self._walk_seen(path, walk)
-                if seen is None:
-                    continue
-                self._learned.add(path)
-                learned = True
             except GtidxError as e:
                 self._damaged_learn.add(path)   # planned as unknown; its lookups fail with this
                 self._warn_damaged(path, e)
                 continue
-            for key, r in seen.items():
-                if r[3]:
-                    self._dips.setdefault(key, set()).add(path)
-                self._ranges.setdefault(key, {})[path] = (r[0], r[1])
+            if seen is not None:
+                self.teach(path, {k: (r[0], r[1], r[3]) for k, r in seen.items()})
+                learned = True
         return learned
+
+    def seq_ranges(self, path: str) -> dict:
+        """{(domain, server): (lowest, highest, goes down)} of the seq_nos one
+        binlog of the series logs: what ``build``/``tail`` stored with its
+        index, the rest walked. GtidxError when it cannot be read."""
+        return {k: (r[0], r[1], r[3]) for k, r in self._walk_seen(self.resolve(path)).items()}
+
+    def teach(self, path: str, ranges: dict) -> None:
+        """Take ``seq_ranges(path)`` from elsewhere (a planning job that
+        asked each file once): the planner then knows the file exactly."""
+        path = self.resolve(path)
+        self._learned.add(path)
+        for key, (lo, hi, down) in ranges.items():
+            if down:
+                self._dips.setdefault(key, set()).add(path)
+            self._ranges.setdefault(key, {})[path] = (lo, hi)
 
     def _walk_seen(self, path: str, walk: bool = True) -> dict | None:
         """{(domain, server): [lowest, highest, last, went down]} of one

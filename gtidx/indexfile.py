@@ -396,7 +396,9 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
         if not force and safefile.is_regular(target):      # a link or a FIFO is replaced unread
             status = open_index(b, target, deep=True)
             status.close()
-            if status.usable:
+            # an index of ours from before gtidx stored the seq ranges it saw
+            # is made again: lookups would walk its binlog for them
+            if status.usable and (status.meta is None or status.meta.seen() is not None):
                 result.action, result.reason = "skipped", "index is valid and current"
                 return result
         records = policy.records(b, progress)

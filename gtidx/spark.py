@@ -9,8 +9,10 @@
 files x GTIDs:
 
 1. one small job reads each file's summary on the executors: its start
-   state (GTID_LIST) and, for the last file, its end state (index, then a
-   short scan);
+   state (GTID_LIST), per (domain, server) the seq range it logs and whether
+   it goes down there (what ``build`` stored with the index, else one walk
+   of the file), and, for the last file, its end state (index, then a short
+   scan);
 2. each GTID is assigned to its file with the summaries alone (broadcast),
    by the planner of ``BinlogSeries.locate`` (``api.plan_locate``): not in these
    binlogs when the latest state lacks it (never written) or the earliest
@@ -74,30 +76,39 @@ PASS_PER_BYTE = 1 / 131072
 
 # -- locate ---------------------------------------------------------------------------------------
 
-def _summary(path: str, last: bool) -> tuple[str, str, str | None]:
-    """(file, start state, end state for the last file): what planning needs;
-    ``api.UNKNOWN`` for a state a damaged binlog does not give (the lookups
-    that need that file then fail with its error, the others are answered)."""
+def _summary(path: str, last: bool) -> tuple[str, str, str | None, list | None]:
+    """(file, start state, end state for the last file, seq ranges): what
+    planning needs; ``api.UNKNOWN`` for a state a damaged binlog does not
+    give, None for its ranges (the lookups that need that file then fail with
+    its error, the others are answered). The ranges
+    (``BinlogSeries.seq_ranges``, [[domain, server, lowest, highest, goes
+    down], ...]) are what build stored with the index, else one walk of the
+    file: with them the plan is exact (a seq that steps back and recovers
+    inside a binlog cannot hide a GTID from it)."""
     start = end = api.UNKNOWN
+    ranges = None
     try:
         with api.BinlogSeries([path]) as logs:
             start = str(logs.start_state(path))
             end = str(logs.end_state()) if last else None
+            ranges = [[d, s, lo, hi, down] for (d, s), (lo, hi, down) in logs.seq_ranges(path).items()]
     except GtidxError:
         pass
-    return path, start, end
+    return path, start, end, ranges
 
 
 class _Plan:
     """The summaries, and the assignment of one GTID to its file (the rules of
     BinlogSeries.locate); picklable, so it is broadcast to the executors."""
 
-    def __init__(self, files: list[str], starts: list[str], latest: str):
+    def __init__(self, files: list[str], starts: list[str], latest: str, ranges: list):
         self.files = files
         self.starts = starts          # text, parsed lazily on each executor
         self.latest = latest
+        self.ranges = ranges          # per file: _summary's ranges, or None
         self._parsed = None
         self._planners = {}
+        self._learned = None          # (domain, server) -> (dipped file indexes, {file index: range})
 
     def _states(self):
         if self._parsed is None:
@@ -125,20 +136,40 @@ class _Plan:
         return self.files[plan.files[0]], value
 
     def plan(self, g: Gtid) -> api.LocatePlan | str:
-        """``api.Planner`` on the summaries (one per (domain, server), kept)."""
+        """``api.Planner`` on the summaries (one per (domain, server), kept),
+        with the seq ranges of every file that has them."""
         key = (g.domain, g.server)
         planner = self._planners.get(key)
         if planner is None:
             starts, latest = self._states()
             planner = api.Planner([st if st == api.UNKNOWN else st.get(*key) for st in starts + [latest]])
             self._planners[key] = planner
-        return planner.plan(g.seq)
+        dipped, ranges = self._per_pair().get(key, (set(), {}))
+        known = {i: ranges.get(i) for i, r in enumerate(self.ranges) if r is not None}
+        return planner.plan(g.seq, dipped, known)
+
+    def _per_pair(self) -> dict:
+        if self._learned is None:
+            self._learned = {}
+            for i, rows in enumerate(self.ranges):
+                for d, s, lo, hi, down in rows or ():
+                    dipped, ranges = self._learned.setdefault((d, s), (set(), {}))
+                    ranges[i] = (lo, hi)
+                    if down:
+                        dipped.add(i)
+        return self._learned
+
+    def teach(self, logs: api.BinlogSeries) -> None:
+        """Give ``logs`` the ranges of every file: its lookups need no walk."""
+        for f, rows in zip(self.files, self.ranges):
+            if rows is not None:
+                logs.teach(f, {(d, s): (lo, hi, down) for d, s, lo, hi, down in rows})
 
     def __getstate__(self):
-        return {"files": self.files, "starts": self.starts, "latest": self.latest}
+        return {"files": self.files, "starts": self.starts, "latest": self.latest, "ranges": self.ranges}
 
     def __setstate__(self, state):
-        self.__init__(state["files"], state["starts"], state["latest"])
+        self.__init__(state["files"], state["starts"], state["latest"], state["ranges"])
 
     def one_file(self, g: Gtid) -> bool:
         """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
@@ -164,6 +195,8 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan |
         (positions if "," in v else gtids).append(v)
     out = []
     with api.BinlogSeries(all_files) as logs:
+        if plan is not None:
+            plan.teach(logs)
         if gtids:
             out += _answer_gtids(logs, path, gtids, pass_per_byte, plan)
         for v in positions:
@@ -262,8 +295,8 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     last = files[-1]
     summaries = sc.parallelize([(f, f == last) for f in files], len(files)) \
         .map(lambda fl: _summary(*fl)).collect()
-    by_file = {f: (start, end) for f, start, end in summaries}
-    plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1])
+    by_file = {f: (start, end, ranges) for f, start, end, ranges in summaries}
+    plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files])
     bplan = sc.broadcast(plan)
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0

@@ -19,7 +19,8 @@ from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
-from gtidx.indexfile import (build_index, coarsen, open_index, server_records, verify_index)
+from gtidx.indexfile import (build_index, coarsen, open_index, server_records, stored_seen, verify_index)
+from gtidx.indexmeta import IndexMeta
 from gtidx.reader import IndexReader, Record
 from gtidx.writer import IndexWriter, RecordPolicy, write_records
 
@@ -309,6 +310,36 @@ def test_build_skips_a_current_index_and_force_rebuilds(tmp_path):
     forced = build_index(binlogs[1], force=True, max_ratio=None)
     assert forced.action == "built"
     assert not [f for f in os.listdir(binlogs[0].parent) if f.endswith(".tmp")]
+
+
+def test_build_stores_seq_ranges_and_upgrades_an_index_without_them(tmp_path):
+    """build stores what its walk saw (per (domain, server) the seq range,
+    and the pairs that do not grow): exactly what a walk of the binlog gives.
+    An index of ours made before (no ranges) is made again, once."""
+    binlog, = copy_set(tmp_path, M118 / "nonmono")
+    assert build_index(binlog, max_ratio=None).action == "built"
+    idx = str(binlog) + ".idx"
+    with Binlog(binlog) as b:
+        offset, ranges, repeats = stored_seen(b)
+        assert offset == b.size
+        walked, prev = {}, dict(((d, s), q) for d, s, q in b.start_state)
+        down = set()
+        for _, _, (_, server, seq, domain, _) in b.group_spans():
+            key = (domain, server)
+            if key in prev and seq <= prev[key]:
+                down.add(key)
+            prev[key] = seq
+            lo, hi = walked.get(key, (seq, seq))
+            walked[key] = (min(lo, seq), max(hi, seq))
+    assert ranges == walked and repeats == down and (5, 1) in down
+    before = os.stat(idx).st_ino
+    assert build_index(binlog, max_ratio=None).action == "skipped"
+    meta = IndexMeta.read(idx)
+    with open(idx, "rb+") as f:       # what an older gtidx stored: no ranges
+        IndexMeta(meta.size, meta.head_crc32, meta.tail_crc32, page_size=meta.page_size,
+                  span_min=meta.span_min).write(f.fileno(), idx)
+    assert build_index(binlog, max_ratio=None).action == "built"
+    assert os.stat(idx).st_ino != before and IndexMeta.read(idx).seen() is not None
 
 
 def test_build_leaves_a_growing_binlogs_index_to_its_server(tmp_path):

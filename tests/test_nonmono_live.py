@@ -205,10 +205,13 @@ def test_a_dip_inside_one_binlog_is_never_not_found(server, tmp_path, domain, la
             logs.locate(Gtid(domain, 2, 126))
 
 
-# A seq that jumps ahead and steps back inside the first binlog (10, 15, 11,
-# 12): its end and every start state still grow, and 15 is logged again in
-# the second. Domains of their own (64-67).
-HIDDEN_COPY = [[(10, 1), (15, 1), (11, 1), (None, 1)], [(13, 1), (14, 1), (15, 1), (16, 1)]]
+# A seq that jumps ahead and steps back inside the first binlog (10, 15, 11:
+# its end state is 11, the last logged), then 12 to 16 in the second: every
+# start state and the end state grow, and the bounds name the second binlog
+# for 15, whose first copy is in the first. (A seq_no left to the server
+# after such a dip is the highest one plus 1: 16, which is why every seq is
+# set here.) Domains of their own (64-67, 69).
+HIDDEN_COPY = [[(10, 1), (15, 1), (11, 1)], [(12, 1), (13, 1), (14, 1), (15, 1), (16, 1)]]
 
 
 @pytest.mark.parametrize("domain,layout", [(64, None), (65, (64, 1)), (66, (4096, 65536)), (67, "no seen")])
@@ -387,6 +390,41 @@ def test_spark_locate_equals_the_library_on_rotations(rotations, tmp_path):
                     assert not r.found, v
                 else:
                     assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
+    finally:
+        session.stop()
+
+
+def test_spark_finds_the_copy_hidden_in_a_recovered_dip(server, tmp_path):
+    """The planning job learns each binlog's seq ranges (stored by build, or
+    one walk where there is no index): Spark answers the first copy of a GTID
+    whose earlier copy hides in a recovered dip, as SHOW BINLOG EVENTS has it,
+    by index lookups and by the per-file pass."""
+    gs = pytest.importorskip("gtidx.spark")
+    domain = 69
+    files = _write(server, HIDDEN_COPY, domain=domain)
+    occurrences = {}
+    for f in files:
+        for g, start, end in server_groups(server, f):
+            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    bare = _copy(files, tmp_path / "bare")
+    indexed = _copy(files, tmp_path / "indexed")
+    for f in indexed:
+        build_index(f, max_ratio=None, force=True)
+    values = [str(g) for g in occurrences] + [f"{domain}-1-17"]
+    session = gs.session("local[2]", app="gtidx-hidden")
+    try:
+        df = session.createDataFrame([(v,) for v in values], "gtid string")
+        for directory in (bare, indexed):
+            for per_byte in (1.0, 1e-12):
+                rows = {r.gtid: r for r in gs.locate(session, df, os.path.dirname(directory[0]),
+                                                      pass_per_byte=per_byte).collect()}
+                for v in values:
+                    occ = occurrences.get(Gtid.parse(v))
+                    r = rows[v]
+                    if occ is None:
+                        assert not r.found and "never written" in r.reason, (v, r)
+                    else:
+                        assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
     finally:
         session.stop()
 

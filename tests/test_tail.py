@@ -72,6 +72,8 @@ def test_incremental_index_with_crashes_equals_a_clean_build(tmp_path, source, p
     build_index(binlog, out=str(clean), page_size=page_size, span_min=span_min, max_ratio=None)
     assert records(inc.path) == records(clean)
     assert Path(inc.path).read_bytes() == clean.read_bytes()
+    # what the walks saw, across the crashes and resumes, is what one build saw
+    assert IndexMeta.read(inc.path).seen() == IndexMeta.read(str(clean)).seen() is not None
     with Binlog(binlog) as b:
         st = open_index(b)
         assert st.usable and not st.partial and st.owner == "gtidx"
