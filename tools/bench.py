@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """gtidx benchmarks (kept out of the test run).
 
     tools/bench [report] [--rounds 3] [--readme]  gtidx vs the alternatives, side by side:
@@ -39,15 +38,13 @@ import sys
 import time
 from pathlib import Path
 
+import random
+
+from gtidx import api
+from gtidx.binlog import Binlog
+from gtidx.indexfile import build_index
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-
-import random  # noqa: E402
-
-from gtidx import api  # noqa: E402
-from gtidx.binlog import Binlog  # noqa: E402
-from gtidx.indexfile import build_index  # noqa: E402
 
 EVENT_HEADER = struct.Struct("<IBIIIH")    # the 19-byte common event header
 TYPE_LENGTH = struct.Struct("<4xB4xI")      # just type and length
@@ -245,8 +242,8 @@ def _processed(idx: str):
 
 
 def _workload_procedure() -> str:
-    from importlib.machinery import SourceFileLoader
-    return SourceFileLoader("make_workload", str(HERE / "make_workload")).load_module().PROCEDURE
+    from tools.make_workload import PROCEDURE
+    return PROCEDURE
 
 
 def bench_tail(args) -> dict:
@@ -258,8 +255,7 @@ def bench_tail(args) -> dict:
 
     import tempfile
     import threading
-    from mariadb import MariaDB
-    sys.path.insert(0, str(HERE))
+    from tools.mariadb import MariaDB
     runs = {}
     with tempfile.TemporaryDirectory(prefix="gtidx-bench-tail-") as tmp:
         srv = MariaDB(Path(tmp) / "srv", {"max_binlog_size": str(1024 * 1024 * 1024)}).start()
@@ -420,9 +416,9 @@ def bench_spark(args) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd")
-    import bench_report
+    from tools import bench_report
     bench_report.add_arguments(sub.add_parser("report", help="gtidx vs the alternatives (the default)"))
     for name, runs in (("scan", 9), ("build", 5)):
         s = sub.add_parser(name)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """gtidx fault campaigns: real filesystem faults and real non-monotonic histories.
 
     tools/campaign [--scenarios links,shrink,fifo,diskfull,denied,vanish,race,nonmono]
@@ -94,16 +93,13 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+import gtidx
+from gtidx import api
+from gtidx.errors import GtidxError, NotFoundError
+from gtidx.gtid import Gtid, Position
+from gtidx.indexfile import build_index
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
-
-import gtidx  # noqa: E402
-from gtidx import api  # noqa: E402
-from gtidx.errors import GtidxError, NotFoundError  # noqa: E402
-from gtidx.gtid import Gtid, Position  # noqa: E402
-from gtidx.indexfile import build_index  # noqa: E402
-
 FIXTURES = ROOT / "fixtures"
 SCENARIOS = ("links", "shrink", "fifo", "diskfull", "denied", "vanish", "race", "nonmono")
 PYTHON = sys.executable
@@ -708,7 +704,7 @@ def sc_shrink(ctx, rnd: random.Random, n: int) -> None:
     spec = {"dir": str(d), "seed": rnd.getrandbits(32), "seconds": seconds, "out": str(out),
             "lookups": lookups, "reopen": rnd.choice((0, 0, 5, 50))}
     (base / "spec.json").write_text(json.dumps(spec))
-    reader = subprocess.Popen([PYTHON, str(Path(__file__).resolve()), "--reader", str(base / "spec.json")],
+    reader = subprocess.Popen([PYTHON, "-P", "-m", "tools.campaign", "--reader", str(base / "spec.json")],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               env=ENV, start_new_session=True)
     tail = None
@@ -1777,7 +1773,7 @@ class Context:
 
     def server(self):
         if self._server is None:
-            from mariadb import MariaDB
+            from tools.mariadb import MariaDB
             self._server = MariaDB(self.work / "mariadb", {"gtid_strict_mode": "0"}).start()
         return self._server
 
@@ -1853,7 +1849,7 @@ def table(stats: Stats) -> str:
 def main(argv=None) -> int:
     if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--reader":
         return reader_main(sys.argv[2])
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="campaign", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS),
                     help=f"comma-separated, of: {', '.join(SCENARIOS)}")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """gtidx mutation fuzzer: damaged `.idx` files and damaged binlogs, every fixture.
 
     tools/fuzz [--seed 1] [--runs N | --seconds S] [--json] [--only SUBSTR] [--quiet]
@@ -65,15 +64,13 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from gtidx import api
+from gtidx import idxformat as fmt
+from gtidx.errors import GtidxError, NotFoundError
+from gtidx.gtid import BinlogState, Position
+from gtidx.indexfile import XATTR, build_index
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from gtidx import api  # noqa: E402
-from gtidx import idxformat as fmt  # noqa: E402
-from gtidx.errors import GtidxError, NotFoundError  # noqa: E402
-from gtidx.gtid import BinlogState, Position  # noqa: E402
-from gtidx.indexfile import XATTR, build_index  # noqa: E402
-
 FIXTURES = ROOT / "fixtures"
 IDX_FAULTS = ("idx_flip", "idx_truncate", "idx_truncate_page", "idx_splice", "idx_page_splice",
               "idx_garbage_tail", "idx_reseal", "idx_delete", "idx_fifo", "idx_link")
@@ -688,7 +685,7 @@ def table(stats: Stats) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="fuzz", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=1)
     g = ap.add_mutually_exclusive_group()

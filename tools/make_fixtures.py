@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate reference binlog fixtures from a real MariaDB 10.11 server.
 
 Starts a private server with tools/mariadb.py (never the system service), runs
@@ -49,8 +48,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mariadb import MariaDB, find_binary  # noqa: E402
+from tools.mariadb import MariaDB, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "fixtures" / "mariadb-10.11"
@@ -735,7 +733,7 @@ def run_scenario(srv: MariaDB, fn, out_root: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="make_fixtures", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
                     help="output directory (default: fixtures/mariadb-10.11)")
     ap.add_argument("--only", nargs="+", choices=list(SCENARIOS), metavar="SCENARIO",

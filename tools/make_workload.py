@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate big, realistic binlogs with a real MariaDB 10.11, for benchmarks.
 
     tools/make_workload [--dir DIR] [--files 4] [--size-mb 256]
@@ -22,8 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mariadb import MariaDB  # noqa: E402
+from tools.mariadb import MariaDB
 
 DEFAULT_DIR = Path(os.environ.get("GTIDX_BENCH_DIR", Path.home() / ".cache" / "gtidx" / "workload"))
 
@@ -104,7 +102,7 @@ def generate(root: Path, files: int, size_mb: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="make_workload", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--files", type=int, default=4)
     ap.add_argument("--size-mb", type=int, default=256)
