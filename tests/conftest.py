@@ -3,22 +3,19 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-sys.path.insert(0, str(ROOT / "tools"))
 # Spark started by the tests (in this process or in CLI subprocesses) listens
 # on and talks to the loopback address only.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from mariadb import MariaDB  # noqa: E402  (tools/mariadb.py)
-
 from gtidx.errors import NotFoundError  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
+from tools.mariadb import MariaDB  # noqa: E402
 
 
 def fixture_sets() -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import bench_report as br
+from tools import bench_report as br
 
 
 def fake_report() -> dict:

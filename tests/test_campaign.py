@@ -8,8 +8,6 @@ BINLOG_GTID_POS), SHOW BINLOG EVENTS, real replica connections, victims'
 bytes and clean builds."""
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,29 +17,19 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from tools import campaign
 
 CAMPAIGN = ROOT / "tools" / "campaign"
-
-
-def load_campaign():
-    loader = importlib.machinery.SourceFileLoader("gtidx_campaign", str(CAMPAIGN))
-    spec = importlib.util.spec_from_loader("gtidx_campaign", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-campaign = load_campaign()
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs/ramfs, changes owners: needs root (the CI runs as root)")
 
 
 def run(tmp_path: Path, scenario: str, runs: int, seed: int, timeout: float = 20) -> dict:
-    out = subprocess.run([sys.executable, str(CAMPAIGN), "--scenarios", scenario, "--runs", str(runs),
+    out = subprocess.run([str(CAMPAIGN), "--scenarios", scenario, "--runs", str(runs),
                           "--seed", str(seed), "--timeout", str(timeout), "--json", "--quiet",
                           "--work", str(tmp_path)],
-                         capture_output=True, text=True, timeout=240)
+                         capture_output=True, text=True, timeout=240, env=dict(os.environ, PYTHON=sys.executable))
     assert out.stdout, out.stderr[-3000:]
     res = json.loads(out.stdout)
     c = res["scenarios"][scenario]

@@ -3,10 +3,9 @@ fixture and every fault kind, hypothesis over damaged indexes, MariaDB's own
 binlog_gtid_index scenarios, and regressions for what the fuzzer found."""
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import logging
+import os
 import shutil
 import struct
 import subprocess
@@ -25,21 +24,11 @@ from gtidx.gtid import Position
 from gtidx.indexfile import XATTR, build_index
 from gtidx.reader import IndexReader
 from gtidx.tail import IncrementalIndex
+from tools import fuzz
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
 FUZZ = ROOT / "tools" / "fuzz"
-
-
-def load_fuzz():
-    loader = importlib.machinery.SourceFileLoader("gtidx_fuzz", str(FUZZ))
-    spec = importlib.util.spec_from_loader("gtidx_fuzz", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-fuzz = load_fuzz()
 
 
 def oracle_of(path: Path) -> dict:
@@ -71,9 +60,9 @@ def test_fuzz_campaign_every_fixture_every_fault_kind():
     time limit), one round: every fixture gets every fault kind once."""
     nfix = len(fuzz.fixture_files())
     runs = nfix * len(fuzz.FAULTS)
-    out = subprocess.run([sys.executable, str(FUZZ), "--seed", "20261122", "--runs", str(runs),
+    out = subprocess.run([str(FUZZ), "--seed", "20261122", "--runs", str(runs),
                           "--json", "--quiet", "--timeout", "30"],
-                         capture_output=True, text=True, timeout=240)
+                         capture_output=True, text=True, timeout=240, env=dict(os.environ, PYTHON=sys.executable))
     res = json.loads(out.stdout)
     assert res["wrong_answers"] == 0 and res["crashes"] == 0 and res["hangs"] == 0, res["examples"]
     assert out.returncode == 0, out.stderr[-2000:]

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, MariaDB
+from conftest import ROOT
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.indexfile import build_index, verify_index
 from gtidx.reader import IndexReader
 from test_live import setup_schema, write_mix
+from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live
 

@@ -14,12 +14,12 @@ import sys
 import pytest
 
 from conftest import ROOT
-from mariadb import MariaDB  # tools/mariadb.py
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Gtid, Position
 from gtidx.indexfile import build_index
+from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live
 

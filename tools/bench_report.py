@@ -57,7 +57,7 @@ from gtidx import api  # noqa: E402
 from gtidx.binlog import Binlog  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
 from gtidx.indexfile import build_index  # noqa: E402
-from mariadb import MariaDB  # noqa: E402
+from tools.mariadb import MariaDB  # noqa: E402
 
 
 def _ms(t0: int) -> float:
