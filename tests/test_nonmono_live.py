@@ -93,6 +93,15 @@ def server_groups(srv: MariaDB, path: str) -> list[tuple[Gtid, int, int]]:
     return out
 
 
+def _occurrences(srv: MariaDB, files) -> dict:
+    """{gtid: [(file name, start, end), ...]} in file order, from SHOW BINLOG EVENTS."""
+    out = {}
+    for f in files:
+        for g, start, end in server_groups(srv, f):
+            out.setdefault(g, []).append((os.path.basename(f), start, end))
+    return out
+
+
 def _copy(files, dest) -> list[str]:
     dest.mkdir()
     out = []
@@ -106,10 +115,7 @@ def _copy(files, dest) -> list[str]:
 def rotations(server, tmp_path_factory):
     files = _write(server, ROTATIONS)
     assert len(files) == 4
-    occurrences = {}
-    for f in files:
-        for g, start, end in server_groups(server, f):
-            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    occurrences = _occurrences(server, files)
     copy = _copy(files, tmp_path_factory.mktemp("rotations") / "binlogs")
     return copy, occurrences
 
@@ -180,10 +186,7 @@ def test_a_dip_inside_one_binlog_is_never_not_found(server, tmp_path, domain, la
     inside one binlog: "not in these binlogs" is only said once every binlog
     was walked. Each GTID is asked of a fresh BinlogSeries, as `gtidx seek` does."""
     files = _write(server, INSIDE_ONE_FILE, domain=domain)
-    occurrences = {}
-    for f in files:
-        for g, start, end in server_groups(server, f):
-            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    occurrences = _occurrences(server, files)
     copies = _copy(files, tmp_path / "binlogs")
     if layout is not None:
         for f in copies:
@@ -223,10 +226,7 @@ def test_an_earlier_copy_hidden_in_a_recovered_dip_is_the_answer(server, tmp_pat
     (no index, or an index without what build saw) or from what build
     stored with its index."""
     files = _write(server, HIDDEN_COPY, domain=domain)
-    occurrences = {}
-    for f in files:
-        for g, start, end in server_groups(server, f):
-            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    occurrences = _occurrences(server, files)
     twice = Gtid(domain, 1, 15)
     assert len(occurrences[twice]) == 2
     copies = _copy(files, tmp_path / "binlogs")
@@ -258,10 +258,7 @@ def test_later_copies_are_listed_from_stored_ranges(server, tmp_path):
     EVENTS has them."""
     domain = 68
     files = _write(server, [[(10, 1), (11, 1), (12, 1)], [(13, 1), (11, 1), (14, 1)]], domain=domain)
-    occurrences = {}
-    for f in files:
-        for g, start, end in server_groups(server, f):
-            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    occurrences = _occurrences(server, files)
     twice = Gtid(domain, 1, 11)
     assert len(occurrences[twice]) == 2
     copies = _copy(files, tmp_path / "binlogs")
@@ -402,10 +399,7 @@ def test_spark_finds_the_copy_hidden_in_a_recovered_dip(server, tmp_path):
     gs = pytest.importorskip("gtidx.spark")
     domain = 69
     files = _write(server, HIDDEN_COPY, domain=domain)
-    occurrences = {}
-    for f in files:
-        for g, start, end in server_groups(server, f):
-            occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+    occurrences = _occurrences(server, files)
     bare = _copy(files, tmp_path / "bare")
     indexed = _copy(files, tmp_path / "indexed")
     for f in indexed:
@@ -487,10 +481,7 @@ def test_random_histories_replica_start_at_every_record(server, tmp_path):
                 wrong += [(seed, use_index, *w) for w in _replica_disagreements(logs, positions, real)]
         assert wrong == [], wrong[:6]
         # every GTID, found with every=True where the server logged it (first occurrence)
-        occurrences = {}
-        for f in files:
-            for g, start, end in server_groups(server, f):
-                occurrences.setdefault(g, []).append((os.path.basename(f), start, end))
+        occurrences = _occurrences(server, files)
         with api.BinlogSeries(copies) as logs:
             for g, occ in occurrences.items():
                 loc = logs.locate(g, every=True)
