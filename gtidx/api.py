@@ -472,6 +472,7 @@ class BinlogSeries:
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
         self._learned: set = set()             # files learned (_learn): _ranges has all their pairs
         self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
+        self._stored: dict = {}                # file -> (stored_seen, size) read with its start state
 
     @classmethod
     def from_path(cls, path, **kw) -> "BinlogSeries":
@@ -522,6 +523,8 @@ class BinlogSeries:
             else:
                 with Binlog(path) as b:
                     st = b.start_state.copy()
+                    # what _learn will want of it too, while it is open
+                    self._stored[path] = (stored_seen(b), b.size)
             self._start[path] = st
         return st
 
@@ -797,7 +800,12 @@ class BinlogSeries:
         binlog; None when that needs a walk and ``walk`` is False."""
         f = self._open.get(path)
         if f is not None:
-            stored = stored_seen(f.binlog, f.index.meta if f.index is not None else None)
+            index = f.index
+            stored = stored_seen(f.binlog, index.meta if index is not None else None,
+                                 checked=index is not None and index.usable)
+            size = f.binlog.size
+        elif path in self._stored:
+            stored, size = self._stored.pop(path)
         else:
             with Binlog(path) as b:         # the stored ranges need no index opened
                 stored = stored_seen(b)
@@ -808,7 +816,7 @@ class BinlogSeries:
             offset, ranges, repeats = stored
             for key, (lo, hi) in ranges.items():
                 seen[key] = [lo, hi, hi, key in repeats]     # last: hi while it only grew
-            if offset >= (f.binlog.size if f is not None else size):
+            if offset >= size:
                 return seen
         if not walk:
             return None

@@ -232,16 +232,17 @@ def _tail_problem(r: IndexReader, b: Binlog, last) -> str:
     return ""
 
 
-def stored_seen(b: Binlog, meta: IndexMeta | None = None):
+def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = False):
     """What ``build``/``tail`` saw of ``b`` (``IndexMeta.seen``), stored with
     its index (``meta``, else read from the index beside it), when made of
-    this binlog as it is now (its fingerprint checked): ``(offset, ranges,
-    repeats)``, seen from the start of the binlog to ``offset`` (a group
-    boundary); None without."""
+    this binlog as it is now (its fingerprint checked, unless ``checked``:
+    ``open_index`` did): ``(offset, ranges, repeats)``, seen from the start of
+    the binlog to ``offset`` (a group boundary); None without."""
     if meta is None:
         meta = IndexMeta.read(index_path(b.path))
+        checked = False
     if meta is None or meta.covers > b.size or (not meta.partial and meta.size != b.size) \
-            or not meta.matches(b):
+            or not (checked or meta.matches(b)):
         return None
     seen = meta.seen()
     return None if seen is None else (meta.covers, *seen)
