@@ -184,9 +184,9 @@ def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta
     except CorruptIndexError as e:
         status.reason += f"; no usable complete pages: {e.message}"
         return
-    first, last = hot.first_record(), hot.last_record()
+    first, last = hot.first_record(), hot.last_offset()
     expected = RecordPolicy.first_offset(b)
-    if first.offset != expected or first.state != b.start_state or last.offset > b.size:
+    if first.offset != expected or first.state != b.start_state or last > b.size:
         status.state, status.reason = IndexState.STALE, "partial index does not match the binlog"
         return
     if meta is not None and (not meta.partial or not meta.matches(b)):
@@ -203,9 +203,9 @@ def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bo
         return f"record 0 is at offset {first.offset}, the binlog's GTID_LIST ends at {expected}"
     if first.state != b.start_state:
         return "record 0's state differs from the binlog's GTID_LIST"
-    last = r.last_record()
-    if last.offset > b.size:
-        return f"last record at offset {last.offset} lies past the end of the binlog ({b.size} bytes)"
+    last = r.last_offset()
+    if last > b.size:
+        return f"last record at offset {last} lies past the end of the binlog ({b.size} bytes)"
     if meta is not None:
         if meta.size != b.size:
             return f"made for a binlog of {meta.size} bytes, this one has {b.size}"
@@ -217,17 +217,17 @@ def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bo
     return ""
 
 
-def _tail_problem(r: IndexReader, b: Binlog, last) -> str:
+def _tail_problem(r: IndexReader, b: Binlog, last: int) -> str:
     """A server index of a closed binlog: past the last record the server's
     policy places no further record. Its span is at most the gap between the
     last two records (counted here from the last record)."""
-    prev = r.at_offset(last.offset - 1) if last.offset > 0 else None
-    gap = last.offset - prev.offset if prev is not None and prev.offset > 0 else fmt.DEFAULT_SPAN_MIN
+    prev = r.at_offset(last - 1) if last > 0 else None
+    gap = last - prev.offset if prev is not None and prev.offset > 0 else fmt.DEFAULT_SPAN_MIN
     policy = RecordPolicy(gap)
-    policy.resume(max(last.offset, b.body_start), ())
-    policy.previous = last.offset
+    policy.resume(max(last, b.body_start), ())
+    policy.previous = last
     for _ in policy.advance(b, follow=False):
-        return (f"index ends at offset {last.offset} but the binlog goes on to {b.size} "
+        return (f"index ends at offset {last} but the binlog goes on to {b.size} "
                 "(made for a shorter binlog)")
     return ""
 

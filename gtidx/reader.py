@@ -129,7 +129,7 @@ def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int |
 
 
 def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
-              accept: Callable[[int, BinlogState | None], bool], needs_state: bool):
+              accept: Callable[[int, BinlogState | None], bool], needs_state: bool, states: bool = True):
     """Apply ``keys`` to ``state`` while ``accept(offset, state with the
     key)`` holds: the step shared by the root descent and the leaf search.
 
@@ -138,7 +138,8 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
     (None: no key was accepted) and the first rejected key's offset (None:
     every key was accepted). With ``needs_state=False`` ``accept`` gets
     None for the state, a rejected key costs no state work, and ``state``
-    is updated in place once, with the accepted keys' GTIDs in order;
+    is updated in place once, with the accepted keys' GTIDs in order
+    (not at all with ``states=False``: the caller wants offsets only);
     otherwise ``accept`` gets a new state it may keep, which becomes
     ``state``.
 
@@ -160,12 +161,17 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
             break
         accepted.append(gtids)
         last, child = offset, right
-    state.update(chain.from_iterable(accepted))
+    if states:
+        state.update(chain.from_iterable(accepted))
     return state, last, child, stop
 
 
 class _Lookups:
     """The lookups every index reader answers, in terms of its ``search``."""
+
+    def last_offset(self) -> int:
+        """The last record's offset."""
+        return self.last_record().offset
 
     def at_offset(self, target: int) -> Record | None:
         """Return the last record at or before binlog offset ``target``
@@ -306,9 +312,11 @@ class IndexReader(_Lookups):
 
     # -- search: a root descent, then a leaf search -------------------------------
     def search(self, accept: Callable[[int, BinlogState | None], bool],
-               needs_state: bool = True) -> Record | None:
+               needs_state: bool = True, states: bool = True) -> Record | None:
         """Return the last record, in key order, that ``accept(offset,
         state)`` holds for; None when even the first record is not accepted.
+        ``states=False`` (with ``needs_state=False``): the record's offset
+        only, its state None (no GTID applied on the way).
 
         ``accept`` must hold for a prefix of the records (an offset bound, a
         position not yet reached). The search follows the server's
@@ -338,15 +346,16 @@ class IndexReader(_Lookups):
         >>> r.search(lambda offset, state: offset < 0x11d, needs_state=False) is None
         True
         """
-        page, cur, state, lo, hi = self._descend(accept, needs_state)
+        page, cur, state, lo, hi = self._descend(accept, needs_state, states)
         keys = _keys(cur, page, self.path, None, hi)      # the first key is checked against lo
-        offset = self._leaf_start(page, keys, state, lo)
+        offset = self._leaf_start(page, keys, state, lo, apply=states)
         if not accept(offset, state if needs_state else None):
             return None
-        state, last, _, _ = _accepted(keys, state, accept, needs_state)
-        return Record(offset if last is None else last, state)
+        state, last, _, _ = _accepted(keys, state, accept, needs_state, states)
+        return Record(offset if last is None else last, state if states else None)
 
-    def _descend(self, accept: Callable[[int, BinlogState | None], bool], needs_state: bool):
+    def _descend(self, accept: Callable[[int, BinlogState | None], bool], needs_state: bool,
+                 states: bool = True):
         """The root descent: from the root down to the leaf that holds the
         answer of ``search(accept, needs_state)``.
 
@@ -368,7 +377,7 @@ class IndexReader(_Lookups):
         while not leaf:
             child = _child(cur, page, path)             # left of the node's first key
             state, last, right, stop = _accepted(_keys(cur, page, path, lo, hi, True),
-                                                 state, accept, needs_state)
+                                                 state, accept, needs_state, states)
             if last is not None:
                 lo, child = last, right
             if stop is not None:
@@ -378,7 +387,7 @@ class IndexReader(_Lookups):
         return page, cur, state, lo, hi
 
     def _leaf_start(self, page: int, keys: Iterator, state: BinlogState, sep: int | None,
-                    check: bool = True, exact: bool = False) -> int:
+                    check: bool = True, exact: bool = False, apply: bool = True) -> int:
         """Read the first record of the leaf at ``page`` from ``keys`` (its
         ``_keys``); return its offset (its state is then ``state``).
 
@@ -394,7 +403,11 @@ class IndexReader(_Lookups):
             raise self._corrupt("empty leaf node", page)
         offset, gtids, _ = first
         if sep is None:
-            state.update(gtids)
+            if apply:
+                state.update(gtids)
+        elif not apply:           # no state to hold the separator's GTIDs: its offset at least
+            if check and offset != sep:
+                raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {sep})", page)
         elif check:
             self._check_separator(offset, gtids, sep, state, page, exact)
         return offset
@@ -438,6 +451,14 @@ class IndexReader(_Lookups):
         if rec is None:
             raise self._corrupt("index has no records", self.root_page)
         return rec
+
+    def last_offset(self) -> int:
+        """The last record's offset: ``last_record`` without its state (no
+        GTID applied on the way down)."""
+        rec = self.search(lambda off, _: True, needs_state=False, states=False)
+        if rec is None:
+            raise self._corrupt("index has no records", self.root_page)
+        return rec.offset
 
     # -- listing and checking --------------------------------------------------------
     def records(self) -> Iterator[Record]:
