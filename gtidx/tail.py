@@ -56,7 +56,7 @@ from . import idxformat as fmt
 from . import safefile
 from .api import list_binlogs
 from .binlog import Binlog
-from .errors import GtidxError
+from .errors import CorruptIndexError, GtidxError
 from .gtid import SeqRanges
 from .indexfile import DEFAULT_MAX_RATIO, build_index, index_path, open_index, still_written
 from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now, seen_fields
@@ -104,6 +104,7 @@ class _PageFile:
         self.page_size = page_size
         self.existing = existing
         self.emitted = 0
+        self.replaying = True                # a page that differs is an error (see ``replay_done``)
         self.tmp: str | None = None          # not published yet
         self.fd = -1
         if existing == 0:
@@ -111,24 +112,52 @@ class _PageFile:
             return
         old = safefile.open_for_update(path)
         try:
-            keep = existing * page_size
-            if os.fstat(old).st_size == keep:
+            if os.fstat(old).st_size == existing * page_size:
                 self.fd, old = old, -1
                 return
-            self.fd, self.tmp = safefile.create_temp(path)
-            done = 0
-            while done < keep:
-                chunk = os.pread(old, min(keep - done, 1 << 20), done)
-                if not chunk:
-                    raise _ReplayMismatch("index shorter than its pages")
-                os.pwrite(self.fd, chunk, done)
-                done += len(chunk)
+            self._copy_to_temp(old, existing)
         except BaseException:
             self.close()
             raise
         finally:
             if old >= 0:
                 os.close(old)
+
+    def _copy_to_temp(self, src: int, pages: int) -> None:
+        """Go on in a new temporary file holding the first ``pages`` pages of
+        ``src`` (the caller closes ``src``)."""
+        self.fd, self.tmp = safefile.create_temp(self.path)
+        keep = pages * self.page_size
+        done = 0
+        while done < keep:
+            chunk = os.pread(src, min(keep - done, 1 << 20), done)
+            if not chunk:
+                raise _ReplayMismatch("index shorter than its pages")
+            os.pwrite(self.fd, chunk, done)
+            done += len(chunk)
+        self.existing = pages
+
+    def replay_done(self) -> None:
+        """The records on disk are replayed. The pages on disk past the ones
+        the replay gave back were sealed by the record that came next, which
+        is not on disk: one the binlog may no longer hold (a server crash cut
+        its tail) or hold otherwise. Such a page that comes out different is
+        not an error: the index goes on in a new file (see ``_diverge``)."""
+        self.replaying = False
+
+    def _diverge(self, keep: int) -> None:
+        """Past its first ``keep`` pages the index differs from the file: go
+        on in a new temporary file holding those, that ``publish`` renames
+        over the index (the old one is never shrunk under a reader)."""
+        old, old_tmp, self.fd, self.tmp = self.fd, self.tmp, -1, None
+        try:
+            self._copy_to_temp(old, keep)
+        except _ReplayMismatch as e:
+            raise CorruptIndexError(f"cannot rewrite the index: {e}", path=self.path) from None
+        finally:
+            os.close(old)
+            if old_tmp is not None:
+                safefile.discard(old_tmp)
 
     def publish(self, force: bool = False) -> None:
         """Put a new file in place under the index's name (rename), once it
@@ -147,9 +176,11 @@ class _PageFile:
         self.emitted += 1
         offset = (self.emitted - 1) * self.page_size
         if self.emitted <= self.existing:
-            if os.pread(self.fd, self.page_size, offset) != page:
+            if os.pread(self.fd, self.page_size, offset) == page:
+                return
+            if self.replaying:
                 raise _ReplayMismatch(f"page {self.emitted} on disk differs from the replay")
-            return
+            self._diverge(self.emitted - 1)
         os.pwrite(self.fd, page, offset)
 
     def sync(self) -> None:
@@ -262,6 +293,7 @@ class IncrementalIndex:
                 self.writer.add(offset, gtids)
         except (_ReplayMismatch, GtidxError) as e:
             return f"replay failed: {e}"
+        self.sink.replay_done()
         self.offsets = [offset for offset, _ in part.keys]
         # the proof goes on from the last record's state, with what was found before
         seen = meta.seen()

@@ -14,6 +14,7 @@ from gtidx.binlog import Binlog
 from gtidx.indexfile import IndexMeta, build_index, open_index
 from gtidx.reader import IndexReader
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
+from gtidx.writer import IndexWriter, RecordPolicy
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
@@ -149,3 +150,54 @@ def test_tailer_leaves_server_indexes_alone(tmp_path):
     before = {p.name: p.read_bytes() for p in d.glob("*.idx")}
     Tailer(str(d), TailSettings(server_grace=0)).run(once=True)
     assert {p.name: p.read_bytes() for p in d.glob("*.idx")} == before
+
+
+@pytest.mark.parametrize("source, page_size, span_min", [
+    (M1011 / "multifile" / "master-bin.000019", 256, 512),
+    (M1011 / "mixed" / "master-bin.000002", 512, 8192),      # as test_live_tail's tail
+], ids=["multifile", "mixed"])
+def test_a_crash_that_cuts_the_group_that_sealed_pages_is_finished_cleanly(tmp_path, source, page_size, span_min):
+    """A running tail has indexed the active binlog up to a record whose
+    arrival sealed pages (the leaf before it, maybe its parents); the server
+    crashes and the binlog loses that group; the server starts again in a new
+    file. The pages on disk were sealed by a record the binlog no longer
+    holds: the tail resumes from them and finishes the file, and the index is
+    the clean build of what is left (it used to die: `gtidx: internal error:
+    _ReplayMismatch: page N on disk differs from the replay`, exit 3)."""
+    data = source.read_bytes()
+    with Binlog(source) as b:
+        recs = RecordPolicy(span_min).records(b)
+    writer, sealing = IndexWriter(page_size, lambda page: None), []
+    for offset, gtids in recs:                   # the records whose arrival seals pages
+        before = writer.pages_written
+        writer.add(offset, gtids)
+        if writer.pages_written > before:
+            sealing.append(offset)
+    assert len(sealing) >= 5
+    nxt = (M1011 / "multifile" / "master-bin.000020").read_bytes()
+    settings = TailSettings(page_size=page_size, span_min=span_min, max_ratio=None, server_grace=0)
+    for end in sealing:
+        d = tmp_path / f"at{end}"
+        d.mkdir()
+        crashed, new = d / "master-bin.000001", d / "master-bin.000002"
+        (d / "master-bin.index").write_text("./master-bin.000001\n")
+        crashed.write_bytes(growing_copy(data, end))
+        t = Tailer(str(d), settings)
+        t.poll()
+        inc = t.active[str(crashed)]
+        assert inc.processed == end and inc.offsets[-1] == end and not t.failed
+        # the crash: the group that ends at `end` is lost; the server starts a new binlog
+        with open(crashed, "r+b") as f:
+            f.truncate(end - 1)
+        new.write_bytes(growing_copy(nxt, 4096))
+        (d / "master-bin.index").write_text("./master-bin.000001\n./master-bin.000002\n")
+        t.poll()
+        assert not t.failed, end
+        clean = d / "clean.idx"
+        build_index(crashed, out=str(clean), page_size=page_size, span_min=span_min, max_ratio=None,
+                    force=True)
+        assert Path(f"{crashed}.idx").read_bytes() == clean.read_bytes(), end
+        assert IndexMeta.read(f"{crashed}.idx").state == "complete"
+        assert [p.name for p in d.iterdir() if p.name.startswith(".master-bin.000001.idx.")] == []
+        for inc in t.active.values():
+            inc.close()
