@@ -47,6 +47,7 @@ import errno
 import json
 import logging
 import os
+import select
 import signal
 import threading
 import time
@@ -425,7 +426,8 @@ class Tailer:
         self.settled: dict[str, tuple[int, int]] = {}   # closed files done: (size, mtime_ns)
         self.server_indexes = False                     # the server writes its own indexes
         self.failures: dict[str, _Failure] = {}         # by binlog path (or the directory)
-        self._stop = threading.Event()
+        self._stopping = False                          # set by stop(), which takes no lock
+        self._wake = -1                                 # run()'s wake-up pipe (write end)
 
     @property
     def failed(self) -> list[str]:
@@ -433,24 +435,44 @@ class Tailer:
         return list(self.failures)
 
     def stop(self, *_signal) -> None:
-        self._stop.set()
+        """Ask ``run`` to stop: the SIGTERM/SIGINT handler, or another thread.
+        It takes no lock: a handler runs in the main thread between two of its
+        bytecodes, maybe while that thread holds the very lock (a
+        ``threading.Event.set`` here hung the process for good when SIGTERM
+        came while the wait held the Event's lock); a byte down a pipe wakes
+        the wait."""
+        self._stopping = True
+        wake = self._wake
+        if wake >= 0:
+            try:
+                os.write(wake, b"\0")
+            except OSError:
+                pass                                   # full: the wait is woken already
 
     def run(self, once: bool = False) -> None:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self.stop)
-            signal.signal(signal.SIGINT, self.stop)
-        _event(logging.INFO, "start", dir=self.directory, once=once, interval=self.settings.interval)
+        wake_r, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                self.poll(retry_all=once)
-                if once:
-                    break
-                self._stop.wait(max(0.0, self.settings.interval - (time.monotonic() - started)))
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, self.stop)
+                signal.signal(signal.SIGINT, self.stop)
+            _event(logging.INFO, "start", dir=self.directory, once=once, interval=self.settings.interval)
+            try:
+                while not self._stopping:
+                    started = time.monotonic()
+                    self.poll(retry_all=once)
+                    if once:
+                        break
+                    delay = self.settings.interval - (time.monotonic() - started)
+                    if delay > 0 and not self._stopping:
+                        select.select([wake_r], [], [], delay)
+            finally:
+                for inc in self.active.values():
+                    inc.close()
+                _event(logging.INFO, "stop", dir=self.directory)
         finally:
-            for inc in self.active.values():
-                inc.close()
-            _event(logging.INFO, "stop", dir=self.directory)
+            wake_w, self._wake = self._wake, -1
+            os.close(wake_w)
+            os.close(wake_r)
 
     def poll(self, retry_all: bool = False) -> None:
         """One look at the directory. Files that failed are tried again once
@@ -465,7 +487,7 @@ class Tailer:
             return
         self._ok(self.directory)
         for i, f in enumerate(files):
-            if self._stop.is_set():
+            if self._stopping:
                 return
             if not self._due(f, retry_all):
                 continue

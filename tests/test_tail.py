@@ -2,13 +2,16 @@
 writing them, with crashes of the indexer at random points."""
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, growing_copy
+from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.indexfile import IndexMeta, build_index, open_index
@@ -201,3 +204,60 @@ def test_a_crash_that_cuts_the_group_that_sealed_pages_is_finished_cleanly(tmp_p
         assert [p.name for p in d.iterdir() if p.name.startswith(".master-bin.000001.idx.")] == []
         for inc in t.active.values():
             inc.close()
+
+
+_SIGTERM_EVERYWHERE = r'''
+import os, signal, sys
+from gtidx.tail import Tailer, TailSettings
+d = sys.argv[1]
+Tailer(d, TailSettings(server_grace=0)).run(once=True)          # the binlog is indexed: idle polls
+count = [0, 0]
+
+def tracer(frame, event, arg):
+    return line
+
+def line(frame, event, arg):
+    # every line run once the tail's handler is in place (a SIGTERM before
+    # that is the default action's, and kills the process)
+    if event == "line" and signal.getsignal(signal.SIGTERM) == t.stop:
+        count[0] += 1
+        if count[0] == count[1]:
+            os.kill(os.getpid(), signal.SIGTERM)
+    return line
+
+t = Tailer(d, TailSettings(interval=0.01, server_grace=0))
+t.poll = lambda poll=t.poll, **kw: (poll(**kw), t.stop())        # one look, then stop: count the lines
+sys.settrace(tracer)
+t.run()
+sys.settrace(None)
+lines = count[0]
+for n in range(1, lines + 1):                                    # SIGTERM at the n-th line
+    count[:] = [0, n]
+    t = Tailer(d, TailSettings(interval=0.01, server_grace=0))
+    sys.settrace(tracer)
+    t.run()                                                      # returns: a clean stop
+    sys.settrace(None)
+print("stopped cleanly at", lines, "points")
+'''
+
+
+def test_sigterm_at_any_line_of_the_loop_stops_the_tail(tmp_path):
+    """SIGTERM delivered at every line a following tail runs (its loop, a
+    look at the directory, the wait between looks, the standard library
+    underneath): each time `run` returns. The handler used to set a
+    threading.Event; at a line where the wait held that Event's lock it
+    blocked on it for good: the process hung, deaf to further SIGTERMs."""
+    src = M1011 / "nonmono" / "master-bin.000008"
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    shutil.copy(src, d / src.name)
+    (d / "master-bin.index").write_text(f"./{src.name}\n")
+    script = tmp_path / "sigterm_everywhere.py"
+    script.write_text(_SIGTERM_EVERYWHERE)
+    try:
+        r = subprocess.run([sys.executable, str(script), str(d)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=90, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the tail hung on a SIGTERM (and ignored the next ones)")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert int(r.stdout.split()[-2]) >= 100, r.stdout
