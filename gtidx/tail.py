@@ -143,7 +143,10 @@ class _PageFile:
         the replay gave back were sealed by the record that came next, which
         is not on disk: one the binlog may no longer hold (a server crash cut
         its tail) or hold otherwise. Such a page that comes out different is
-        not an error: the index goes on in a new file (see ``_diverge``)."""
+        not an error: the index goes on in a new file (see ``_diverge``). No
+        page of the old file outlives a finished index: a partial index has
+        no root page, and the writer's last page is the root, so it is written
+        past the old pages or differs from one of them."""
         self.replaying = False
 
     def _diverge(self, keep: int) -> None:
