@@ -47,6 +47,7 @@ import errno
 import json
 import logging
 import os
+import select
 import signal
 import threading
 import time
@@ -56,7 +57,7 @@ from . import idxformat as fmt
 from . import safefile
 from .api import list_binlogs
 from .binlog import Binlog
-from .errors import GtidxError
+from .errors import CorruptIndexError, GtidxError
 from .gtid import SeqRanges
 from .indexfile import DEFAULT_MAX_RATIO, build_index, index_path, open_index, still_written
 from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now, seen_fields
@@ -104,6 +105,7 @@ class _PageFile:
         self.page_size = page_size
         self.existing = existing
         self.emitted = 0
+        self.replaying = True                # a page that differs is an error (see ``replay_done``)
         self.tmp: str | None = None          # not published yet
         self.fd = -1
         if existing == 0:
@@ -111,24 +113,55 @@ class _PageFile:
             return
         old = safefile.open_for_update(path)
         try:
-            keep = existing * page_size
-            if os.fstat(old).st_size == keep:
+            if os.fstat(old).st_size == existing * page_size:
                 self.fd, old = old, -1
                 return
-            self.fd, self.tmp = safefile.create_temp(path)
-            done = 0
-            while done < keep:
-                chunk = os.pread(old, min(keep - done, 1 << 20), done)
-                if not chunk:
-                    raise _ReplayMismatch("index shorter than its pages")
-                os.pwrite(self.fd, chunk, done)
-                done += len(chunk)
+            self._copy_to_temp(old, existing)
         except BaseException:
             self.close()
             raise
         finally:
             if old >= 0:
                 os.close(old)
+
+    def _copy_to_temp(self, src: int, pages: int) -> None:
+        """Go on in a new temporary file holding the first ``pages`` pages of
+        ``src`` (the caller closes ``src``)."""
+        self.fd, self.tmp = safefile.create_temp(self.path)
+        keep = pages * self.page_size
+        done = 0
+        while done < keep:
+            chunk = os.pread(src, min(keep - done, 1 << 20), done)
+            if not chunk:
+                raise _ReplayMismatch("index shorter than its pages")
+            os.pwrite(self.fd, chunk, done)
+            done += len(chunk)
+        self.existing = pages
+
+    def replay_done(self) -> None:
+        """The records on disk are replayed. The pages on disk past the ones
+        the replay gave back were sealed by the record that came next, which
+        is not on disk: one the binlog may no longer hold (a server crash cut
+        its tail) or hold otherwise. Such a page that comes out different is
+        not an error: the index goes on in a new file (see ``_diverge``). No
+        page of the old file outlives a finished index: a partial index has
+        no root page, and the writer's last page is the root, so it is written
+        past the old pages or differs from one of them."""
+        self.replaying = False
+
+    def _diverge(self, keep: int) -> None:
+        """Past its first ``keep`` pages the index differs from the file: go
+        on in a new temporary file holding those, that ``publish`` renames
+        over the index (the old one is never shrunk under a reader)."""
+        old, old_tmp, self.fd, self.tmp = self.fd, self.tmp, -1, None
+        try:
+            self._copy_to_temp(old, keep)
+        except _ReplayMismatch as e:
+            raise CorruptIndexError(f"cannot rewrite the index: {e}", path=self.path) from None
+        finally:
+            os.close(old)
+            if old_tmp is not None:
+                safefile.discard(old_tmp)
 
     def publish(self, force: bool = False) -> None:
         """Put a new file in place under the index's name (rename), once it
@@ -147,9 +180,11 @@ class _PageFile:
         self.emitted += 1
         offset = (self.emitted - 1) * self.page_size
         if self.emitted <= self.existing:
-            if os.pread(self.fd, self.page_size, offset) != page:
+            if os.pread(self.fd, self.page_size, offset) == page:
+                return
+            if self.replaying:
                 raise _ReplayMismatch(f"page {self.emitted} on disk differs from the replay")
-            return
+            self._diverge(self.emitted - 1)
         os.pwrite(self.fd, page, offset)
 
     def sync(self) -> None:
@@ -262,6 +297,7 @@ class IncrementalIndex:
                 self.writer.add(offset, gtids)
         except (_ReplayMismatch, GtidxError) as e:
             return f"replay failed: {e}"
+        self.sink.replay_done()
         self.offsets = [offset for offset, _ in part.keys]
         # the proof goes on from the last record's state, with what was found before
         seen = meta.seen()
@@ -393,7 +429,8 @@ class Tailer:
         self.settled: dict[str, tuple[int, int]] = {}   # closed files done: (size, mtime_ns)
         self.server_indexes = False                     # the server writes its own indexes
         self.failures: dict[str, _Failure] = {}         # by binlog path (or the directory)
-        self._stop = threading.Event()
+        self._stopping = False                          # set by stop(), which takes no lock
+        self._wake = -1                                 # run()'s wake-up pipe (write end)
 
     @property
     def failed(self) -> list[str]:
@@ -401,24 +438,44 @@ class Tailer:
         return list(self.failures)
 
     def stop(self, *_signal) -> None:
-        self._stop.set()
+        """Ask ``run`` to stop: the SIGTERM/SIGINT handler, or another thread.
+        It takes no lock: a handler runs in the main thread between two of its
+        bytecodes, maybe while that thread holds the very lock (a
+        ``threading.Event.set`` here hung the process for good when SIGTERM
+        came while the wait held the Event's lock); a byte down a pipe wakes
+        the wait."""
+        self._stopping = True
+        wake = self._wake
+        if wake >= 0:
+            try:
+                os.write(wake, b"\0")
+            except OSError:
+                pass                                   # full: the wait is woken already
 
     def run(self, once: bool = False) -> None:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self.stop)
-            signal.signal(signal.SIGINT, self.stop)
-        _event(logging.INFO, "start", dir=self.directory, once=once, interval=self.settings.interval)
+        wake_r, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                self.poll(retry_all=once)
-                if once:
-                    break
-                self._stop.wait(max(0.0, self.settings.interval - (time.monotonic() - started)))
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, self.stop)
+                signal.signal(signal.SIGINT, self.stop)
+            _event(logging.INFO, "start", dir=self.directory, once=once, interval=self.settings.interval)
+            try:
+                while not self._stopping:
+                    started = time.monotonic()
+                    self.poll(retry_all=once)
+                    if once:
+                        break
+                    delay = self.settings.interval - (time.monotonic() - started)
+                    if delay > 0 and not self._stopping:
+                        select.select([wake_r], [], [], delay)
+            finally:
+                for inc in self.active.values():
+                    inc.close()
+                _event(logging.INFO, "stop", dir=self.directory)
         finally:
-            for inc in self.active.values():
-                inc.close()
-            _event(logging.INFO, "stop", dir=self.directory)
+            wake_w, self._wake = self._wake, -1
+            os.close(wake_w)
+            os.close(wake_r)
 
     def poll(self, retry_all: bool = False) -> None:
         """One look at the directory. Files that failed are tried again once
@@ -433,7 +490,7 @@ class Tailer:
             return
         self._ok(self.directory)
         for i, f in enumerate(files):
-            if self._stop.is_set():
+            if self._stopping:
                 return
             if not self._due(f, retry_all):
                 continue

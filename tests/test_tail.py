@@ -2,18 +2,22 @@
 writing them, with crashes of the indexer at random points."""
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, growing_copy
+from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.indexfile import IndexMeta, build_index, open_index
 from gtidx.reader import IndexReader
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
+from gtidx.writer import IndexWriter, RecordPolicy
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
@@ -151,3 +155,111 @@ def test_tailer_leaves_server_indexes_alone(tmp_path):
     before = {p.name: p.read_bytes() for p in d.glob("*.idx")}
     Tailer(str(d), TailSettings(server_grace=0)).run(once=True)
     assert {p.name: p.read_bytes() for p in d.glob("*.idx")} == before
+
+
+@pytest.mark.parametrize("source, page_size, span_min", [
+    (M1011 / "multifile" / "master-bin.000019", 256, 512),
+    (M1011 / "mixed" / "master-bin.000002", 512, 8192),      # as test_live_tail's tail
+], ids=["multifile", "mixed"])
+def test_a_crash_that_cuts_the_group_that_sealed_pages_is_finished_cleanly(tmp_path, source, page_size, span_min):
+    """A running tail has indexed the active binlog up to a record whose
+    arrival sealed pages (the leaf before it, maybe its parents); the server
+    crashes and the binlog loses that group; the server starts again in a new
+    file. The pages on disk were sealed by a record the binlog no longer
+    holds: the tail resumes from them and finishes the file, and the index is
+    the clean build of what is left (it used to die: `gtidx: internal error:
+    _ReplayMismatch: page N on disk differs from the replay`, exit 3)."""
+    data = source.read_bytes()
+    with Binlog(source) as b:
+        recs = RecordPolicy(span_min).records(b)
+    writer, sealing = IndexWriter(page_size, lambda page: None), []
+    for offset, gtids in recs:                   # the records whose arrival seals pages
+        before = writer.pages_written
+        writer.add(offset, gtids)
+        if writer.pages_written > before:
+            sealing.append(offset)
+    assert len(sealing) >= 5
+    nxt = (M1011 / "multifile" / "master-bin.000020").read_bytes()
+    settings = TailSettings(page_size=page_size, span_min=span_min, max_ratio=None, server_grace=0)
+    for end in sealing:
+        d = tmp_path / f"at{end}"
+        d.mkdir()
+        crashed, new = d / "master-bin.000001", d / "master-bin.000002"
+        (d / "master-bin.index").write_text("./master-bin.000001\n")
+        crashed.write_bytes(growing_copy(data, end))
+        t = Tailer(str(d), settings)
+        t.poll()
+        inc = t.active[str(crashed)]
+        assert inc.processed == end and inc.offsets[-1] == end and not t.failed
+        # the crash: the group that ends at `end` is lost; the server starts a new binlog
+        with open(crashed, "r+b") as f:
+            f.truncate(end - 1)
+        new.write_bytes(growing_copy(nxt, 4096))
+        (d / "master-bin.index").write_text("./master-bin.000001\n./master-bin.000002\n")
+        t.poll()
+        assert not t.failed, end
+        clean = d / "clean.idx"
+        build_index(crashed, out=str(clean), page_size=page_size, span_min=span_min, max_ratio=None,
+                    force=True)
+        assert Path(f"{crashed}.idx").read_bytes() == clean.read_bytes(), end
+        assert IndexMeta.read(f"{crashed}.idx").state == "complete"
+        assert [p.name for p in d.iterdir() if p.name.startswith(".master-bin.000001.idx.")] == []
+        for inc in t.active.values():
+            inc.close()
+
+
+_SIGTERM_EVERYWHERE = r'''
+import os, signal, sys
+from gtidx.tail import Tailer, TailSettings
+d = sys.argv[1]
+Tailer(d, TailSettings(server_grace=0)).run(once=True)          # the binlog is indexed: idle polls
+count = [0, 0]
+
+def tracer(frame, event, arg):
+    return line
+
+def line(frame, event, arg):
+    # every line run once the tail's handler is in place (a SIGTERM before
+    # that is the default action's, and kills the process)
+    if event == "line" and signal.getsignal(signal.SIGTERM) == t.stop:
+        count[0] += 1
+        if count[0] == count[1]:
+            os.kill(os.getpid(), signal.SIGTERM)
+    return line
+
+t = Tailer(d, TailSettings(interval=0.01, server_grace=0))
+t.poll = lambda poll=t.poll, **kw: (poll(**kw), t.stop())        # one look, then stop: count the lines
+sys.settrace(tracer)
+t.run()
+sys.settrace(None)
+lines = count[0]
+for n in range(1, lines + 1):                                    # SIGTERM at the n-th line
+    count[:] = [0, n]
+    t = Tailer(d, TailSettings(interval=0.01, server_grace=0))
+    sys.settrace(tracer)
+    t.run()                                                      # returns: a clean stop
+    sys.settrace(None)
+print("stopped cleanly at", lines, "points")
+'''
+
+
+def test_sigterm_at_any_line_of_the_loop_stops_the_tail(tmp_path):
+    """SIGTERM delivered at every line a following tail runs (its loop, a
+    look at the directory, the wait between looks, the standard library
+    underneath): each time `run` returns. The handler used to set a
+    threading.Event; at a line where the wait held that Event's lock it
+    blocked on it for good: the process hung, deaf to further SIGTERMs."""
+    src = M1011 / "nonmono" / "master-bin.000008"
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    shutil.copy(src, d / src.name)
+    (d / "master-bin.index").write_text(f"./{src.name}\n")
+    script = tmp_path / "sigterm_everywhere.py"
+    script.write_text(_SIGTERM_EVERYWHERE)
+    try:
+        r = subprocess.run([sys.executable, str(script), str(d)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=90, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the tail hung on a SIGTERM (and ignored the next ones)")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert int(r.stdout.split()[-2]) >= 100, r.stdout
