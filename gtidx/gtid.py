@@ -191,13 +191,21 @@ class LatestGtids:
         seqs = self._seqs
         pop = seqs.pop
         below = seen.floor.get
+        low = seen._low
         for row in rows:
             key = (row[domain_at], row[server_at])
             seq = row[seq_at]
             old = pop(key, None)
-            if old is None:              # first time in this stretch
-                seen.first(key, seq, below(key))
-            elif seq <= old:
+            if old is None:              # first time in this stretch: what came before
+                old = below(key)
+                if key not in low:       # first time in the file: against the start state
+                    seen.first(key, seq, old)
+                    seqs[key] = seq
+                    continue
+                if old is None:          # (a walk resumed where the pair was not logged yet)
+                    seqs[key] = seq
+                    continue
+            if seq <= old:
                 seen.down(key, seq, old)
             seqs[key] = seq
 
@@ -297,14 +305,10 @@ class SeqRanges:
         return new
 
     def first(self, key: tuple, seq: int, before: int | None) -> None:
-        """``key`` logs ``seq``, its first in a stretch; ``before`` its seq as of the stretch before."""
-        low = self._low.get(key)
-        if low is None:
-            self._low[key] = seq
-            if before is not None and seq <= before:
-                self.repeats.add(key)        # at or below the start state
-        elif before is not None and seq <= before:
-            self.down(key, seq, before)
+        """``key`` logs ``seq``, its first in this file; ``before`` its seq in the start state."""
+        self._low[key] = seq
+        if before is not None and seq <= before:
+            self.repeats.add(key)            # at or below the start state
 
     def down(self, key: tuple, seq: int, old: int) -> None:
         """``key`` logs ``seq`` after ``old`` (``seq <= old``), both here."""
