@@ -4,6 +4,7 @@
     >>> gtidx.state_at("master-bin.000002", 14167).position   # like BINLOG_GTID_POS
     >>> with gtidx.open("/var/lib/mysql/binlog") as logs:      # a file, a directory or master-bin.index
     ...     logs.locate("0-2-432")
+    ...     logs.at_time("2024-05-01T10:00:00Z").position          # where a restore to then stops
     >>> for result in gtidx.build("/var/lib/mysql/binlog"):    # BuildResult (or GtidxError) per file
     ...     print(result)
 """
@@ -25,6 +26,9 @@ _LAZY = {
     "Location": "api",
     "StateAt": "api",
     "ReplicaStart": "api",
+    "TimePoint": "api",
+    "at_time": "api",
+    "parse_time": "api",
     "BinlogInfo": "api",
     "BuildResult": "indexfile",
 }

@@ -16,6 +16,7 @@ at each public entry point: ``_path``, ``parse_offset``, ``_gtid``,
 from __future__ import annotations
 
 import bisect
+import datetime as _dt
 import logging
 import operator
 import os
@@ -87,6 +88,45 @@ def parse_offset(value) -> int:
     return value
 
 
+_UNIX = re.compile(r"@(-?[0-9]+(?:\.[0-9]+)?)")
+
+
+def parse_time(value) -> int | float:
+    """A point in time as unix seconds (an int when whole): an ISO 8601
+    string with ``Z`` or a UTC offset (a naive one means UTC), ``@<unix
+    seconds>``, an aware ``datetime`` (naive: UTC), or a number of unix
+    seconds. Anything else is a BadInputError."""
+    if isinstance(value, bool):
+        raise BadInputError("a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, not bool")
+    if isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadInputError(f"time {value} is not a finite number of seconds")
+        return int(value) if value == int(value) else value
+    if isinstance(value, _dt.datetime):
+        when = value if value.tzinfo is not None else value.replace(tzinfo=_dt.timezone.utc)
+        return parse_time(when.timestamp())
+    if not isinstance(value, str):
+        raise BadInputError(f"a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, "
+                            f"not {type(value).__name__}")
+    text = value.strip()
+    m = _UNIX.fullmatch(text)
+    if m:
+        return parse_time(float(m.group(1)) if "." in m.group(1) else int(m.group(1)))
+    try:
+        when = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInputError(f"time {quoted(value)} is not ISO 8601 or @<unix seconds>",
+                            hint="e.g. 2024-05-01T10:00:00Z, 2024-05-01 12:00:00+02:00 (naive: UTC) "
+                                 "or @1714557600") from None
+    return parse_time(when)
+
+
+def format_time(t: int | float) -> str:
+    """Unix seconds as ISO 8601 in UTC with ``Z``."""
+    when = _dt.datetime.fromtimestamp(t, _dt.timezone.utc)
+    return when.isoformat(timespec="seconds" if t == int(t) else "microseconds").replace("+00:00", "Z")
+
+
 def _gtid(value) -> Gtid:
     return value if isinstance(value, Gtid) else Gtid.parse(value)
 
@@ -147,6 +187,23 @@ class Location(NamedTuple):
     timestamp: int
     via: str
     occurrences: tuple = ()
+
+
+class TimePoint(NamedTuple):
+    """The answer to "where does a restore to time ``time`` stop": the first
+    event group, in file order, whose GTID event timestamp is at least
+    ``time`` starts at ``offset`` of ``file`` (``gtid``, logged at
+    ``timestamp``); ``position`` is the GTID position just before it, what
+    the restore replays up to. No group that late: ``gtid`` and
+    ``timestamp`` are None, ``file``/``offset`` the end of the last binlog
+    and ``position`` its end state's."""
+    time: int | float        # unix seconds
+    file: str
+    offset: int
+    gtid: Gtid | None
+    position: Position
+    timestamp: int | None
+    via: str
 
 
 class ReplicaStart(NamedTuple):
@@ -966,6 +1023,37 @@ class BinlogSeries:
                 return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
         return None
 
+    def at_time(self, when) -> TimePoint:
+        """Where a point-in-time restore to ``when`` stops: the first event
+        group, in file order, whose GTID event timestamp is at least
+        ``when`` (``parse_time``), and the GTID position just before it.
+        Timestamps may step backwards (group commit order, clock changes,
+        SET TIMESTAMP): a group earlier in file order but later in time
+        wins, so a stretch of binlog is passed over only where it is known
+        that every group in it is older (see ``_time_skip``); the rest is
+        walked, reading event headers only."""
+        t = parse_time(when)
+        for path in self.files:
+            f = self._file(path)
+            start, via = self._time_skip(f, t)
+            if start is None:
+                continue
+            for begin, _, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
+                if ts >= t:
+                    at = self.state_at(path, begin)
+                    return TimePoint(t, path, begin, Gtid(domain, server, seq), at.position, ts,
+                                     "index" if via == "index" and at.via == "index" else "scan")
+        last = self._file(self.files[-1])
+        end = last.binlog.complete_end(last.binlog.body_start if last.reader is None else
+                                       last.record(lambda r: r.last_record())[0])
+        return TimePoint(t, last.path, end, None, self.end_state().position(), None,
+                         "index" if last.reader is not None else "scan")
+
+    def _time_skip(self, f: _File, t) -> tuple[int | None, str]:
+        """(where to start walking ``f`` for the first group at ``t`` or
+        later, None: no group of it is that late; via)."""
+        return f.binlog.body_start, "scan"
+
     def _not_here(self, what: str, why: str) -> NotFoundError:
         try:
             earliest = self.start_state(self.files[0])
@@ -1207,6 +1295,12 @@ def _file_status(path: str, now: float) -> FileStatus:
     return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)
 
 
+def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
+    """One-shot ``BinlogSeries.at_time`` over a file, directory or master-bin.index."""
+    with BinlogSeries.from_path(_path(path), **kw) as logs:
+        return logs.at_time(when)
+
+
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
          every: bool = False):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
@@ -1222,7 +1316,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
 
 __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
-           "LocatePlan", "Planner", "plan_locate",
+           "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
            "FileStatus", "BuildProgress", "parse_offset",
            "DEFAULT_MAX_RATIO", "fmt"]
