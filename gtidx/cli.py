@@ -363,18 +363,39 @@ def _location_json(loc) -> dict:
 @click.option("--replica", metavar="POSITION",
               help="A replica's position (its gtid_slave_pos: one GTID per domain, one domain too): "
                    "where does the server start sending to it?")
+@click.option("--time", "when", metavar="T",
+              help="A point in time: ISO 8601 with Z or an offset (naive: UTC) or @<unix seconds>: where "
+                   "does a restore to T stop (the first group whose GTID event timestamp is T or later)?")
 @click.argument("path", default=".", type=_PATH)
 @_json_option()
 @click.option("--every", is_flag=True,
               help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
-def seek(spec, replica, path, as_json, every):
-    """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
-    a master-bin.index (default: the current directory). Exactly one of --gtid, --replica."""
-    if (spec is None) == (replica is None):
-        raise click.UsageError("give exactly one of --gtid GTID and --replica POSITION",
+def seek(spec, replica, when, path, as_json, every):
+    """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
+    directory of binlogs or a master-bin.index (default: the current directory). Exactly one
+    of --gtid, --replica, --time."""
+    if [spec, replica, when].count(None) != 2:
+        raise click.UsageError("give exactly one of --gtid GTID, --replica POSITION and --time T",
                                ctx=click.get_current_context())
     from . import api
+    if when is not None:
+        t = api.parse_time(when)
+        with api.open_binlogs(path) as logs:
+            p = logs.at_time(t)
+        if as_json:
+            _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
+                        "gtid": None if p.gtid is None else str(p.gtid), "position": str(p.position),
+                        "via": p.via})
+        else:
+            with _Output() as out:
+                if p.gtid is None:
+                    out.write(f"no group at {api.format_time(p.time)} or later: {p.file} end {p.offset} "
+                              f"position {p.position or '(empty)'} (via {p.via})\n")
+                else:
+                    out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
+                              f"position {p.position or '(empty)'} (via {p.via})\n")
+        return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every)
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
