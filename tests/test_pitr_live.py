@@ -23,7 +23,6 @@ import time
 import pytest
 
 from gtidx import api
-from gtidx.gtid import BinlogState, Position
 from gtidx.indexfile import build_index
 from tools.mariadb import MariaDB
 
