@@ -529,7 +529,6 @@ class BinlogSeries:
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
         self._learned: set = set()             # files learned (_learn): _ranges has all their pairs
         self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
-        self._stored: dict = {}                # file -> (stored_seen, size) read with its start state
 
     @classmethod
     def from_path(cls, path, **kw) -> "BinlogSeries":
@@ -580,8 +579,6 @@ class BinlogSeries:
             else:
                 with Binlog(path) as b:
                     st = b.start_state.copy()
-                    # what _learn will want of it too, while it is open
-                    self._stored[path] = (stored_seen(b), b.size)
             self._start[path] = st
         return st
 
@@ -711,12 +708,14 @@ class BinlogSeries:
     def _plan(self, g: Gtid) -> LocatePlan | str:
         """``plan_locate`` for ``g`` with what this series knows: the bounds
         (its pair's planner, kept), the files seen going down, and the ranges
-        of the files learned."""
+        of the files learned. (The end state is read, also where the GTID's
+        file is an older one: a damaged newest binlog is then reported by
+        every lookup, as ``status`` would.)"""
         key = (g.domain, g.server)
-        end = self._end_bound(key)
+        last = self._end_bound(key)
         cached = self._planners.get(key)
-        if cached is None or cached.bounds[-1] != end:
-            cached = Planner([self._start_bound(p, key) for p in self.files] + [end])
+        if cached is None or cached.bounds[-1] != last:
+            cached = Planner([self._start_bound(p, key) for p in self.files] + [last])
             self._planners[key] = cached
         dipped, ranges = self._dips.get(key, ()), self._ranges.get(key, {})
         learned = self._learned
@@ -861,8 +860,6 @@ class BinlogSeries:
             stored = stored_seen(f.binlog, index.meta if index is not None else None,
                                  checked=index is not None and index.usable)
             size = f.binlog.size
-        elif path in self._stored:
-            stored, size = self._stored.pop(path)
         else:
             with Binlog(path) as b:         # the stored ranges need no index opened
                 stored = stored_seen(b)
