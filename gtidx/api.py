@@ -29,7 +29,7 @@ from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexState, IndexStatus, build_index, index_path,
+from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
                         open_index, stored_seen, verify_index)
 
 log = logging.getLogger("gtidx")
@@ -194,12 +194,12 @@ def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
 class _File:
     """An open binlog with its index status, as one lookup set keeps it."""
 
-    def __init__(self, path: str, use_index: bool, store=None):
+    def __init__(self, path: str, use_index: bool, store=None, index_root=None):
         self.binlog = Binlog(path, store)
         self.index: IndexStatus | None = None
         self._down: set | None = None      # pairs_going_down(), once computed
         if use_index:
-            self.index = open_index(self.binlog)
+            self.index = open_index(self.binlog, index_root=index_root)
             if not self.index.usable:
                 self._fallback(f"{self.index.state}: {self.index.reason}")
 
@@ -462,7 +462,7 @@ class BinlogSeries:
     ``gtidx.open`` returns one. A single file is a ``binlog.Binlog``."""
 
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32,
-                 storage_options: dict | None = None, store=None):
+                 storage_options: dict | None = None, store=None, index_root=None):
         if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
             raise BadInputError(f"BinlogSeries() takes a list of binlog paths, not {type(files).__name__}",
                                 hint="gtidx.open(path) takes one file, directory or master-bin.index")
@@ -473,6 +473,9 @@ class BinlogSeries:
             store = storage.resolve(files[0], storage_options)[0]
             files = [storage.resolve(f, storage_options)[1] for f in files]
         self.store = store
+        # indexes kept apart (a local directory or URL mirroring the binlogs' places): looked up first
+        self.index_root = None if index_root is None else IndexRoot(_path(index_root, "index_root"),
+                                                                    storage_options)
         self.files = files
         self.use_index = use_index
         self._open: OrderedDict[str, _File] = OrderedDict()
@@ -491,7 +494,7 @@ class BinlogSeries:
     @classmethod
     def from_path(cls, path, *, storage_options: dict | None = None, **kw) -> "BinlogSeries":
         store, path = storage.resolve(_path(path), storage_options)
-        return cls(list_binlogs(path, store=store), store=store, **kw)
+        return cls(list_binlogs(path, store=store), store=store, storage_options=storage_options, **kw)
 
     def __enter__(self) -> "BinlogSeries":
         return self
@@ -522,7 +525,7 @@ class BinlogSeries:
         if f is not None:
             self._open.move_to_end(path)
             return f
-        f = _File(path, self.use_index, self.store)
+        f = _File(path, self.use_index, self.store, self.index_root)
         self._open[path] = f
         if len(self._open) > self._cache:
             _, old = self._open.popitem(last=False)
@@ -539,7 +542,7 @@ class BinlogSeries:
                 with Binlog(path, self.store) as b:
                     st = b.start_state.copy()
                     # what _learn will want of it too, while it is open
-                    self._stored[path] = (stored_seen(b), b.size)
+                    self._stored[path] = (stored_seen(b, index_root=self.index_root), b.size)
             self._start[path] = st
         return st
 
@@ -823,7 +826,7 @@ class BinlogSeries:
             stored, size = self._stored.pop(path)
         else:
             with Binlog(path, self.store) as b:         # the stored ranges need no index opened
-                stored = stored_seen(b)
+                stored = stored_seen(b, index_root=self.index_root)
                 size = b.size
         seen: dict = {}
         offset = None
@@ -1028,7 +1031,12 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
     path is listed (the total is the sum of the files' sizes then), as each
     file's indexing advances (every 16 MiB) and as each file ends. Other
     keywords: ``build_index``'s. A path may be a URL (``s3://bucket/prefix/``),
-    opened with ``storage_options``: each index is written with one PUT."""
+    opened with ``storage_options``: each index is written with one PUT.
+    ``index_root`` (a local directory or a URL): write the indexes there,
+    mirroring the binlogs' places (``IndexRoot``), not beside them."""
+    index_root = kw.pop("index_root", None)
+    if index_root is not None:
+        kw["index_root"] = IndexRoot(_path(index_root, "index_root"), storage_options)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     elif isinstance(paths, bytes) or not hasattr(paths, "__iter__"):
@@ -1226,13 +1234,13 @@ def _file_status(path: str, now: float) -> FileStatus:
 
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
-         every: bool = False, storage_options: dict | None = None):
+         every: bool = False, storage_options: dict | None = None, index_root=None):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too."""
     pos = _position(spec)
-    with BinlogSeries.from_path(path, storage_options=storage_options) as logs:
+    with BinlogSeries.from_path(path, storage_options=storage_options, index_root=index_root) as logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)

@@ -94,6 +94,13 @@ def _storage_option(f):
                              "key=ID, secret=KEY, anon=true; repeatable. Default: the AWS_* variables.")(f)
 
 
+def _index_dir_option(f):
+    return click.option("--index-dir", "index_root", metavar="DIR|URL",
+                        help="Indexes kept apart from the binlogs: a directory or URL mirroring where each "
+                             "binlog is (DIR/bucket/prefix/NAME.idx, DIR/var/lib/mysql/NAME.idx); "
+                             "looked up there first, then beside the binlog.")(f)
+
+
 def _quiet_option(f):
     return click.option("--quiet", "-q", is_flag=True,
                         help="No progress display (drawn on stderr only when stdout and stderr are "
@@ -358,10 +365,12 @@ def _write_groups(out, info, groups, as_json) -> None:
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
 @_json_option("One JSON object: {file, offset, position, state, via}.")
 @_storage_option
-def pos(file, offset, no_index, as_json, storage_options):
+@_index_dir_option
+def pos(file, offset, no_index, as_json, storage_options, index_root):
     """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it."""
     from . import api
-    r = api.state_at(file, offset, use_index=not no_index, storage_options=storage_options)
+    r = api.state_at(file, offset, use_index=not no_index, storage_options=storage_options,
+                     index_root=index_root)
     if as_json:
         _emit_json({"file": r.file, "offset": r.offset, "position": str(r.position),
                     "state": str(r.state), "via": r.via})
@@ -388,7 +397,8 @@ def _location_json(loc) -> dict:
               help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
 @_storage_option
-def seek(spec, replica, path, as_json, every, storage_options):
+@_index_dir_option
+def seek(spec, replica, path, as_json, every, storage_options, index_root):
     """Find a GTID (or a replica's start point) in PATH: a binlog, a directory of binlogs or
     a master-bin.index (default: the current directory). Exactly one of --gtid, --replica."""
     if (spec is None) == (replica is None):
@@ -396,7 +406,7 @@ def seek(spec, replica, path, as_json, every, storage_options):
                                ctx=click.get_current_context())
     from . import api
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
-                 storage_options=storage_options)
+                 storage_options=storage_options, index_root=index_root)
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
@@ -432,14 +442,15 @@ def seek(spec, replica, path, as_json, every, storage_options):
 @_quiet_option
 @_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
 @_storage_option
-def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json, storage_options):
+@_index_dir_option
+def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json, storage_options, index_root):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
     index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current.
     On a terminal, a progress line: files and bytes done, MB/s, ETA."""
     with _Progress(quiet) as shown:
         _build(shown, paths, page_size=page_size, span_min=span_min,
                max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json,
-               storage_options=storage_options)
+               storage_options=storage_options, index_root=index_root)
 
 
 def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:

@@ -30,7 +30,7 @@ import os
 import posixpath
 
 from . import filebuf, safefile
-from .errors import BadInputError, GtidxIOError
+from .errors import BadInputError, GtidxError, GtidxIOError
 
 REMOTE_CHUNK_SHIFT = 16          # a PreadBuffer over an object fills 64 KiB per GET (preamble: 1 GET)
 REMOTE_WINDOW_FIRST = 64 << 10   # a walk over an object: first GET of 64 KiB (a lookup's walk: one GET)
@@ -87,6 +87,7 @@ class LocalStore:
         (an IndexMeta) stamped on the new file before it is renamed."""
         meta.remove_orphans(target)
         try:
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)    # under an --index-dir
             safefile.write_file(target, [data], before_publish=lambda fd: meta.write(fd, target))
         except OSError as e:
             raise GtidxIOError.from_os(e, target) from None
@@ -107,10 +108,13 @@ class FsspecStore:
     def _url(self, stripped: str) -> str:
         return f"{self.protocol}://{stripped}"
 
-    def fail(self, e: BaseException, path: str) -> GtidxIOError:
-        """An fsspec/botocore failure as one line (exit 3)."""
-        if isinstance(e, GtidxIOError):
+    def fail(self, e: BaseException, path: str) -> GtidxError:
+        """An fsspec/botocore failure as one line: exit 3, or 2 for an
+        option the file system does not take (s3fs says so at first use)."""
+        if isinstance(e, GtidxError):
             return e
+        if isinstance(e, TypeError) and "keyword argument" in str(e):
+            return BadInputError(f"bad storage option: {_reason(e)}", path=path)
         if isinstance(e, FileNotFoundError):
             return GtidxIOError("no such object, prefix or bucket", path=path)
         if isinstance(e, PermissionError):

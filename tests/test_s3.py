@@ -352,3 +352,77 @@ def test_s3_wrong_credentials(s3_auth):
     _one_line_error(_cli("build", f"s3://{BUCKET}/auth/", env=bad), 3, "access denied")
     # nothing written by the build that could not read
     assert sorted(_objects(s3_auth.client, "auth/")) == ["master-bin.000018"]
+
+
+# -- indexes apart from the binlogs ---------------------------------------------------------
+
+def test_s3_index_dir_local_for_an_archive(s3, tmp_path):
+    """An archive gtidx may not write to: ``build --index-dir DIR`` puts the
+    indexes in DIR, mirroring bucket and keys, and writes nothing to the
+    bucket; lookups with the same ``--index-dir`` use them, without it they scan."""
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin"):
+            s3.client.put_object(Bucket=BUCKET, Key=f"apart/{f.name}", Body=f.read_bytes())
+    url = f"s3://{BUCKET}/apart/"
+    idx = tmp_path / "idx"
+    s3.requests()
+    r = _cli("build", "--json", "--index-dir", str(idx), url)
+    assert r.returncode == 0, r.stderr
+    assert not [q for q in s3.requests() if q[0] in ("PUT", "POST", "DELETE")]
+    assert sorted(p.name for p in (idx / BUCKET / "apart").iterdir()) == \
+        [f"master-bin.0000{n}.idx" for n in range(18, 23)]
+    assert sorted(_objects(s3.client, "apart/")) == [f"master-bin.0000{n}" for n in range(18, 23)] + \
+        ["master-bin.index"]
+    entry = json.loads((MULTI / "oracle.json").read_text())["files"][3]
+    gtid, start, end = entry["groups"][-5]
+    with_dir = json.loads(_cli("seek", "--json", "--gtid", gtid, "--index-dir", str(idx), url).stdout)
+    assert (with_dir["start"], with_dir["end"], with_dir["via"]) == (start, end, "index")
+    without = _cli("seek", "--json", "--gtid", gtid, url)
+    assert json.loads(without.stdout)["via"] == "scan" and "no usable index" in without.stderr
+    # a library caller: index_root=
+    with gtidx.open(url, index_root=str(idx)) as logs:
+        assert answers_equal(url + entry["name"], entry, logs, "index") == []
+
+
+def test_s3_index_dir_url_for_local_binlogs(s3, tmp_path):
+    """Local binlogs, their indexes in the object store (one PUT each),
+    mirrored under the prefix by the binlogs' absolute paths; nothing
+    written beside the binlogs. An index beside a binlog still serves when
+    the index root has none for it."""
+    local = _local_copy(tmp_path, MULTI)
+    root = f"s3://{BUCKET}/indexes/"
+    s3.requests()
+    results = list(gtidx.build(str(local), index_root=root))
+    assert [r.action for r in results] == ["built"] * 5
+    assert all(r.index.startswith(root + str(local).lstrip("/")) for r in results), results[0].index
+    puts = [p for m, p, _ in s3.requests() if m == "PUT"]
+    assert len([p for p in puts if p.endswith(".idx")]) == 5 and len(puts) == 10
+    assert not list(local.glob("*.idx"))
+    oracle = json.loads((MULTI / "oracle.json").read_text())
+    with gtidx.open(str(local), index_root=root) as logs:
+        for entry in oracle["files"]:
+            assert answers_equal(local / entry["name"], entry, logs, "index") == []
+    # an index beside the binlog, none under the root: read from beside
+    other = tmp_path / "other"
+    shutil.copytree(MULTI, other)
+    assert [r.action for r in gtidx.build(str(other / "master-bin.000020"))] == ["built"]
+    entry = oracle["files"][2]
+    with gtidx.open(str(other), index_root=root) as logs:
+        assert answers_equal(other / entry["name"], entry, logs, "index") == []
+
+
+def test_s3_storage_options_in_the_library(s3, monkeypatch):
+    """``storage_options=`` instead of the environment: endpoint and keys."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    opts = {"endpoint_url": s3.url, "key": "testing", "secret": "testing"}
+    entry = json.loads((MULTI / "oracle.json").read_text())["files"][0]
+    url = f"s3://{BUCKET}/multifile/{entry['name']}"
+    with gtidx.open(url, storage_options=opts) as logs:
+        assert answers_equal(url, entry, logs, None) == []
+    gtid, start, _ = entry["groups"][3]
+    assert api.seek(gtid, f"s3://{BUCKET}/multifile/", storage_options=opts).start == start
+    with pytest.raises(gtidx.GtidxError) as e:
+        gtidx.state_at(url, 4, storage_options={"endpoint_url": s3.url, "no_such_option": 1})
+    assert e.value.exit_code == 2 and "bad storage option" in str(e.value), e.value
