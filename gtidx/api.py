@@ -405,7 +405,8 @@ def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None
     path = _path(path)
     if store is None:
         store, path = storage.resolve(path, storage_options)
-    if store.isdir(path):
+    kind = store.kind(path)
+    if kind == "directory":
         try:
             names = store.listdir(path)
         except OSError as e:
@@ -422,7 +423,7 @@ def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None
         if not names:
             raise NotFoundError("no binlog files here", path=path)
         return [store.join(path, n) for n in names]
-    if path.endswith(".index") and store.isfile(path):
+    if path.endswith(".index") and kind == "file":
         base = store.split(path)[0]
         try:
             raw = store.read_bytes(path)
@@ -435,7 +436,7 @@ def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None
         if not files:
             raise NotFoundError("binlog index lists no files", path=path)
         return files
-    if not store.exists(path):
+    if kind is None:
         raise GtidxIOError("No such file or directory", path=path)
     return [path]
 

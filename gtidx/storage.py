@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 
 from . import filebuf, safefile
 from .errors import BadInputError, GtidxError, GtidxIOError
@@ -35,7 +36,7 @@ from .errors import BadInputError, GtidxError, GtidxIOError
 REMOTE_CHUNK_SHIFT = 16          # a PreadBuffer over an object fills 64 KiB per GET (preamble: 1 GET)
 REMOTE_WINDOW_FIRST = 64 << 10   # a walk over an object: first GET of 64 KiB (a lookup's walk: one GET)
 REMOTE_WINDOW = 8 << 20          # then 8 MiB per GET
-REMOTE_GROWTH = REMOTE_WINDOW // REMOTE_WINDOW_FIRST
+REMOTE_GROWTH = 4                # 64 KiB, 256 KiB, 1 MiB, 4 MiB, 8 MiB: a walk stopped early reads little
 
 
 def is_url(path) -> bool:
@@ -63,14 +64,16 @@ class LocalStore:
     def listdir(self, path: str) -> list[str]:
         return os.listdir(path or ".")
 
-    def isdir(self, path: str) -> bool:
-        return os.path.isdir(path)
-
-    def isfile(self, path: str) -> bool:
-        return os.path.isfile(path)
-
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def kind(self, path: str) -> str | None:
+        """"directory", "file", "other" (a FIFO...) or None (nothing there)."""
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            return None
+        return "directory" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
     def is_regular(self, path: str) -> bool:
         return safefile.is_regular(path)
@@ -170,6 +173,12 @@ class FsspecStore:
         entries = self._call(path, self.fs.ls, path.rstrip("/") + "/", detail=True)
         return [posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") == "file"]
 
+    def kind(self, path: str) -> str | None:
+        """"directory" (a URL ending in "/": a prefix, listed to see), "file" or None: one HEAD."""
+        if path.endswith("/"):
+            return "directory"
+        return self._kind(path)
+
     def _kind(self, path: str) -> str | None:
         try:
             return self.fs.info(path).get("type")
@@ -180,17 +189,11 @@ class FsspecStore:
         except Exception as e:
             raise self.fail(e, path) from None
 
-    def isdir(self, path: str) -> bool:
-        return path.endswith("/") or self._kind(path) == "directory"
-
-    def isfile(self, path: str) -> bool:
-        return not path.endswith("/") and self._kind(path) == "file"
-
     def exists(self, path: str) -> bool:
         return self._kind(path) is not None
 
     def is_regular(self, path: str) -> bool:
-        return self.isfile(path)
+        return self.kind(path) == "file"
 
     def size(self, path: str) -> int:
         return int(self.info(path)["size"])

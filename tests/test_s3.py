@@ -243,7 +243,7 @@ def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
 
 
 def test_s3_build_reads_in_large_ranges(s3, monkeypatch):
-    """``build`` reads the binlog once, in GETs of 8 MiB (after a first 64 KiB)."""
+    """``build`` reads the binlog once, in GETs growing from 64 KiB to 8 MiB (x4 each)."""
     s3.client.copy_object(Bucket=BUCKET, Key=f"bigbuild/{BIG.name}",
                           CopySource={"Bucket": BUCKET, "Key": f"big/{BIG.name}"})
     ranges = _counted(monkeypatch)
