@@ -25,11 +25,12 @@ from collections import OrderedDict
 from typing import Callable, Iterator, NamedTuple
 
 from . import idxformat as fmt
+from . import storage
 from .binlog import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexState, IndexStatus, build_index, index_path,
+from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
                         open_index, stored_seen, verify_index)
 
 log = logging.getLogger("gtidx")
@@ -250,12 +251,12 @@ def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
 class _File:
     """An open binlog with its index status, as one lookup set keeps it."""
 
-    def __init__(self, path: str, use_index: bool):
-        self.binlog = Binlog(path)
+    def __init__(self, path: str, use_index: bool, store=None, index_root=None):
+        self.binlog = Binlog(path, store)
         self.index: IndexStatus | None = None
         self._down: set | None = None      # pairs_going_down(), once computed
         if use_index:
-            self.index = open_index(self.binlog)
+            self.index = open_index(self.binlog, index_root=index_root)
             if not self.index.usable:
                 self._fallback(f"{self.index.state}: {self.index.reason}")
 
@@ -451,51 +452,60 @@ class _Replan(Exception):
 
 # -- a set of binlogs -----------------------------------------------------------------------
 
-def list_binlogs(path: str | os.PathLike) -> list[str]:
+def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None, store=None) -> list[str]:
     """The binlog files named by ``path``: one file; a ``*.index`` file (the
     server's list, see ``_listed``); or a
     directory (its ``*.index`` if there is exactly one, else every file named
-    like ``name.000001``), in binlog order."""
+    like ``name.000001``), in binlog order. ``path`` may be a URL
+    (``s3://bucket/prefix/``: a prefix is a directory), opened with
+    ``storage_options`` (see ``storage.resolve``) or in ``store``."""
     path = _path(path)
-    if os.path.isdir(path):
+    if store is None:
+        store, path = storage.resolve(path, storage_options)
+    kind = store.kind(path)
+    if kind == "directory":
         try:
-            indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+            names = store.listdir(path)
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
+        indexes = sorted(f for f in names if f.endswith(".index"))
         if len(indexes) == 1:
-            return list_binlogs(os.path.join(path, indexes[0]))
+            return list_binlogs(store.join(path, indexes[0]), store=store)
         if len(indexes) > 1:
             raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
                                 path=path, hint="name one of them")
         # by the number after the last dot: master-bin.1000000 follows .999999
-        names = sorted((f for f in os.listdir(path) if _BINLOG_NAME.fullmatch(f)),
+        names = sorted((f for f in names if _BINLOG_NAME.fullmatch(f)),
                        key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
         if not names:
             raise NotFoundError("no binlog files here", path=path)
-        return [os.path.join(path, n) for n in names]
-    if path.endswith(".index") and os.path.isfile(path):
-        base = os.path.dirname(path)
+        return [store.join(path, n) for n in names]
+    if path.endswith(".index") and kind == "file":
+        base = store.split(path)[0]
         try:
-            with open(path, "rb") as f:
-                lines = [os.fsdecode(ln.strip()) for ln in f if ln.strip()]    # names as the OS has them
+            raw = store.read_bytes(path)
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
+        lines = [os.fsdecode(ln.strip()) for ln in raw.splitlines() if ln.strip()]    # names as the OS has them
         if any("\0" in ln for ln in lines):
             raise CorruptBinlogError("binlog index has a NUL byte in a file name", path=path)
-        files = [_listed(base, ln) for ln in lines]
+        files = [_listed(base, ln, store) for ln in lines]
         if not files:
             raise NotFoundError("binlog index lists no files", path=path)
         return files
-    if not os.path.exists(path):
+    if kind is None:
         raise GtidxIOError("No such file or directory", path=path)
     return [path]
 
 
-def _listed(base: str, line: str) -> str:
+def _listed(base: str, line: str, store=storage.LOCAL) -> str:
     """A binlog named in ``master-bin.index``: relative to the index file; an
     absolute path as the server sees it, or, when that does not exist here
     (a container, a chroot, a copied directory), the same name beside the
-    index file."""
+    index file. In an object store: always the same name beside it (an
+    archive holds copies of the server's files, not its directories)."""
+    if store.remote:
+        return store.join(base, os.path.basename(line))
     if not os.path.isabs(line):
         return os.path.normpath(os.path.join(base, line))
     if os.path.exists(line):
@@ -509,13 +519,21 @@ class BinlogSeries:
     list of a directory or ``master-bin.index``), answered as one history:
     ``gtidx.open`` returns one. A single file is a ``binlog.Binlog``."""
 
-    def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32):
+    def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32,
+                 storage_options: dict | None = None, store=None, index_root=None):
         if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
             raise BadInputError(f"BinlogSeries() takes a list of binlog paths, not {type(files).__name__}",
                                 hint="gtidx.open(path) takes one file, directory or master-bin.index")
         files = [_path(f, "binlog path") for f in files]
         if not files:
             raise BadInputError("no binlog files")
+        if store is None:      # where they are: a URL names its object store
+            store = storage.resolve(files[0], storage_options)[0]
+            files = [storage.resolve(f, storage_options)[1] for f in files]
+        self.store = store
+        # indexes kept apart (a local directory or URL mirroring the binlogs' places): looked up first
+        self.index_root = None if index_root is None else IndexRoot(_path(index_root, "index_root"),
+                                                                    storage_options)
         self.files = files
         self.use_index = use_index
         self._open: OrderedDict[str, _File] = OrderedDict()
@@ -531,8 +549,9 @@ class BinlogSeries:
         self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
 
     @classmethod
-    def from_path(cls, path, **kw) -> "BinlogSeries":
-        return cls(list_binlogs(path), **kw)
+    def from_path(cls, path, *, storage_options: dict | None = None, **kw) -> "BinlogSeries":
+        store, path = storage.resolve(_path(path), storage_options)
+        return cls(list_binlogs(path, store=store), store=store, storage_options=storage_options, **kw)
 
     def __enter__(self) -> "BinlogSeries":
         return self
@@ -552,9 +571,9 @@ class BinlogSeries:
             return file
         name = os.path.basename(file)
         if name in self._names and (os.path.dirname(file) == "" or
-                                    _samefile(file, self._names[name])):
+                                    (not self.store.remote and _samefile(file, self._names[name]))):
             return self._names[name]
-        if os.path.exists(file):
+        if self.store.exists(file):
             return file
         raise NotFoundError(f"{file} is not one of these binlogs", hint=f"{len(self.files)} files")
 
@@ -563,7 +582,7 @@ class BinlogSeries:
         if f is not None:
             self._open.move_to_end(path)
             return f
-        f = _File(path, self.use_index)
+        f = _File(path, self.use_index, self.store, self.index_root)
         self._open[path] = f
         if len(self._open) > self._cache:
             _, old = self._open.popitem(last=False)
@@ -577,7 +596,7 @@ class BinlogSeries:
             if path in self._open:
                 st = self._open[path].binlog.start_state.copy()
             else:
-                with Binlog(path) as b:
+                with Binlog(path, self.store) as b:
                     st = b.start_state.copy()
             self._start[path] = st
         return st
@@ -861,8 +880,8 @@ class BinlogSeries:
                                  checked=index is not None and index.usable)
             size = f.binlog.size
         else:
-            with Binlog(path) as b:         # the stored ranges need no index opened
-                stored = stored_seen(b)
+            with Binlog(path, self.store) as b:         # the stored ranges need no index opened
+                stored = stored_seen(b, index_root=self.index_root)
                 size = b.size
         seen: dict = {}
         offset = None
@@ -1071,10 +1090,11 @@ def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
 
 
 def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
-    """One-shot: the state at ``offset`` of one binlog file."""
+    """One-shot: the state at ``offset`` of one binlog file (a path or a
+    URL; ``storage_options=``: see ``storage.resolve``)."""
     path = _path(path)
     with BinlogSeries([path], **kw) as logs:
-        return logs.state_at(path, offset)
+        return logs.state_at(logs.files[0], offset)
 
 
 class BuildProgress(NamedTuple):
@@ -1087,7 +1107,7 @@ class BuildProgress(NamedTuple):
 
 
 def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
-          **kw) -> Iterator[BuildResult | GtidxError]:
+          storage_options: dict | None = None, **kw) -> Iterator[BuildResult | GtidxError]:
     """Build the index of every binlog named by ``paths`` (files, directories,
     .index files), in order. Yields each file's BuildResult, or the
     GtidxError that stopped that file or path (the others still get built);
@@ -1096,7 +1116,13 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
     ``progress``, if given, is called with a BuildProgress: once when every
     path is listed (the total is the sum of the files' sizes then), as each
     file's indexing advances (every 16 MiB) and as each file ends. Other
-    keywords: ``build_index``'s."""
+    keywords: ``build_index``'s. A path may be a URL (``s3://bucket/prefix/``),
+    opened with ``storage_options``: each index is written with one PUT.
+    ``index_root`` (a local directory or a URL): write the indexes there,
+    mirroring the binlogs' places (``IndexRoot``), not beside them."""
+    index_root = kw.pop("index_root", None)
+    if index_root is not None:
+        kw["index_root"] = IndexRoot(_path(index_root, "index_root"), storage_options)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     elif isinstance(paths, bytes) or not hasattr(paths, "__iter__"):
@@ -1113,12 +1139,13 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
     plan = []                           # (path, its files or the error listing it)
     for p in paths:
         try:
-            plan.append((p, [(f, _size(f)) for f in list_binlogs(p)]))
+            store, where = storage.resolve(p, storage_options)
+            plan.append((p, [(f, _size(store, f), store) for f in list_binlogs(where, store=store)]))
         except GtidxError as e:
             e.binlog = p
             plan.append((p, e))
     files = sum(len(x) for _, x in plan if not isinstance(x, GtidxError))
-    total = sum(size for _, x in plan if not isinstance(x, GtidxError) for _, size in x)
+    total = sum(size for _, x in plan if not isinstance(x, GtidxError) for _, size, _ in x)
     done_files = done_bytes = 0
     if progress is not None:
         progress(BuildProgress(None, 0, files, 0, total))
@@ -1126,11 +1153,11 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
         if isinstance(listed, GtidxError):
             yield listed
             continue
-        for f, size in listed:
+        for f, size, store in listed:
             tick = None if progress is None else _file_ticks(progress, f, size, done_bytes, done_files,
                                                              files, total)
             try:
-                result = build_index(f, progress=tick, **kw)
+                result = build_index(f, progress=tick, store=store, **kw)
             except GtidxError as e:
                 e.binlog = f
                 result = e
@@ -1147,11 +1174,11 @@ def _file_ticks(progress, f: str, size: int, base: int, n: int, files: int, tota
     return tick
 
 
-def _size(path: str) -> int:
+def _size(store, path: str) -> int:
     """A binlog's size for progress; one that cannot be read counts 0 (its build says why)."""
     try:
-        return os.stat(path).st_size
-    except OSError:
+        return store.size(path)
+    except (OSError, GtidxError):
         return 0
 
 
@@ -1299,13 +1326,13 @@ def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
 
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
-         every: bool = False):
+         every: bool = False, storage_options: dict | None = None, index_root=None):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too."""
     pos = _position(spec)
-    with BinlogSeries.from_path(path) as logs:
+    with BinlogSeries.from_path(path, storage_options=storage_options, index_root=index_root) as logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)

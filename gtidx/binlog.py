@@ -42,7 +42,7 @@ import struct
 import zlib
 from typing import Iterator, NamedTuple
 
-from . import filebuf
+from . import filebuf, storage
 from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxIOError,
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
 from .gtid import BinlogState, Gtid
@@ -222,7 +222,10 @@ class Binlog:
     ``PreadBuffer`` ``_mm`` after ``_fill``.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, store=None):
+        """``store``: where ``path`` is (a ``storage`` store); by default
+        the one its form names (a plain path: local; a URL: fsspec's, with
+        the environment's credentials)."""
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise BadInputError(f"a binlog path must be a str or os.PathLike, not {type(path).__name__}")
         self.path = os.fspath(path)
@@ -232,7 +235,10 @@ class Binlog:
         self._mm = None
         self._private = None           # the PreadBuffer behind _mm and _fill
         self._fill = self._read_after_close
-        self._file = filebuf.open_file(self.path)
+        if store is None:
+            store, self.path = storage.resolve(self.path)
+        self.store = store
+        self._file = store.open_file(self.path)
         try:
             self.size = self._file.size
             if self.size == 0:

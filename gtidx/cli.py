@@ -76,6 +76,31 @@ def _max_ratio_option(help_text: str):
                         show_default=True, help=help_text)
 
 
+def _storage_options(ctx, param, values) -> dict | None:
+    """``--storage-option KEY=VALUE`` (repeatable) as fsspec storage_options."""
+    if not values:
+        return None
+    from .storage import parse_option
+    try:
+        return dict(parse_option(v) for v in values)
+    except GtidxError as e:
+        raise click.BadParameter(e.message, ctx=ctx, param=param) from None
+
+
+def _storage_option(f):
+    return click.option("--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+                        callback=_storage_options,
+                        help="For URLs (s3://bucket/prefix/): an fsspec/s3fs option, e.g. endpoint_url=URL, "
+                             "key=ID, secret=KEY, anon=true; repeatable. Default: the AWS_* variables.")(f)
+
+
+def _index_dir_option(f):
+    return click.option("--index-dir", "index_root", metavar="DIR|URL",
+                        help="Indexes kept apart from the binlogs: a directory or URL mirroring where each "
+                             "binlog is (DIR/bucket/prefix/NAME.idx, DIR/var/lib/mysql/NAME.idx); "
+                             "looked up there first, then beside the binlog.")(f)
+
+
 def _quiet_option(f):
     return click.option("--quiet", "-q", is_flag=True,
                         help="No progress display (drawn on stderr only when stdout and stderr are "
@@ -339,10 +364,13 @@ def _write_groups(out, info, groups, as_json) -> None:
 @click.argument("offset", type=Offset())
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
 @_json_option("One JSON object: {file, offset, position, state, via}.")
-def pos(file, offset, no_index, as_json):
+@_storage_option
+@_index_dir_option
+def pos(file, offset, no_index, as_json, storage_options, index_root):
     """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it."""
     from . import api
-    r = api.state_at(file, offset, use_index=not no_index)
+    r = api.state_at(file, offset, use_index=not no_index, storage_options=storage_options,
+                     index_root=index_root)
     if as_json:
         _emit_json({"file": r.file, "offset": r.offset, "position": str(r.position),
                     "state": str(r.state), "via": r.via})
@@ -371,7 +399,9 @@ def _location_json(loc) -> dict:
 @click.option("--every", is_flag=True,
               help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
-def seek(spec, replica, when, path, as_json, every):
+@_storage_option
+@_index_dir_option
+def seek(spec, replica, when, path, as_json, every, storage_options, index_root):
     """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
     directory of binlogs or a master-bin.index (default: the current directory). Exactly one
     of --gtid, --replica, --time."""
@@ -381,7 +411,7 @@ def seek(spec, replica, when, path, as_json, every):
     from . import api
     if when is not None:
         t = api.parse_time(when)
-        with api.open_binlogs(path) as logs:
+        with api.open_binlogs(path, storage_options=storage_options, index_root=index_root) as logs:
             p = logs.at_time(t)
         if as_json:
             _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
@@ -396,7 +426,8 @@ def seek(spec, replica, when, path, as_json, every):
                     out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
                               f"position {p.position or '(empty)'} (via {p.via})\n")
         return
-    r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every)
+    r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
+                 storage_options=storage_options, index_root=index_root)
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
@@ -431,13 +462,16 @@ def seek(spec, replica, when, path, as_json, every):
 @click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
 @_quiet_option
 @_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
-def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json):
+@_storage_option
+@_index_dir_option
+def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json, storage_options, index_root):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
     index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current.
     On a terminal, a progress line: files and bytes done, MB/s, ETA."""
     with _Progress(quiet) as shown:
         _build(shown, paths, page_size=page_size, span_min=span_min,
-               max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json)
+               max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json,
+               storage_options=storage_options, index_root=index_root)
 
 
 def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:

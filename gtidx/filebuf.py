@@ -44,7 +44,49 @@ def _not_regular(mode: int, path: str) -> BadInputError:
                          hint="gtidx reads binlogs and .idx files from regular files only")
 
 
-class ReadFile:
+class Source:
+    """What ``PreadBuffer``, ``Window`` and the index reader read from: a
+    file's ``path``, its ``size`` at open and reads at offsets. ``ReadFile``
+    (a local file: a descriptor and ``pread``) and ``storage.RemoteFile``
+    (an object: range GETs) are the two. The class attributes size the
+    buffers for the medium: a remote read costs a request, so its chunks and
+    its walks' windows are bigger (a walk reads WINDOW bytes per request)."""
+
+    fd = None                    # a local file's descriptor; None for an object
+    CHUNK_SHIFT = CHUNK_SHIFT    # PreadBuffer's chunks
+
+    def windows(self) -> tuple[int, int, int]:
+        """(first, largest, growth factor) of a walk's ``Window`` over this file."""
+        return WINDOW_FIRST, WINDOW, 2
+
+    path: str
+    size: int
+
+    def pread(self, n: int, offset: int) -> bytes:
+        raise NotImplementedError
+
+    def read_exact(self, offset: int, n: int) -> bytes:
+        raise NotImplementedError
+
+    def read_into(self, view: memoryview, offset: int) -> None:
+        """Fill ``view`` with the bytes from ``offset``; GtidxIOError when short."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def private(self) -> "PreadBuffer":
+        """A private copy of the file's bytes as of open, read on demand."""
+        return PreadBuffer(self, self.size)
+
+
+class ReadFile(Source):
     """A regular file open for reading: its descriptor and its size at open.
 
     Raises ``OSError`` as the OS does (callers map it: a missing index is not
@@ -84,12 +126,6 @@ class ReadFile:
             os.close(self.fd)
             self.fd = None
 
-    def __enter__(self) -> "ReadFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def __del__(self):
         try:
             self.close()
@@ -120,9 +156,8 @@ class ReadFile:
             got += len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def private(self) -> "PreadBuffer":
-        """A private copy of the file's bytes as of open, read on demand."""
-        return PreadBuffer(self, self.size)
+    def read_into(self, view: memoryview, offset: int) -> None:
+        read_into(self, view, offset)
 
 
 def open_file(path: str | os.PathLike) -> ReadFile:
@@ -165,13 +200,14 @@ class PreadBuffer:
     ``fill`` first for the range it reads; after that, reads are plain memory
     reads that cannot fault, whatever happens to the file."""
 
-    def __init__(self, src: ReadFile, size: int):
+    def __init__(self, src: Source, size: int):
         self._src = src
         self.path = src.path
         self.size = size
+        self._shift = shift = src.CHUNK_SHIFT
         # private, not the default shared (shmem) mapping: 4x cheaper to make and unmap
         self.mem = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        chunks = (size + CHUNK - 1) >> CHUNK_SHIFT
+        chunks = (size + (1 << shift) - 1) >> shift
         self._have = bytearray(chunks)
         self._missing = chunks
 
@@ -182,10 +218,10 @@ class PreadBuffer:
         hi = min(hi, self.size)
         if lo >= hi:
             return
-        have = self._have
-        c = max(lo, 0) >> CHUNK_SHIFT
-        last = (hi - 1) >> CHUNK_SHIFT
-        limit = MAX_READ >> CHUNK_SHIFT
+        have, shift = self._have, self._shift
+        c = max(lo, 0) >> shift
+        last = (hi - 1) >> shift
+        limit = MAX_READ >> shift
         while c <= last:
             if have[c]:
                 c += 1
@@ -193,14 +229,14 @@ class PreadBuffer:
             e = c + 1                    # a run of missing chunks: one read
             while e <= last and not have[e] and e - c < limit:
                 e += 1
-            self._read(c << CHUNK_SHIFT, min(e << CHUNK_SHIFT, self.size))
+            self._read(c << shift, min(e << shift, self.size))
             have[c:e] = b"\x01" * (e - c)
             self._missing -= e - c
             c = e
 
     def _read(self, lo: int, hi: int) -> None:
         with memoryview(self.mem) as view:
-            read_into(self._src, view[lo:hi], lo)
+            self._src.read_into(view[lo:hi], lo)
 
     def read(self, lo: int, hi: int) -> bytes:
         """The bytes ``[lo, hi)`` (clipped to the size at open): from memory
@@ -210,7 +246,8 @@ class PreadBuffer:
         hi = min(hi, self.size)
         if lo >= hi:
             return b""
-        if not self._missing or all(self._have[lo >> CHUNK_SHIFT:((hi - 1) >> CHUNK_SHIFT) + 1]):
+        shift = self._shift
+        if not self._missing or all(self._have[lo >> shift:((hi - 1) >> shift) + 1]):
             return self.mem[lo:hi]
         return self._src.read_exact(lo, hi - lo)
 
@@ -262,15 +299,16 @@ class Window:
     bounds test says so), it calls ``advance`` (or ``move``) with the file
     offset it stopped at, and goes on at relative offset 0 of the new view."""
 
-    __slots__ = ("_src", "_buf", "_want", "end", "base", "view")
+    __slots__ = ("_src", "_buf", "_want", "_max", "_growth", "end", "base", "view")
 
-    def __init__(self, src: ReadFile, start: int, end: int):
+    def __init__(self, src: Source, start: int, end: int):
         self._src = src
         self._buf = None
         self.end = min(end, src.size)
+        first, self._max, self._growth = src.windows()
         # a short range (a lookup's walk to its target) in one read, a long one
         # from WINDOW_FIRST on: a walk its caller stops early reads little
-        self._want = self.end - start if 0 < self.end - start <= 4 * WINDOW_FIRST else WINDOW_FIRST
+        self._want = self.end - start if 0 < self.end - start <= 4 * first else first
         self.base = start
         self.view = memoryview(b"")
         if start < self.end:
@@ -282,8 +320,8 @@ class Window:
         if self._buf is None or len(self._buf) < n:
             self._buf = memoryview(bytearray(n))
         view = self._buf[:min(n, self.end - pos)]
-        read_into(self._src, view, pos)
-        self._want = min(WINDOW, n * 2)
+        self._src.read_into(view, pos)
+        self._want = min(self._max, n * self._growth)
         self.base, self.view = pos, view
         return view
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import idxformat as fmt
-from . import safefile
+from . import storage
 from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
-from .filebuf import ReadFile, open_file
+from .filebuf import Source
 from .gtid import LatestGtids
 from .indexmeta import XATTR, IndexMeta, IndexState, Progress, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
@@ -49,6 +49,29 @@ FIT_PAGE_SIZES = (64, 256, 1024, 4096)
 
 def index_path(binlog_path: str | os.PathLike) -> str:
     return os.fspath(binlog_path) + ".idx"
+
+
+class IndexRoot:
+    """Indexes kept apart from their binlogs (``--index-dir``, ``index_root=``):
+    a local directory or a URL prefix that mirrors where each binlog is,
+    whatever path it was reached by: the index of ``s3://bucket/a/b.000001``
+    is ``ROOT/bucket/a/b.000001.idx``, that of ``/var/lib/mysql/b.000001``
+    ``ROOT/var/lib/mysql/b.000001.idx``. Readers look there first, then
+    beside the binlog; ``build`` writes there."""
+
+    def __init__(self, root: str | os.PathLike, storage_options: dict | None = None):
+        self.store, self.root = storage.resolve(os.fspath(root), storage_options)
+
+    def place(self, b: Binlog) -> tuple:
+        """(store, path) of ``b``'s index under this root."""
+        where = b.path.split("://", 1)[1] if storage.is_url(b.path) else os.path.abspath(b.path)
+        return self.store, self.store.join(self.root, where.lstrip("/") + ".idx")
+
+
+def _places(b: Binlog, index_root: "IndexRoot | None") -> list:
+    """Where ``b``'s index may be, in the order readers look."""
+    beside = (b.store, index_path(b.path))
+    return [index_root.place(b), beside] if index_root is not None else [beside]
 
 
 # -- which binlog is still being written ------------------------------------------------
@@ -71,19 +94,19 @@ def still_written(b: Binlog, newest: bool | None = None) -> bool:
     if not b.growing:
         return False
     if newest is None:
-        newest = not _newer_beside(b.path)
+        newest = not _newer_beside(b.store, b.path)
     return newest
 
 
-def _newer_beside(path: str) -> bool:
-    directory, name = os.path.split(os.fspath(path))
+def _newer_beside(store, path: str) -> bool:
+    directory, name = store.split(os.fspath(path))
     m = _NUMBERED.fullmatch(name)
     if m is None:
         return False
     stem, number = m.group(1), int(m.group(2))
     try:
-        names = os.listdir(directory or ".")
-    except OSError:
+        names = store.listdir(directory)
+    except (OSError, GtidxError):
         return False
     for n in names:
         o = _NUMBERED.fullmatch(n)
@@ -118,7 +141,7 @@ class IndexStatus:
 
 
 def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
-               deep: bool = False) -> IndexStatus:
+               deep: bool = False, index_root: IndexRoot | None = None, store=None) -> IndexStatus:
     """Open ``b``'s index and judge it; never raises for a bad index.
 
     Lookups open lazily, as the server does: the header, the root and
@@ -129,20 +152,32 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
     The file is never mapped (it may shrink under a long-lived reader) and
     never read whole unless small (``IndexReader``); a FIFO or other special
     file ("not a regular file") and running out of memory reading it make it
-    "corrupt" with that reason: a scan answers."""
-    path = path or index_path(b.path)
+    "corrupt" with that reason: a scan answers.
+
+    Without ``path``: the index under ``index_root`` when there is one
+    there, else the one beside the binlog. ``store``: where ``path`` is
+    (default: the binlog's store)."""
+    if path is None:
+        status = None
+        for store, path in _places(b, index_root):
+            status = open_index(b, path, check_tail=check_tail, deep=deep, store=store)
+            if status.state is not IndexState.MISSING:
+                break
+        return status
     try:
-        f = ReadFile(path)
+        f = (store or b.store).open(path)
     except FileNotFoundError:
         return IndexStatus(path, IndexState.MISSING, "no index file")
     except OSError as e:
         return IndexStatus(path, IndexState.MISSING, f"cannot open: {e.strerror}")
+    except GtidxIOError as e:
+        return IndexStatus(path, IndexState.MISSING, f"cannot open: {e.message}")
     except BadInputError as e:
         return IndexStatus(path, IndexState.CORRUPT, e.message)
     if f.size == 0:
         f.close()
         return IndexStatus(path, IndexState.INCOMPLETE, "empty index file (a writer has not flushed a page yet)")
-    meta = IndexMeta.read_fd(f.fd, path)
+    meta = IndexMeta.read_of(f)
     status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", meta=meta, _file=f)
     try:
         _judge(status, b, f, path, meta, check_tail, deep)
@@ -156,7 +191,7 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
     return status
 
 
-def _judge(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta | None,
+def _judge(status: IndexStatus, b: Binlog, f: Source, path: str, meta: IndexMeta | None,
            check_tail: bool, deep: bool) -> None:
     try:
         status.reader = IndexReader(f, path=path)
@@ -174,7 +209,7 @@ def _judge(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMe
         status.state, status.reason = IndexState.STALE, f"binlog does not match the index: {e.message}"
 
 
-def _hot(status: IndexStatus, b: Binlog, f: ReadFile, path: str, meta: IndexMeta | None) -> None:
+def _hot(status: IndexStatus, b: Binlog, f: Source, path: str, meta: IndexMeta | None) -> None:
     """The index of a binlog still being written has no root yet: use the
     complete leaves on disk (a lookup past them scans the binlog from the last
     one). Written by gtidx tail: its saved progress must match the binlog;
@@ -232,14 +267,18 @@ def _tail_problem(r: IndexReader, b: Binlog, last: int) -> str:
     return ""
 
 
-def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = False):
+def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = False,
+                index_root: IndexRoot | None = None):
     """What ``build``/``tail`` saw of ``b`` (``IndexMeta.seen``), stored with
     its index (``meta``, else read from the index beside it), when made of
     this binlog as it is now (its fingerprint checked, unless ``checked``:
     ``open_index`` did): ``(offset, ranges, repeats)``, seen from the start of
     the binlog to ``offset`` (a group boundary); None without."""
     if meta is None:
-        meta = IndexMeta.read(index_path(b.path))
+        for store, path in _places(b, index_root):
+            meta = IndexMeta.read(path, store)
+            if meta is not None:
+                break
         checked = False
     if meta is None or meta.covers > b.size or (not meta.partial and meta.size != b.size) \
             or not (checked or meta.matches(b)):
@@ -374,28 +413,34 @@ def _fit_span(records: list, page_size: int, budget: int, full: int) -> list:
 def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
                 span_min: int = fmt.DEFAULT_SPAN_MIN, max_ratio: float | None = DEFAULT_MAX_RATIO,
                 force: bool = False, out: str | None = None,
-                progress: Callable[[int], None] | None = None) -> BuildResult:
+                progress: Callable[[int], None] | None = None, store=None,
+                index_root: IndexRoot | None = None) -> BuildResult:
     """Write ``<binlog>.idx``. Skips a binlog whose index is already valid and
     current (whoever wrote it) unless ``force``; never touches the index of a
     binlog that is still being written (``still_written``) unless ``force``:
     its server or ``gtidx tail`` owns it. ``max_ratio=None`` writes the
-    server's layout whatever its size."""
+    server's layout whatever its size. ``store``: where the binlog and its
+    index are (``storage``; by default the one the path's form names).
+    ``index_root``: write the index there (``IndexRoot``), not beside."""
     if not fmt.valid_page_size(page_size):
         raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
     policy = RecordPolicy(span_min)      # refuses a span_min below 1
     if max_ratio is not None and not 0 < max_ratio <= 1:
         raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
     t0 = time.perf_counter()
-    with Binlog(binlog_path) as b:
-        target = out or index_path(b.path)
+    with Binlog(binlog_path, store) as b:
+        if out:
+            store, target = b.store, out
+        else:
+            store, target = index_root.place(b) if index_root is not None else (b.store, index_path(b.path))
         result = BuildResult(b.path, target, "built", page_size=page_size, span_min=span_min,
                              binlog_size=b.size)
         if not force and still_written(b):
             result.action, result.reason = "skipped", ("binlog still being written (its server or gtidx tail "
                                                        "owns its index; --force indexes what is there now)")
             return result
-        if not force and safefile.is_regular(target):      # a link or a FIFO is replaced unread
-            status = open_index(b, target, deep=True)
+        if not force and store.is_regular(target):      # a link or a FIFO is replaced unread
+            status = open_index(b, target, deep=True, store=store)
             status.close()
             # an index of ours from before gtidx stored the seq ranges it saw
             # is made again: lookups would walk its binlog for them
@@ -419,27 +464,19 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     result.records = len(records)
     result.pages = len(pages)
     result.size = len(pages) * page_size
-    _write_atomically(target, pages, meta)
+    store.write_index(target, b"".join(pages), meta)
     result.seconds = time.perf_counter() - t0
     return result
-
-
-def _write_atomically(target: str, pages: list[bytes], meta: IndexMeta) -> None:
-    IndexMeta.remove_orphans(target)
-    try:
-        safefile.write_file(target, [b"".join(pages)], before_publish=lambda fd: meta.write(fd, target))
-    except OSError as e:
-        raise GtidxIOError.from_os(e, target) from None
 
 
 def verify_index(binlog_path, index: str | None = None) -> dict:
     """Full check: every page, the tree, and every record's state equal to a
     scan of the binlog. Raises CorruptIndexError on the first problem."""
-    with Binlog(binlog_path) as b, open_file(index or index_path(b.path)) as f:
+    with Binlog(binlog_path) as b, b.store.open_file(index or index_path(b.path)) as f:
         path = f.path
         r = IndexReader(f, path=path)
         stats = r.check()
-        problem = _staleness(r, b, IndexMeta.read(path), check_tail=True)
+        problem = _staleness(r, b, IndexMeta.read(path, b.store), check_tail=True)
         if problem:
             raise CorruptIndexError(f"stale: {problem}", path=path)
         state = b.start_state.copy()
@@ -461,6 +498,6 @@ def verify_index(binlog_path, index: str | None = None) -> dict:
         return stats
 
 
-__all__ = ["index_path", "open_index", "build_index", "verify_index", "still_written", "IndexStatus",
+__all__ = ["index_path", "IndexRoot", "open_index", "build_index", "verify_index", "still_written", "IndexStatus",
            "IndexState", "IndexMeta", "Progress", "XATTR", "BuildResult", "server_records", "coarsen",
            "fit_budget", "GtidxError"]

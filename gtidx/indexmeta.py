@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from . import safefile
 from .binlog import IN_USE_FLAG, Binlog
+from .errors import GtidxError
 
 XATTR = "user.gtidx"
 FINGERPRINT_SPAN = 65536
@@ -64,7 +65,7 @@ def crc_masked(mm, lo: int, hi: int) -> int:
 
 
 def sidecar_path(index: str) -> str:
-    d, name = os.path.split(os.fspath(index))
+    d, name = os.path.split(os.fspath(index))       # an object's URL splits at its last "/" too
     return os.path.join(d, f".{name}.gtidx")
 
 
@@ -151,10 +152,16 @@ class IndexMeta:
 
     # -- on disk -------------------------------------------------------------------
     @classmethod
-    def read(cls, index: str) -> "IndexMeta | None":
+    def read(cls, index: str, store=None) -> "IndexMeta | None":
         """The fingerprint gtidx stored with the index at ``index`` (not
-        followed if a link); None when there is none (a server's index, or
-        no index)."""
+        followed if a link; in ``store`` when given, a ``storage`` store);
+        None when there is none (a server's index, or no index)."""
+        if store is not None and store.remote:
+            try:
+                f = store.open(index)
+            except (OSError, GtidxError):
+                return None
+            return cls.read_object(f)
         try:
             fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
@@ -223,6 +230,45 @@ class IndexMeta:
         d = json.loads(raw)
         d.update(dev=st.st_dev, ino=st.st_ino)
         safefile.write_file(sidecar_path(index), [json.dumps(d, separators=(",", ":")).encode()])
+
+    # -- in an object store --------------------------------------------------------
+    # No xattrs there: the sidecar object ``.<name>.idx.gtidx`` beside the
+    # index, bound to the index object by its ETag and size (as the local
+    # sidecar is by dev/ino): a sidecar left from another index object at
+    # that name is never believed.
+    @classmethod
+    def read_object(cls, f) -> "IndexMeta | None":
+        """The fingerprint stored with the index object open as ``f`` (a
+        ``storage.RemoteFile``); None when there is none or it is not this
+        object's."""
+        if not f.etag:
+            return None
+        try:
+            raw = f.store.read_bytes(sidecar_path(f.path), _MAX_META)
+        except GtidxError:
+            return None
+        try:
+            d = json.loads(raw)
+            if not isinstance(d, dict) or (d.pop("etag", None), d.pop("index_size", None)) != (f.etag, f.size):
+                return None
+        except ValueError:
+            return None
+        return cls.from_json(json.dumps(d).encode())
+
+    def write_object(self, store, index: str) -> None:
+        """Store this beside the index object just written at ``index``."""
+        info = store.info(index)
+        d = json.loads(self.to_json())
+        d.update(etag=info.get("ETag") or info.get("etag"), index_size=int(info["size"]))
+        store.put(sidecar_path(index), json.dumps(d, separators=(",", ":")).encode())
+
+    @classmethod
+    def read_of(cls, f) -> "IndexMeta | None":
+        """The fingerprint stored with the open index ``f``: a local file's
+        xattr or sidecar, an object's sidecar object."""
+        if f.fd is not None:
+            return cls.read_fd(f.fd, f.path)
+        return cls.read_object(f)
 
     @staticmethod
     def remove(index: str) -> None:

@@ -27,7 +27,7 @@ from typing import Callable, Iterator
 
 from . import idxformat as fmt
 from .errors import CorruptIndexError, GtidxError
-from .filebuf import ReadFile
+from .filebuf import Source
 from .gtid import BinlogState, Position
 
 
@@ -53,7 +53,7 @@ CHECK_BLOCK = 1 << 20           # check() streams the file in reads of this size
 NODE_MAX = 64 << 20
 
 
-def _read(src: ReadFile, offset: int, n: int, path, page=None) -> bytes:
+def _read(src: Source, offset: int, n: int, path, page=None) -> bytes:
     """``n`` bytes of an index file at ``offset``; any failure (the file
     shrank, an I/O error, no memory) is a CorruptIndexError: the index
     cannot be used, a lookup scans instead."""
@@ -187,12 +187,12 @@ class _Lookups:
 
 class IndexReader(_Lookups):
     def __init__(self, source, *, path=None):
-        """``source``: an open ``filebuf.ReadFile`` (which this reader then
+        """``source``: an open ``filebuf.Source`` (a local file or an object) (which this reader then
         reads from; the caller closes it) or a bytes-like buffer."""
         self.path = path
         self._src = None
         self._cache: dict[int, object] = {}     # page number -> its checked bytes
-        if isinstance(source, ReadFile):
+        if isinstance(source, Source):
             size = source.size
             if size <= WHOLE_MAX:
                 source = _read(source, 0, size, path)
@@ -527,19 +527,19 @@ class PartialIndex:
     running state already holds, plus its own record)."""
 
     def __init__(self, source, *, path=None):
-        """``source``: an open ``filebuf.ReadFile`` (read page by page with
+        """``source``: an open ``filebuf.Source`` (a local file or an object) (read page by page with
         pread, up to the first page it no longer has) or a bytes-like buffer."""
         self.path = path
         self.page_size = 0
         self.pages = 0               # pages of complete nodes
         self.nodes = 0
         self.keys: list[tuple[int, list]] = []
-        if isinstance(source, ReadFile) and source.size <= WHOLE_MAX:
+        if isinstance(source, Source) and source.size <= WHOLE_MAX:
             try:
                 source = source.pread(source.size, 0)   # small: one read (short if it shrank)
             except (OSError, GtidxError):
                 source = b""
-        if isinstance(source, ReadFile):
+        if isinstance(source, Source):
             size = source.size
 
             def read(offset: int, n: int):

@@ -1,0 +1,327 @@
+"""Where binlogs and indexes are: a local file system or an object store.
+
+A ``Store`` is the one place that knows the medium. Everything that reads
+or writes a file by name asks the store it came with (a ``Binlog`` keeps
+the store it was opened from in ``.store``; its index is opened, written and
+listed through that store):
+
+* ``LOCAL`` (``LocalStore``): plain paths, ``file://`` URLs. Files are opened
+  as ``filebuf.ReadFile`` (a descriptor and ``pread``: today's code path,
+  unchanged) and written with ``safefile`` (exclusive temporary file, rename).
+* ``FsspecStore``: any other fsspec URL (``s3://bucket/prefix/...``), through
+  fsspec and s3fs, imported only when such a URL is given. An object is
+  opened as a ``RemoteFile``: its size from one HEAD, then only the ranges
+  asked for, each one ranged GET (``fs.cat_file(path, start, end)``: no
+  readahead, no cache); a walk reads windows of up to 8 MiB per GET. A whole
+  file is written with one PUT (``fs.pipe_file``): atomic for a reader.
+
+``resolve(path, storage_options)`` gives ``(store, path)`` for what a user
+typed. Credentials and endpoint: fsspec's ``storage_options`` (``key``,
+``secret``, ``endpoint_url``, ``client_kwargs``, ...) or, without them, what
+botocore reads itself: the ``AWS_*`` environment variables (``AWS_ENDPOINT_URL``
+included) and profiles. Every failure of the object store is a
+``GtidxIOError`` (exit 3, as a missing or unreadable local file is) naming
+the URL: a missing bucket, key or prefix, access denied, an endpoint that
+does not answer.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+
+from . import filebuf, safefile
+from .errors import BadInputError, GtidxError, GtidxIOError
+
+REMOTE_CHUNK_SHIFT = 16          # a PreadBuffer over an object fills 64 KiB per GET (preamble: 1 GET)
+REMOTE_WINDOW_FIRST = 64 << 10   # a walk over an object: first GET of 64 KiB (a lookup's walk: one GET)
+REMOTE_WINDOW = 8 << 20          # then 8 MiB per GET
+REMOTE_GROWTH = 4                # 64 KiB, 256 KiB, 1 MiB, 4 MiB, 8 MiB: a walk stopped early reads little
+
+
+def is_url(path) -> bool:
+    return isinstance(path, str) and "://" in path
+
+
+class LocalStore:
+    """The local file system: paths as the OS takes them."""
+
+    remote = False
+
+    def open(self, path: str) -> filebuf.ReadFile:
+        """Raises OSError as the OS does (the caller decides what a missing file means)."""
+        return filebuf.ReadFile(path)
+
+    def open_file(self, path: str) -> filebuf.ReadFile:
+        return filebuf.open_file(path)
+
+    def join(self, directory: str, name: str) -> str:
+        return os.path.join(directory, name)
+
+    def split(self, path: str) -> tuple[str, str]:
+        return os.path.split(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path or ".")
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def kind(self, path: str) -> str | None:
+        """"directory", "file", "other" (a FIFO...) or None (nothing there)."""
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            return None
+        return "directory" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+    def is_regular(self, path: str) -> bool:
+        return safefile.is_regular(path)
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        with open(path, "rb") as f:
+            return f.read(-1 if limit is None else limit)
+
+    def write_index(self, target: str, data: bytes, meta) -> None:
+        """``data`` as ``target`` (exclusive temporary file, rename), ``meta``
+        (an IndexMeta) stamped on the new file before it is renamed."""
+        meta.remove_orphans(target)
+        try:
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)    # under an --index-dir
+            safefile.write_file(target, [data], before_publish=lambda fd: meta.write(fd, target))
+        except OSError as e:
+            raise GtidxIOError.from_os(e, target) from None
+
+
+LOCAL = LocalStore()
+
+
+class FsspecStore:
+    """An fsspec file system (an object store): paths are URLs, ``s3://bucket/key``."""
+
+    remote = True
+
+    def __init__(self, fs, protocol: str):
+        self.fs = fs
+        self.protocol = protocol
+
+    def _url(self, stripped: str) -> str:
+        return f"{self.protocol}://{stripped}"
+
+    def fail(self, e: BaseException, path: str) -> GtidxError:
+        """An fsspec/botocore failure as one line: exit 3, or 2 for an
+        option the file system does not take (s3fs says so at first use)."""
+        if isinstance(e, GtidxError):
+            return e
+        if isinstance(e, TypeError) and "keyword argument" in str(e):
+            return BadInputError(f"bad storage option: {_reason(e)}", path=path)
+        if isinstance(e, FileNotFoundError):
+            return GtidxIOError("no such object, prefix or bucket", path=path)
+        if isinstance(e, PermissionError):
+            return GtidxIOError(f"access denied: {_reason(e)}", path=path,
+                                hint="check the credentials (AWS_* variables, profile or --storage-option)")
+        return GtidxIOError(f"object store failed: {_reason(e)}", path=path,
+                            hint="is the endpoint up (AWS_ENDPOINT_URL / endpoint_url)?")
+
+    def _call(self, path: str, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as e:          # botocore, aiohttp, OSError: all of them mean "cannot read it"
+            raise self.fail(e, path) from None
+
+    def info(self, path: str) -> dict:
+        return self._call(path, self.fs.info, path)
+
+    def open(self, path: str) -> "RemoteFile":
+        """Raises FileNotFoundError for a missing object (as LocalStore.open does)."""
+        try:
+            info = self.fs.info(path)
+        except FileNotFoundError:
+            raise
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as e:
+            raise self.fail(e, path) from None
+        if info.get("type") != "file":
+            raise BadInputError("not an object (a prefix)", path=path,
+                                hint="gtidx reads binlogs and .idx files from objects only")
+        return RemoteFile(self, path, info)
+
+    def open_file(self, path: str) -> "RemoteFile":
+        try:
+            return self.open(path)
+        except FileNotFoundError:
+            raise self.fail(FileNotFoundError(path), path) from None
+
+    def cat(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the object: one ranged GET."""
+        return self._call(path, self.fs.cat_file, path, start=start, end=end)
+
+    def join(self, directory: str, name: str) -> str:
+        return directory.rstrip("/") + "/" + name
+
+    def split(self, path: str) -> tuple[str, str]:
+        return posixpath.split(path)
+
+    def listdir(self, path: str) -> list[str]:
+        """Names of the objects directly under the prefix ``path``: one LIST."""
+        entries = self._call(path, self.fs.ls, path.rstrip("/") + "/", detail=True)
+        return [posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") == "file"]
+
+    def kind(self, path: str) -> str | None:
+        """"directory" (a URL ending in "/": a prefix, listed to see), "file" or None: one HEAD."""
+        if path.endswith("/"):
+            return "directory"
+        return self._kind(path)
+
+    def _kind(self, path: str) -> str | None:
+        try:
+            return self.fs.info(path).get("type")
+        except FileNotFoundError:
+            return None
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as e:
+            raise self.fail(e, path) from None
+
+    def exists(self, path: str) -> bool:
+        return self._kind(path) is not None
+
+    def is_regular(self, path: str) -> bool:
+        return self.kind(path) == "file"
+
+    def size(self, path: str) -> int:
+        return int(self.info(path)["size"])
+
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        """The object (its first ``limit`` bytes: one ranged GET, no HEAD)."""
+        if limit is not None:
+            return self._call(path, self.fs.cat_file, path, start=0, end=limit)
+        return self._call(path, self.fs.cat_file, path)
+
+    def put(self, path: str, data: bytes) -> None:
+        """``data`` as the object ``path``: one PUT (readers see the old
+        object or the new one, never a part)."""
+        self._call(path, self.fs.pipe_file, path, data)
+
+    def write_index(self, target: str, data: bytes, meta) -> None:
+        """The index with one PUT, then its fingerprint (``IndexMeta``, in
+        a sidecar object bound to this index object's ETag): a reader
+        between the two sees a fingerprint of another index and does not
+        trust it (the index is judged as a server's: record 0, the tail)."""
+        self.put(target, data)
+        meta.write_object(self, target)
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:300]
+
+
+class RemoteFile(filebuf.Source):
+    """An object open for range reads: its size (and ETag) from one HEAD at
+    open; every read is one ranged GET of exactly what is asked, unless the
+    bytes are among the last few ranges read (their last MiB each: an
+    index record's check and the walk from it, a fingerprint and the end of
+    a walk read the same bytes twice)."""
+
+    CHUNK_SHIFT = REMOTE_CHUNK_SHIFT
+    HELD = 4                        # ranges kept
+    HELD_BYTES = 1 << 20            # of each, at most its last MiB
+
+    def __init__(self, store: FsspecStore, path: str, info: dict):
+        self.store = store
+        self.path = path
+        self.size = int(info["size"])
+        self.etag = info.get("ETag") or info.get("etag")
+        self._held: list[tuple[int, bytes]] = []
+
+    def windows(self) -> tuple[int, int, int]:
+        return REMOTE_WINDOW_FIRST, REMOTE_WINDOW, REMOTE_GROWTH
+
+    def pread(self, n: int, offset: int) -> bytes:
+        end = min(offset + n, self.size)
+        if offset >= end:
+            return b""
+        for start, data in self._held:
+            if start <= offset and end <= start + len(data):
+                return data[offset - start:end - start]
+        data = self.store.cat(self.path, offset, end)
+        keep = data[-self.HELD_BYTES:] if len(data) > self.HELD_BYTES else data
+        self._held.insert(0, (offset + len(data) - len(keep), keep))
+        del self._held[self.HELD:]
+        return data
+
+    def read_exact(self, offset: int, n: int) -> bytes:
+        data = self.pread(n, offset) if offset + n <= self.size else b""
+        if len(data) < n:
+            raise filebuf.shrank(self.path, offset + len(data), self.size)
+        return data
+
+    def read_into(self, view: memoryview, offset: int) -> None:
+        view[:] = self.read_exact(offset, len(view))
+
+    def close(self) -> None:
+        self._held = []
+
+
+_STORES: dict = {}
+
+
+def resolve(path, storage_options: dict | None = None) -> tuple:
+    """``(store, path)`` for a path or URL as a user gives it: a plain path
+    or ``file://`` URL is local (``file:///var/log/x`` -> ``/var/log/x``);
+    any other URL is opened with fsspec, ``storage_options`` passed to its
+    file system (cached: the same URL scheme and options share one)."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not is_url(path):
+        return LOCAL, path
+    protocol, rest = path.split("://", 1)
+    if protocol == "file":
+        return LOCAL, rest or "/"
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise BadInputError(f"storage_options must be a dict, not {type(storage_options).__name__}")
+    key = (protocol, repr(sorted((storage_options or {}).items())))
+    store = _STORES.get(key)
+    if store is None:
+        try:
+            import fsspec
+            options = dict(storage_options or {})
+            if protocol in ("s3", "s3a"):
+                # what an object holds now, not a listing remembered from earlier in the process
+                options.setdefault("use_listings_cache", False)
+            fs = fsspec.filesystem(protocol, **options)
+        except ImportError as e:
+            raise BadInputError(f"{protocol}:// URLs need fsspec and its {protocol} driver ({e.name} is missing)",
+                                path=path, hint="pip install 'gtidx[s3]'") from None
+        except ValueError as e:
+            raise BadInputError(f"cannot open {protocol}:// URLs: {_reason(e)}", path=path) from None
+        except TypeError as e:
+            raise BadInputError(f"bad storage option: {_reason(e)}", path=path) from None
+        store = _STORES[key] = FsspecStore(fs, protocol)
+    return store, path
+
+
+def store_of(path) -> "LocalStore | FsspecStore":
+    return resolve(path)[0]
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` (the CLI's ``--storage-option``): VALUE as JSON when it
+    is JSON (``anon=true``, ``client_kwargs={"region_name": "eu-west-1"}``),
+    else the string."""
+    import json
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise BadInputError(f"storage option {text!r} is not KEY=VALUE")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key, parsed

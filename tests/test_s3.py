@@ -1,0 +1,428 @@
+"""Binlogs and indexes in an object store (issue 13): the same answers as
+from local files, lookups in a handful of range GETs, one PUT per index,
+and one clear line for every failure.
+
+The S3 endpoint is a real ``moto_server`` process (moto[server], what s3fs's
+own tests run) on 127.0.0.1, spoken to over HTTP; requests are counted from
+its own request log (one line per request it answered), bytes from the
+ranges gtidx asked for."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT, answers_equal
+
+boto3 = pytest.importorskip("boto3")
+pytest.importorskip("s3fs")
+
+import gtidx  # noqa: E402
+from gtidx import api, storage  # noqa: E402
+from gtidx.gtid import Gtid  # noqa: E402
+
+BUCKET = "gtidx-archive"
+MULTI = FIXTURES / "mariadb-10.11" / "multifile"
+BIG = FIXTURES / "mariadb-11.8" / "mixed" / "master-bin.000002"    # ~4 MB: 60 index records
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LINE = re.compile(r'"(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP/[0-9.]+" (\d+)')
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class MotoServer:
+    """``moto_server`` as a child process; ``requests()`` reads its log."""
+
+    def __init__(self, tmp: Path, env: dict | None = None):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / f"moto-{self.port}.log"
+        self._log = open(self.log_path, "wb")
+        exe = Path(sys.executable).with_name("moto_server")
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "moto.server"]
+        self.proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(self.port)], stdout=self._log,
+                                     stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/moto-api/", timeout=1).read()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"moto_server did not start: {self.log_path.read_text()[-2000:]}")
+                time.sleep(0.1)
+        self._seen = 0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def requests(self) -> list[tuple[str, str, int]]:
+        """(method, path, status) of every request answered since the last call."""
+        # werkzeug colours the lines of answers other than 200 (206: a ranged GET)
+        lines = _ANSI.sub("", self.log_path.read_text(errors="replace")).splitlines()
+        out = [(m.group(1), m.group(2), int(m.group(3))) for ln in lines if (m := _LINE.search(ln))]
+        new, self._seen = out[self._seen:], len(out)
+        return [r for r in new if not r[1].startswith("/moto-api")]
+
+
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": ""}
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto_server with the AWS_* variables (AWS_ENDPOINT_URL among them)
+    pointing at it, a bucket, and the fixtures copied into it."""
+    server = MotoServer(tmp_path_factory.mktemp("moto"))
+    saved = {k: os.environ.get(k) for k in [*AWS_ENV, "AWS_ENDPOINT_URL"]}
+    os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
+    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        del os.environ[k]
+    try:
+        client = boto3.client("s3", endpoint_url=server.url)
+        client.create_bucket(Bucket=BUCKET)          # s3fs's mkdir does not work against moto
+        for f in MULTI.iterdir():
+            if f.name.startswith("master-bin"):
+                client.put_object(Bucket=BUCKET, Key=f"multifile/{f.name}", Body=f.read_bytes())
+        client.put_object(Bucket=BUCKET, Key=f"big/{BIG.name}", Body=BIG.read_bytes())
+        server.client = client
+        server.requests()
+        yield server
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
+
+
+def _objects(client, prefix: str) -> dict[str, bytes]:
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {o["Key"][len(prefix):]: client.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
+            for o in listed}
+
+
+def _local_copy(tmp_path: Path, src: Path) -> Path:
+    d = tmp_path / src.name
+    shutil.copytree(src, d)
+    return d
+
+
+def _cli(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gtidx", *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def _counted(monkeypatch) -> list:
+    """The ranges gtidx asks the object store for: (path, start, end, bytes)."""
+    ranges = []
+    cat = storage.FsspecStore.cat
+
+    def counting(self, path, start, end):
+        data = cat(self, path, start, end)
+        ranges.append((path, start, end, len(data)))
+        return data
+    monkeypatch.setattr(storage.FsspecStore, "cat", counting)
+    return ranges
+
+
+# -- the same answers -------------------------------------------------------------------
+
+def _build_both(s3, tmp_path, prefix: str, src: Path):
+    local = _local_copy(tmp_path, src)
+    for r in gtidx.build(str(local)):
+        assert not isinstance(r, Exception), r
+    for r in gtidx.build(f"s3://{BUCKET}/{prefix}/"):
+        assert not isinstance(r, Exception), r
+        assert r.action == "built"
+    return local
+
+
+def test_s3_build_writes_the_same_index_with_one_put_each(s3, tmp_path):
+    s3.client.copy_object(Bucket=BUCKET, Key="one/master-bin.000018",
+                          CopySource={"Bucket": BUCKET, "Key": "multifile/master-bin.000018"})
+    s3.requests()
+    local = _local_copy(tmp_path, MULTI)
+    results = list(gtidx.build(f"s3://{BUCKET}/one/"))
+    assert [r.action for r in results] == ["built"]
+    puts = [r for r in s3.requests() if r[0] == "PUT"]
+    # the index with one PUT, its fingerprint with one more (beside it, bound to the index's ETag)
+    assert [p for _, p, _ in puts] == [f"/{BUCKET}/one/master-bin.000018.idx",
+                                       f"/{BUCKET}/one/.master-bin.000018.idx.gtidx"]
+    assert [r.action for r in gtidx.build(str(local / "master-bin.000018"))] == ["built"]
+    objects = _objects(s3.client, "one/")
+    assert objects["master-bin.000018.idx"] == (local / "master-bin.000018.idx").read_bytes()
+    # built again: valid and current (its fingerprint found and matched): nothing written
+    again = list(gtidx.build(f"s3://{BUCKET}/one/"))
+    assert [r.action for r in again] == ["skipped"], again
+    assert not [r for r in s3.requests() if r[0] == "PUT"]
+
+
+def test_s3_every_offset_answers_as_locally(s3, tmp_path):
+    local = _build_both(s3, tmp_path, "multifile", MULTI)
+    oracle = json.loads((MULTI / "oracle.json").read_text())
+    with gtidx.open(f"s3://{BUCKET}/multifile/") as remote:
+        assert [Path(f).name for f in remote.files] == [e["name"] for e in oracle["files"]]
+        for entry in oracle["files"]:
+            url = f"s3://{BUCKET}/multifile/{entry['name']}"
+            assert answers_equal(url, entry, remote, "index") == [], entry["name"]
+            assert answers_equal(local / entry["name"], entry, gtidx.open(str(local)), "index") == []
+
+
+def test_s3_every_gtid_is_found_as_locally(s3, tmp_path):
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin"):
+            s3.client.put_object(Bucket=BUCKET, Key=f"seek/{f.name}", Body=f.read_bytes())
+    local = _build_both(s3, tmp_path, "seek", MULTI)
+    oracle = json.loads((MULTI / "oracle.json").read_text())
+    gtids = [g for e in oracle["files"] for g, _, _ in e["groups"]]
+    assert len(gtids) > 250
+    with gtidx.open(f"s3://{BUCKET}/seek/") as remote, gtidx.open(str(local)) as here:
+        for g in gtids:
+            a, b = remote.locate(g), here.locate(g)
+            assert (Path(a.file).name, a.start, a.end, a.resume) == (Path(b.file).name, b.start, b.end, b.resume)
+            assert a.file.startswith(f"s3://{BUCKET}/seek/")
+            assert a.via == b.via
+
+
+# -- what a lookup costs ------------------------------------------------------------------
+
+def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
+    """A one-shot ``pos`` and ``seek`` on an indexed object: counted on the
+    server, at most 6 GETs (and 2 HEADs: the binlog's and the index's size);
+    the binlog bytes read: its first and last 64 KiB (the fingerprint the
+    index was made for), the 64 KiB around the index record the lookup
+    starts from, and the walk from there to the target (under 64 KiB plus a
+    group: the records' span)."""
+    url = f"s3://{BUCKET}/big/{BIG.name}"
+    [r] = list(gtidx.build(url))
+    assert r.action == "built" and r.records > 30
+    size = BIG.stat().st_size
+    local = tmp_path / BIG.name
+    shutil.copy(BIG, local)
+    targets = [g.end for g in list(api.scan(str(local))[1])[::97]]
+    s3.requests()
+    ranges = _counted(monkeypatch)
+    for offset in targets:
+        ranges.clear()
+        got = gtidx.state_at(url, offset)
+        assert got.via == "index"
+        assert got.position == gtidx.state_at(str(local), offset).position
+        reqs = s3.requests()
+        gets = [r for r in reqs if r[0] == "GET"]
+        heads = [r for r in reqs if r[0] == "HEAD"]
+        assert len(gets) <= 6 and len(heads) <= 2 and len(reqs) == len(gets) + len(heads), reqs
+        binlog_bytes = sum(n for p, _, _, n in ranges if p == url)
+        assert binlog_bytes <= 3 * 65536 + 65536 + 16384, (offset, ranges)
+    # the whole file is never read, nor more than 8 MiB in one GET
+    assert all(end - start <= 8 << 20 for _, start, end, _ in ranges)
+    assert size > 3 << 20
+
+
+def test_s3_build_reads_in_large_ranges(s3, monkeypatch):
+    """``build`` reads the binlog once, in GETs growing from 64 KiB to 8 MiB (x4 each)."""
+    s3.client.copy_object(Bucket=BUCKET, Key=f"bigbuild/{BIG.name}",
+                          CopySource={"Bucket": BUCKET, "Key": f"big/{BIG.name}"})
+    ranges = _counted(monkeypatch)
+    [r] = list(gtidx.build(f"s3://{BUCKET}/bigbuild/"))
+    assert r.action == "built"
+    walked = [(s, e) for p, s, e, _ in ranges if p.endswith(BIG.name)]
+    assert sum(e - s for s, e in walked) <= BIG.stat().st_size + 3 * 65536     # once (plus the fingerprint)
+    assert len(walked) <= 6, walked
+
+
+# -- the CLI: URLs, credentials, failures ---------------------------------------------------
+
+def test_s3_cli_pos_seek_build(s3, tmp_path):
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin"):
+            s3.client.put_object(Bucket=BUCKET, Key=f"cli/{f.name}", Body=f.read_bytes())
+    url = f"s3://{BUCKET}/cli/"
+    built = _cli("build", "--json", url)
+    assert built.returncode == 0, built.stderr
+    assert [r["action"] for r in json.loads(built.stdout)["results"]] == ["built"] * 5
+    oracle = json.loads((MULTI / "oracle.json").read_text())
+    entry = oracle["files"][2]
+    gtid, start, end = entry["groups"][10]
+    got = _cli("seek", "--json", "--gtid", gtid, url)
+    assert got.returncode == 0, got.stderr
+    loc = json.loads(got.stdout)
+    assert (loc["file"], loc["start"], loc["end"], loc["via"]) == (url + entry["name"], start, end, "index")
+    offset, answer = next((o, a) for o, a in entry["pos"] if o > 50000 and a)
+    got = _cli("pos", "--json", url + entry["name"], str(offset))
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["position"] == str(gtidx.Position.parse(answer))
+    # the endpoint as a storage option instead of AWS_ENDPOINT_URL
+    env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
+    got = subprocess.run([sys.executable, "-m", "gtidx", "pos", url + entry["name"], str(offset),
+                          "--storage-option", f"endpoint_url={s3.url}"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)})
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == str(gtidx.Position.parse(answer))
+
+
+def _one_line_error(r: subprocess.CompletedProcess, code: int, *words: str) -> None:
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_s3_missing_bucket_prefix_object(s3):
+    _one_line_error(_cli("seek", "--gtid", "0-1-1", "s3://no-such-bucket-gtidx/x/"), 3, "no such object")
+    _one_line_error(_cli("seek", "--gtid", "0-1-1", f"s3://{BUCKET}/no/such/prefix/"), 3,
+                    f"s3://{BUCKET}/no/such/prefix/", "no such object")
+    _one_line_error(_cli("pos", f"s3://{BUCKET}/multifile/master-bin.999999", "4"), 3, "master-bin.999999")
+    _one_line_error(_cli("build", f"s3://{BUCKET}/no/such/prefix/"), 3, "no such object")
+    r = _cli("pos", f"s3://{BUCKET}/multifile/master-bin.000018", "4", "--storage-option", "nonsense")
+    assert r.returncode == 2 and "is not KEY=VALUE" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_s3_endpoint_down(s3):
+    port = _free_port()           # nothing listens there
+    r = _cli("pos", f"s3://{BUCKET}/multifile/master-bin.000018", "4", env={"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"})
+    _one_line_error(r, 3, "Could not connect", "endpoint")
+
+
+def test_s3_not_an_object_store_url(s3, tmp_path):
+    _one_line_error(_cli("pos", "nosuchproto://x/y", "4"), 2, "nosuchproto")
+    # file:// URLs are local paths
+    local = _local_copy(tmp_path, MULTI)
+    r = _cli("pos", f"file://{local}/master-bin.000018", "531")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def s3_auth(tmp_path_factory):
+    """A moto_server that checks credentials (its IAM enforcement starts
+    after the few actions that create a user, its key and the bucket)."""
+    server = MotoServer(tmp_path_factory.mktemp("moto-auth"), env={"INITIAL_NO_AUTH_ACTION_COUNT": "4"})
+    try:
+        anon = dict(endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="x",
+                    aws_secret_access_key="x")
+        iam = boto3.client("iam", **anon)
+        iam.create_user(UserName="gtidx")
+        iam.put_user_policy(UserName="gtidx", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="gtidx")["AccessKey"]
+        server.key = (key["AccessKeyId"], key["SecretAccessKey"])
+        client = boto3.client("s3", endpoint_url=server.url, region_name="us-east-1",
+                              aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
+        client.create_bucket(Bucket=BUCKET)
+        f = MULTI / "master-bin.000018"
+        client.put_object(Bucket=BUCKET, Key=f"auth/{f.name}", Body=f.read_bytes())
+        server.client = client
+        yield server
+    finally:
+        server.stop()
+
+
+def test_s3_wrong_credentials(s3_auth):
+    url = f"s3://{BUCKET}/auth/master-bin.000018"
+    good = {"AWS_ENDPOINT_URL": s3_auth.url, "AWS_ACCESS_KEY_ID": s3_auth.key[0],
+            "AWS_SECRET_ACCESS_KEY": s3_auth.key[1]}
+    r = _cli("pos", url, "531", env=good)
+    assert r.returncode == 0, r.stderr
+    bad = {**good, "AWS_SECRET_ACCESS_KEY": "wrong"}
+    _one_line_error(_cli("pos", url, "531", env=bad), 3, "access denied", "credentials")
+    _one_line_error(_cli("build", f"s3://{BUCKET}/auth/", env=bad), 3, "access denied")
+    # nothing written by the build that could not read
+    assert sorted(_objects(s3_auth.client, "auth/")) == ["master-bin.000018"]
+
+
+# -- indexes apart from the binlogs ---------------------------------------------------------
+
+def test_s3_index_dir_local_for_an_archive(s3, tmp_path):
+    """An archive gtidx may not write to: ``build --index-dir DIR`` puts the
+    indexes in DIR, mirroring bucket and keys, and writes nothing to the
+    bucket; lookups with the same ``--index-dir`` use them, without it they scan."""
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin"):
+            s3.client.put_object(Bucket=BUCKET, Key=f"apart/{f.name}", Body=f.read_bytes())
+    url = f"s3://{BUCKET}/apart/"
+    idx = tmp_path / "idx"
+    s3.requests()
+    r = _cli("build", "--json", "--index-dir", str(idx), url)
+    assert r.returncode == 0, r.stderr
+    assert not [q for q in s3.requests() if q[0] in ("PUT", "POST", "DELETE")]
+    assert sorted(p.name for p in (idx / BUCKET / "apart").iterdir()) == \
+        [f"master-bin.0000{n}.idx" for n in range(18, 23)]
+    assert sorted(_objects(s3.client, "apart/")) == [f"master-bin.0000{n}" for n in range(18, 23)] + \
+        ["master-bin.index"]
+    entry = json.loads((MULTI / "oracle.json").read_text())["files"][3]
+    gtid, start, end = entry["groups"][-5]
+    with_dir = json.loads(_cli("seek", "--json", "--gtid", gtid, "--index-dir", str(idx), url).stdout)
+    assert (with_dir["start"], with_dir["end"], with_dir["via"]) == (start, end, "index")
+    without = _cli("seek", "--json", "--gtid", gtid, url)
+    assert json.loads(without.stdout)["via"] == "scan" and "no usable index" in without.stderr
+    # a library caller: index_root=
+    with gtidx.open(url, index_root=str(idx)) as logs:
+        assert answers_equal(url + entry["name"], entry, logs, "index") == []
+
+
+def test_s3_index_dir_url_for_local_binlogs(s3, tmp_path):
+    """Local binlogs, their indexes in the object store (one PUT each),
+    mirrored under the prefix by the binlogs' absolute paths; nothing
+    written beside the binlogs. An index beside a binlog still serves when
+    the index root has none for it."""
+    local = _local_copy(tmp_path, MULTI)
+    root = f"s3://{BUCKET}/indexes/"
+    s3.requests()
+    results = list(gtidx.build(str(local), index_root=root))
+    assert [r.action for r in results] == ["built"] * 5
+    assert all(r.index.startswith(root + str(local).lstrip("/")) for r in results), results[0].index
+    puts = [p for m, p, _ in s3.requests() if m == "PUT"]
+    assert len([p for p in puts if p.endswith(".idx")]) == 5 and len(puts) == 10
+    assert not list(local.glob("*.idx"))
+    oracle = json.loads((MULTI / "oracle.json").read_text())
+    with gtidx.open(str(local), index_root=root) as logs:
+        for entry in oracle["files"]:
+            assert answers_equal(local / entry["name"], entry, logs, "index") == []
+    # an index beside the binlog, none under the root: read from beside
+    other = tmp_path / "other"
+    shutil.copytree(MULTI, other)
+    assert [r.action for r in gtidx.build(str(other / "master-bin.000020"))] == ["built"]
+    entry = oracle["files"][2]
+    with gtidx.open(str(other), index_root=root) as logs:
+        assert answers_equal(other / entry["name"], entry, logs, "index") == []
+
+
+def test_s3_storage_options_in_the_library(s3, monkeypatch):
+    """``storage_options=`` instead of the environment: endpoint and keys."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    opts = {"endpoint_url": s3.url, "key": "testing", "secret": "testing"}
+    entry = json.loads((MULTI / "oracle.json").read_text())["files"][0]
+    url = f"s3://{BUCKET}/multifile/{entry['name']}"
+    with gtidx.open(url, storage_options=opts) as logs:
+        assert answers_equal(url, entry, logs, None) == []
+    gtid, start, _ = entry["groups"][3]
+    assert api.seek(gtid, f"s3://{BUCKET}/multifile/", storage_options=opts).start == start
+    with pytest.raises(gtidx.GtidxError) as e:
+        gtidx.state_at(url, 4, storage_options={"endpoint_url": s3.url, "no_such_option": 1})
+    assert e.value.exit_code == 2 and "bad storage option" in str(e.value), e.value
