@@ -120,6 +120,10 @@ class FsspecStore:
             return BadInputError(f"bad storage option: {_reason(e)}", path=path)
         if isinstance(e, FileNotFoundError):
             return GtidxIOError("no such object, prefix or bucket", path=path)
+        if _precondition_failed(e):
+            return GtidxIOError("object changed while it was read (replaced or rewritten: its ETag is not "
+                                "the one it was opened with)", path=path,
+                                hint="run again: the lookup reads the object as it is now")
         if isinstance(e, PermissionError):
             return GtidxIOError(f"access denied: {_reason(e)}", path=path,
                                 hint="check the credentials (AWS_* variables, profile or --storage-option)")
@@ -158,9 +162,30 @@ class FsspecStore:
         except FileNotFoundError:
             raise self.fail(FileNotFoundError(path), path) from None
 
-    def cat(self, path: str, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)`` of the object: one ranged GET."""
+    def cat(self, path: str, start: int, end: int, etag: str | None = None) -> bytes:
+        """Bytes ``[start, end)`` of the object: one ranged GET. With
+        ``etag`` (what the HEAD that opened it saw) an S3 read is pinned to
+        that object: ``If-Match``, so a replaced object fails the read (412)
+        instead of lending its bytes to a walk that began on the old one.
+        Other file systems cannot pin a read: their objects are read as
+        they are at each GET."""
+        if etag and self.protocol in ("s3", "s3a"):
+            return self._call(path, self._s3_range, path, start, end, etag)
         return self._call(path, self.fs.cat_file, path, start=start, end=end)
+
+    def _s3_range(self, path: str, start: int, end: int, etag: str) -> bytes:
+        from fsspec.asyn import sync
+        fs = self.fs
+        bucket, key, version = fs.split_path(path)
+
+        async def get():
+            resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}",
+                                     IfMatch=etag, **({"VersionId": version} if version else {}))
+            try:
+                return await resp["Body"].read()
+            finally:
+                resp["Body"].close()
+        return sync(fs.loop, get)
 
     def join(self, directory: str, name: str) -> str:
         return directory.rstrip("/") + "/" + name
@@ -218,6 +243,17 @@ class FsspecStore:
         meta.write_object(self, target)
 
 
+def _precondition_failed(e: BaseException) -> bool:
+    """An If-Match read of an object that is no longer the one opened (S3's
+    412 PreconditionFailed, as botocore or s3fs's translation of it says)."""
+    while e is not None:
+        code = getattr(e, "response", {}).get("Error", {}).get("Code") if hasattr(e, "response") else None
+        if code in ("PreconditionFailed", "412") or "pre-conditions you specified did not hold" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _reason(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return (text[0] if text else type(e).__name__)[:300]
@@ -251,7 +287,7 @@ class RemoteFile(filebuf.Source):
         for start, data in self._held:
             if start <= offset and end <= start + len(data):
                 return data[offset - start:end - start]
-        data = self.store.cat(self.path, offset, end)
+        data = self.store.cat(self.path, offset, end, self.etag)
         keep = data[-self.HELD_BYTES:] if len(data) > self.HELD_BYTES else data
         self._held.insert(0, (offset + len(data) - len(keep), keep))
         del self._held[self.HELD:]
