@@ -189,6 +189,17 @@ class Location(NamedTuple):
     timestamp: int
     via: str
     occurrences: tuple = ()
+    history: int | None = None    # set when the binlogs' catalog shows several histories: the one answered in
+
+
+class SeveralHistories(BadInputError):
+    """The binlogs asked about are of several histories (their catalog says
+    so): a lookup answers within one (``history=``). ``groups``: [(history
+    id, [file names])]."""
+
+    def __init__(self, message: str, groups: list, **kw):
+        super().__init__(message, **kw)
+        self.groups = groups
 
 
 class TimePoint(NamedTuple):
@@ -580,10 +591,10 @@ class BinlogSeries:
             listed = [(p, e) for p, e in listed if p in self.files]
             self.history = history
         elif len(groups) > 1:
-            raise BadInputError(
+            raise SeveralHistories(
                 f"these binlogs hold {len(groups)} histories (GTID_LIST states that do not continue each "
                 f"other: binlogs of several servers, or a name reused): {catalog.describe_histories(groups)}",
-                hint="answer within one: --history N (history=N); gtidx catalog show lists them")
+                groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
         elif groups:
             self.history = groups[0][0]
         for path, e in listed:
@@ -1487,16 +1498,47 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too."""
     pos = _position(spec)
-    with BinlogSeries.from_path(path, storage_options=storage_options, index_root=index_root,
-                                history=history) as logs:
+    kw = {"storage_options": storage_options, "index_root": index_root}
+    try:
+        logs = BinlogSeries.from_path(path, history=history, **kw)
+    except SeveralHistories as e:
+        if len(pos) != 1 or replica:
+            raise
+        return _locate_in_histories(next(iter(pos)), path, e, every, kw)
+    with logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)
+
+
+def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, kw: dict) -> Location:
+    """A GTID in binlogs of several histories: looked up in each (with what
+    their catalog says, each a BinlogSeries of its own files); the answer
+    when exactly one holds it (its ``history`` set), else NotFoundError
+    (none) or a BadInputError naming every history that holds it (a GTID
+    logged by two servers, or by the same history archived twice: the user
+    picks one)."""
+    found, missing = [], []
+    for h, names in several.groups:
+        with BinlogSeries.from_path(path, history=h, **kw) as logs:
+            try:
+                found.append(logs.locate(g, every=every)._replace(history=h))
+            except NotFoundError as e:
+                missing.append(f"history {h}: {e.message}")
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotFoundError(f"GTID {g} is not in these binlogs (in none of their {len(several.groups)} histories)",
+                            hint="; ".join(missing))
+    raise BadInputError(
+        f"GTID {g} is in {len(found)} histories of these binlogs: " +
+        "; ".join(f"history {x.history}: {os.path.basename(x.file)} offset {x.start}" for x in found),
+        hint="pick one: --history N (history=N); gtidx catalog show lists them")
 
 
 __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
-           "FileStatus", "BuildProgress", "parse_offset", "build_catalog", "load_catalog",
+           "FileStatus", "BuildProgress", "parse_offset", "build_catalog", "load_catalog", "SeveralHistories",
            "DEFAULT_MAX_RATIO", "fmt"]

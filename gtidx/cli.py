@@ -435,10 +435,12 @@ def seek(spec, replica, when, path, as_json, every, storage_options, index_root,
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
-            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences]})
+            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
+                        **({} if r.history is None else {"history": r.history})})
         else:
             with _Output() as out:
-                out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via})\n")
+                out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
+                          f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
                 if len(occurrences) > 1:
                     out.write(f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
                               f"gtid_strict_mode=OFF); the answer is the first: "

@@ -189,13 +189,23 @@ def test_two_histories_are_reported_and_never_mixed(tmp_path):
         (1, "master-bin.000018", "master-bin.000022", 5, []),
         (2, "master-bin.000023", "master-bin.000027", 5, [])]
     assert [e["history"] for e in cat.files] == [1] * 5 + [2] * 5
-    r = _cli("seek", "--gtid", "0-1-400", str(d))
+    # a series over both is refused (a replica's start, a time, the library's open): never mixed
+    r = _cli("seek", "--replica", "0-1-400", str(d))
     assert r.returncode == 2, r
     assert "2 histories" in r.stderr and "history 1: master-bin.000018..master-bin.000022" in r.stderr \
         and "history 2: master-bin.000023..master-bin.000027" in r.stderr and "--history" in r.stderr
     assert r.stderr.count("\n") == 1
-    with pytest.raises(BadInputError):
+    with pytest.raises(BadInputError, match="2 histories"):
         gtidx.open(str(d))
+    # one GTID: looked up in each history; held by one: answered there, and said which
+    r = _cli("seek", "--json", "--gtid", "0-1-400", str(d))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["history"] == 1 and doc["file"].endswith("master-bin.000019")
+    r = _cli("seek", "--gtid", "0-1-400", str(d))
+    assert "history 1 of these binlogs" in r.stdout
+    r = _cli("seek", "--gtid", "0-1-999999", str(d))
+    assert r.returncode == 1 and "none of their 2 histories" in r.stderr
     mine, theirs = _gtids(MULTI), _gtids(OTHER)
     with gtidx.open(str(d), history=1) as one, gtidx.open(str(MULTI)) as alone:
         assert len(one.files) == 5 and one.history == 1
@@ -220,3 +230,24 @@ def test_an_unreadable_catalog_is_one_line_exit_3(tmp_path):
     (d / catalog.NAME).write_text('{"v": 1, "files": [{"name": "x", "start_state": "zz"}]}')
     r = _cli("seek", "--gtid", "0-1-400", str(d))
     assert r.returncode == 3 and "unreadable catalog" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_gtid_in_two_histories_is_reported_as_such(tmp_path):
+    """The same binlogs archived twice under other names (a replica's copy,
+    a re-upload): two histories hold every GTID; a lookup names both."""
+    d = _copy(MULTI, tmp_path / "twice")
+    _copy(MULTI, d, rename=lambda n: f"master-bin.{int(n.rsplit('.', 1)[1]) + 100:06d}")
+    gtidx.build_catalog(str(d))
+    assert all(not isinstance(x, Exception) for x in gtidx.build(str(d)))      # keeps the catalog current
+    cat = gtidx.load_catalog(str(d))
+    assert {e["index"]["status"] for e in cat.files} == {"ok"}
+    assert [(h["first"], h["last"]) for h in cat.histories] == [("master-bin.000018", "master-bin.000022"),
+                                                                ("master-bin.000118", "master-bin.000122")]
+    r = _cli("seek", "--gtid", "0-1-400", str(d))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "GTID 0-1-400 is in 2 histories" in r.stderr
+    assert "history 1: master-bin.000019 offset 15764" in r.stderr
+    assert "history 2: master-bin.000119 offset 15764" in r.stderr and "--history" in r.stderr
+    for h, name in [(1, "master-bin.000019"), (2, "master-bin.000119")]:
+        loc = api.seek("0-1-400", str(d), history=h)
+        assert Path(loc.file).name == name and loc.start == 15764
