@@ -1297,7 +1297,7 @@ def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = Non
     are kept, the others made with one walk of their file. Returns the
     catalog and the counts {"kept", "walked", "failed"}."""
     store, files, directory, root = _catalog_of(path, storage_options, index_root)
-    cat = catalog.Catalog.load(store, directory, root) or catalog.Catalog(store, directory, root)
+    cat = catalog.Catalog.load(store, directory, root, damaged_ok=True) or catalog.Catalog(store, directory, root)
     counts = cat.refresh(files)
     cat.save()
     return cat, counts

@@ -45,9 +45,9 @@ import json
 import os
 from typing import NamedTuple
 
-from . import safefile, storage
+from . import safefile
 from .binlog import CHECKSUM_CRC32, Binlog
-from .errors import CorruptBinlogError, GtidxError, GtidxIOError
+from .errors import GtidxError, GtidxIOError
 from .gtid import BinlogState, LatestGtids, SeqRanges
 from .indexfile import IndexRoot, open_index
 from .indexmeta import IndexMeta
@@ -134,10 +134,12 @@ class Catalog:
 
     # -- reading and writing -------------------------------------------------------
     @classmethod
-    def load(cls, store, directory: str, index_root: IndexRoot | None = None) -> "Catalog | None":
+    def load(cls, store, directory: str, index_root: IndexRoot | None = None, *,
+             damaged_ok: bool = False) -> "Catalog | None":
         """The catalog of ``directory`` (under ``index_root`` first), or None
         when there is none. A catalog that cannot be parsed or is of another
-        version is a CorruptBinlogError-like failure: GtidxIOError (exit 3)."""
+        version is a GtidxIOError (exit 3; ``catalog build`` makes it again:
+        ``damaged_ok``, then it is None)."""
         for st, path in places(store, directory, index_root):
             raw = st.read_object(path)
             if raw is None:
@@ -153,6 +155,8 @@ class Catalog:
                         BinlogState.parse(e["start_state"])
                         BinlogState.parse(e["end_state"])
             except (ValueError, TypeError, KeyError, GtidxError) as e:
+                if damaged_ok:          # to be made again
+                    return None
                 raise GtidxIOError(f"unreadable catalog: {e}", path=path,
                                    hint="gtidx catalog build makes it again") from None
             d.setdefault("histories", [])

@@ -230,6 +230,10 @@ def test_an_unreadable_catalog_is_one_line_exit_3(tmp_path):
     (d / catalog.NAME).write_text('{"v": 1, "files": [{"name": "x", "start_state": "zz"}]}')
     r = _cli("seek", "--gtid", "0-1-400", str(d))
     assert r.returncode == 3 and "unreadable catalog" in r.stderr and r.stderr.count("\n") == 1
+    assert "gtidx catalog build" in r.stderr
+    r = _cli("catalog", "build", "--json", str(d))          # makes it again
+    assert r.returncode == 0 and json.loads(r.stdout)["walked"] == 5, r.stderr
+    assert _cli("seek", "--gtid", "0-1-400", str(d)).returncode == 0
 
 
 def test_a_gtid_in_two_histories_is_reported_as_such(tmp_path):
