@@ -474,5 +474,7 @@ def test_s3_catalog_makes_a_multi_file_seek_a_handful_of_requests(s3, tmp_path):
     assert r.returncode == 0 and "catalog entry is stale" in r.stderr, r.stderr
     cat, counts = gtidx.build_catalog(url)
     assert counts["walked"] == 1 and len(cat.histories) == 2
-    r = _cli("seek", "--gtid", target, url)
+    r = _cli("seek", "--gtid", target, url)          # one history holds it: answered there, and said
+    assert r.returncode == 0 and "history 1 of these binlogs" in r.stdout, r.stderr
+    r = _cli("seek", "--replica", target, url)        # a replica's start over both: refused
     assert r.returncode == 2 and "2 histories" in r.stderr
