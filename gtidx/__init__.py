@@ -31,6 +31,8 @@ _LAZY = {
     "parse_time": "api",
     "BinlogInfo": "api",
     "BuildResult": "indexfile",
+    "build_catalog": "api",
+    "load_catalog": "api",
 }
 
 

@@ -24,6 +24,7 @@ import re
 from collections import OrderedDict
 from typing import Callable, Iterator, NamedTuple
 
+from . import catalog
 from . import idxformat as fmt
 from . import storage
 from .binlog import CHECKSUM_CRC32, Binlog, Group
@@ -188,6 +189,17 @@ class Location(NamedTuple):
     timestamp: int
     via: str
     occurrences: tuple = ()
+    history: int | None = None    # set when the binlogs' catalog shows several histories: the one answered in
+
+
+class SeveralHistories(BadInputError):
+    """The binlogs asked about are of several histories (their catalog says
+    so): a lookup answers within one (``history=``). ``groups``: [(history
+    id, [file names])]."""
+
+    def __init__(self, message: str, groups: list, **kw):
+        super().__init__(message, **kw)
+        self.groups = groups
 
 
 class TimePoint(NamedTuple):
@@ -547,11 +559,88 @@ class BinlogSeries:
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
         self._learned: set = set()             # files learned (_learn): _ranges has all their pairs
         self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
+        self._catalog: dict[str, catalog.Entry] = {}   # path -> its catalog entry, while trusted
+        self.history: int | None = None        # the catalog's history these files are (use_catalog)
+        self._distrusted = 0                   # catalog entries found stale so far
+
+    def use_catalog(self, cat: "catalog.Catalog | None", history: int | None = None) -> None:
+        """Take what the catalog says of these files: their start states (no
+        file opened for them), the end state of the newest (once it is seen
+        to be the file the catalog describes), and each file's seq_no ranges
+        (``teach``: the planner knows which file holds a GTID without a walk).
+        An entry is trusted until its file, opened, differs from it (size,
+        fingerprint, GTID_LIST): then it is dropped and the file is read.
+
+        The files must be one history (``catalog.assign_histories``): with
+        several, ``history`` picks one (its files only are answered from);
+        without it, BadInputError (exit 2) naming them: never mixed."""
+        entries = cat.entries() if cat is not None else {}
+        listed = [(p, entries.get(os.path.basename(p))) for p in self.files]
+        known = [e for _, e in listed if e is not None]
+        groups = catalog.histories_of(known)
+        if history is not None:
+            history = _int(history, "history", 1)
+            names = dict(groups).get(history)
+            if names is None:
+                raise BadInputError(f"no history {history} in the catalog of these binlogs",
+                                    hint=catalog.describe_histories(groups) if groups else
+                                    "no catalog here: gtidx catalog build makes one")
+            keep = set(names)
+            self.files = [p for p, e in listed if e is not None and e.name in keep]
+            self._names = {os.path.basename(f): f for f in self.files}
+            listed = [(p, e) for p, e in listed if p in self.files]
+            self.history = history
+        elif len(groups) > 1:
+            raise SeveralHistories(
+                f"these binlogs hold {len(groups)} histories (GTID_LIST states that do not continue each "
+                f"other: binlogs of several servers, or a name reused): {catalog.describe_histories(groups)}",
+                groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
+        elif groups:
+            self.history = groups[0][0]
+        for path, e in listed:
+            if e is None:
+                continue
+            self._catalog[path] = e
+            self._start[path] = e.start.copy()
+            self.teach(path, e.seq_ranges())
+
+    def _distrust(self, path: str, why: str) -> None:
+        """The file at ``path`` is not what its catalog entry describes: forget the entry."""
+        log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
+        del self._catalog[path]
+        self._distrusted += 1
+        self._start.pop(path, None)
+        self._learned.discard(path)
+        for ranges in self._ranges.values():
+            ranges.pop(path, None)
+        for dips in self._dips.values():
+            dips.discard(path)
+        self._planners.clear()
 
     @classmethod
-    def from_path(cls, path, *, storage_options: dict | None = None, **kw) -> "BinlogSeries":
+    def from_path(cls, path, *, storage_options: dict | None = None, history: int | None = None,
+                  **kw) -> "BinlogSeries":
+        """The binlogs of a file, directory or ``master-bin.index``. Their
+        directory's catalog (``gtidx.catalog``), when there is one and
+        indexes are used, is read once: see ``use_catalog``. ``history``: the
+        catalog's history to answer within (needed when it has several)."""
         store, path = storage.resolve(_path(path), storage_options)
-        return cls(list_binlogs(path, store=store), store=store, storage_options=storage_options, **kw)
+        files = list_binlogs(path, store=store)
+        found = None
+        if kw.get("use_index", True) and files != [path]:
+            directory = store.split(files[0])[0]
+            if all(store.split(f)[0] == directory for f in files):
+                root = kw.get("index_root")
+                root = None if root is None else IndexRoot(_path(root, "index_root"), storage_options)
+                found = catalog.Catalog.load(store, directory, root)
+        series = cls(files, store=store, storage_options=storage_options, **kw)
+        if found is not None or history is not None:
+            try:
+                series.use_catalog(found, history)
+            except BaseException:
+                series.close()
+                raise
+        return series
 
     def __enter__(self) -> "BinlogSeries":
         return self
@@ -583,6 +672,11 @@ class BinlogSeries:
             self._open.move_to_end(path)
             return f
         f = _File(path, self.use_index, self.store, self.index_root)
+        entry = self._catalog.get(path)
+        if entry is not None:
+            why = entry.matches(f.binlog)
+            if why:
+                self._distrust(path, why)
         self._open[path] = f
         if len(self._open) > self._cache:
             _, old = self._open.popitem(last=False)
@@ -610,6 +704,10 @@ class BinlogSeries:
         f = self._file(path)
         b = f.binlog
         if self._end is None or self._end[0] != (b.path, b.size):
+            entry = self._catalog.get(path)        # checked against the file as _file opened it
+            if entry is not None:
+                self._end = ((b.path, b.size), entry.end.copy())
+                return self._end[1]
             offset, state, via = f.record(lambda r: r.last_record())
             end = b.complete_end(offset)
             state, _ = self._apply(f, state, offset, end, via)
@@ -693,12 +791,16 @@ class BinlogSeries:
             return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
         miss = None
         while True:
+            stale = self._distrusted      # a catalog entry found stale on the way: plan again without it
             plan = self._plan(g)
             try:
                 if isinstance(plan, str):
                     raise self._not_here(f"GTID {g}", plan)
                 if not plan.monotone:
-                    return self._locate_all(g, plan)
+                    loc = self._locate_all(g, plan)
+                    if self._distrusted != stale:
+                        continue
+                    return loc
                 loc = self._locate_once(g, plan)
                 # An earlier copy may hide where the seq stepped back and
                 # recovered inside a binlog: the answer stands once every
@@ -713,6 +815,8 @@ class BinlogSeries:
                     if isinstance(again, str) or not again.monotone or \
                             not {i for i in again.files if i < k} <= set(plan.files):
                         continue
+                if self._distrusted != stale:
+                    continue
                 return loc
             except _Replan:
                 continue            # a scan saw the seq go down: plan again with that
@@ -720,6 +824,8 @@ class BinlogSeries:
                 # The start states cannot show a seq_no that stepped back and
                 # recovered inside one binlog: "not here" is certain only once
                 # every binlog is learned (once per BinlogSeries).
+                if self._distrusted != stale:
+                    continue
                 miss = miss or e
                 if not self._learn_all():
                     raise miss from None
@@ -1165,6 +1271,66 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             if progress is not None:
                 progress(BuildProgress(f, done_files, files, done_bytes, total))
             yield result
+        if listed:
+            failed = _keep_catalog(p, listed, storage_options, kw.get("index_root"))
+            if failed is not None:
+                yield failed
+
+
+def _catalog_of(path, storage_options: dict | None, index_root) -> tuple:
+    """(store, the binlogs of ``path``, the catalog's directory, IndexRoot or None)."""
+    store, where = storage.resolve(_path(path), storage_options)
+    files = list_binlogs(where, store=store)
+    directory = store.split(files[0])[0]
+    if any(store.split(f)[0] != directory for f in files):
+        raise BadInputError("the binlogs listed are in several directories: a catalog describes one",
+                            path=where, hint="name the directory (or URL prefix) that holds them")
+    root = None if index_root is None else IndexRoot(_path(index_root, "index_root"), storage_options)
+    return store, files, directory, root
+
+
+def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = None,
+                  index_root=None) -> tuple["catalog.Catalog", dict]:
+    """Make the catalog of the binlogs of ``path`` (a directory or URL
+    prefix, or its ``master-bin.index``) current and write it (beside them,
+    or under ``index_root``): entries still current (size and fingerprint)
+    are kept, the others made with one walk of their file. Returns the
+    catalog and the counts {"kept", "walked", "failed"}."""
+    store, files, directory, root = _catalog_of(path, storage_options, index_root)
+    cat = catalog.Catalog.load(store, directory, root, damaged_ok=True) or catalog.Catalog(store, directory, root)
+    counts = cat.refresh(files)
+    cat.save()
+    return cat, counts
+
+
+def load_catalog(path: str | os.PathLike, *, storage_options: dict | None = None,
+                 index_root=None) -> "catalog.Catalog":
+    """The catalog of the binlogs of ``path`` as stored (NotFoundError when there is none)."""
+    store, files, directory, root = _catalog_of(path, storage_options, index_root)
+    cat = catalog.Catalog.load(store, directory, root)
+    if cat is None:
+        raise NotFoundError("no catalog here", path=directory, hint="gtidx catalog build makes one")
+    return cat
+
+
+def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root) -> GtidxError | None:
+    """After ``build`` of the binlogs of ``p``: the catalog there, when there
+    is one, made current (entries of changed files walked again, index
+    states updated). A catalog is made only by ``catalog build``: ``build``
+    alone writes nothing else (an archive may want indexes only)."""
+    try:
+        store = listed[0][2]
+        directory = store.split(listed[0][0])[0]
+        if any(store.split(f)[0] != directory for f, _, _ in listed):
+            return None
+        cat = catalog.Catalog.load(store, directory, index_root)      # build made index_root an IndexRoot
+        if cat is not None:
+            cat.refresh([f for f, _, _ in listed])
+            cat.save()
+    except GtidxError as e:
+        e.binlog = p
+        return e
+    return None
 
 
 def _file_ticks(progress, f: str, size: int, base: int, n: int, files: int, total: int):
@@ -1326,21 +1492,53 @@ def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
 
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
-         every: bool = False, storage_options: dict | None = None, index_root=None):
+         every: bool = False, storage_options: dict | None = None, index_root=None, history: int | None = None):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too."""
     pos = _position(spec)
-    with BinlogSeries.from_path(path, storage_options=storage_options, index_root=index_root) as logs:
+    kw = {"storage_options": storage_options, "index_root": index_root}
+    try:
+        logs = BinlogSeries.from_path(path, history=history, **kw)
+    except SeveralHistories as e:
+        if len(pos) != 1 or replica:
+            raise
+        return _locate_in_histories(next(iter(pos)), path, e, every, kw)
+    with logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
         return logs.replica_start(pos, strict=strict)
+
+
+def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, kw: dict) -> Location:
+    """A GTID in binlogs of several histories: looked up in each (with what
+    their catalog says, each a BinlogSeries of its own files); the answer
+    when exactly one holds it (its ``history`` set), else NotFoundError
+    (none) or a BadInputError naming every history that holds it (a GTID
+    logged by two servers, or by the same history archived twice: the user
+    picks one)."""
+    found, missing = [], []
+    for h, names in several.groups:
+        with BinlogSeries.from_path(path, history=h, **kw) as logs:
+            try:
+                found.append(logs.locate(g, every=every)._replace(history=h))
+            except NotFoundError as e:
+                missing.append(f"history {h}: {e.message}")
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotFoundError(f"GTID {g} is not in these binlogs (in none of their {len(several.groups)} histories)",
+                            hint="; ".join(missing))
+    raise BadInputError(
+        f"GTID {g} is in {len(found)} histories of these binlogs: " +
+        "; ".join(f"history {x.history}: {os.path.basename(x.file)} offset {x.start}" for x in found),
+        hint="pick one: --history N (history=N); gtidx catalog show lists them")
 
 
 __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build", "build_index",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
-           "FileStatus", "BuildProgress", "parse_offset",
+           "FileStatus", "BuildProgress", "parse_offset", "build_catalog", "load_catalog", "SeveralHistories",
            "DEFAULT_MAX_RATIO", "fmt"]

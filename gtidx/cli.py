@@ -401,7 +401,10 @@ def _location_json(loc) -> dict:
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
 @_storage_option
 @_index_dir_option
-def seek(spec, replica, when, path, as_json, every, storage_options, index_root):
+@click.option("--history", type=_Count(1), metavar="N",
+              help="When the catalog of PATH shows binlogs of several histories (servers, a reused name): "
+                   "answer within history N (gtidx catalog show lists them).")
+def seek(spec, replica, when, path, as_json, every, storage_options, index_root, history):
     """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
     directory of binlogs or a master-bin.index (default: the current directory). Exactly one
     of --gtid, --replica, --time."""
@@ -411,7 +414,8 @@ def seek(spec, replica, when, path, as_json, every, storage_options, index_root)
     from . import api
     if when is not None:
         t = api.parse_time(when)
-        with api.open_binlogs(path, storage_options=storage_options, index_root=index_root) as logs:
+        with api.open_binlogs(path, storage_options=storage_options, index_root=index_root,
+                              history=history) as logs:
             p = logs.at_time(t)
         if as_json:
             _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
@@ -427,14 +431,16 @@ def seek(spec, replica, when, path, as_json, every, storage_options, index_root)
                               f"position {p.position or '(empty)'} (via {p.via})\n")
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
-                 storage_options=storage_options, index_root=index_root)
+                 storage_options=storage_options, index_root=index_root, history=history)
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         if as_json:
-            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences]})
+            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
+                        **({} if r.history is None else {"history": r.history})})
         else:
             with _Output() as out:
-                out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via})\n")
+                out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
+                          f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
                 if len(occurrences) > 1:
                     out.write(f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
                               f"gtid_strict_mode=OFF); the answer is the first: "
@@ -746,6 +752,61 @@ def status(directory, as_json):
         for r in rows:
             out.write(f"{os.path.basename(r.file):<24} {r.size:>12} {r.state:<13} {r.indexed_to:>12} "
                       f"{r.lag_bytes:>10} {r.lag_seconds:>7.1f}  {r.detail}\n")
+
+
+@cli.group()
+def catalog():
+    """The catalog of an archive: one small object beside the binlogs (gtidx-catalog.json) that
+    lookups read once instead of every file's preamble."""
+
+
+@catalog.command("build")
+@click.argument("path", type=_PATH)
+@_json_option("One JSON object: {catalog, files, histories, kept, walked, failed}.")
+@_storage_option
+@_index_dir_option
+def catalog_build(path, as_json, storage_options, index_root):
+    """Make the catalog of PATH (a directory or URL prefix of binlogs, or its master-bin.index)
+    current: files whose size and fingerprint match their entry are kept, the others read once.
+    Written beside the binlogs, or under --index-dir (a read-only archive)."""
+    from . import api
+    cat, counts = api.build_catalog(path, storage_options=storage_options, index_root=index_root)
+    if as_json:
+        _emit_json({"catalog": cat.where[1], "files": len(cat.files), "histories": len(cat.histories), **counts})
+        return
+    with _Output() as out:
+        out.write(f"{cat.where[1]}: {len(cat.files)} files ({counts['walked']} read, {counts['kept']} unchanged"
+                  f"{', %d unreadable' % counts['failed'] if counts['failed'] else ''}), "
+                  f"{len(cat.histories)} histor{'y' if len(cat.histories) == 1 else 'ies'}\n")
+
+
+@catalog.command("show")
+@click.argument("path", type=_PATH)
+@_json_option("The catalog: {v, histories: [...], files: [{name, size, start_state, end_state, "
+              "first_timestamp, last_timestamp, server_ids, history, ...}]}.")
+@_storage_option
+@_index_dir_option
+def catalog_show(path, as_json, storage_options, index_root):
+    """Print the catalog of PATH: per binlog its size, history, states, time span and index."""
+    from . import api
+    cat = api.load_catalog(path, storage_options=storage_options, index_root=index_root)
+    if as_json:
+        _emit_json(cat.raw)
+        return
+    with _Output() as out:
+        for h in cat.histories:
+            gaps = f"; files missing before {', '.join(h['gaps'])}" if h["gaps"] else ""
+            out.write(f"history {h['id']}: {h['first']}..{h['last']} ({h['files']} files) "
+                      f"from {h['start_state'] or '(empty)'} to {h['end_state'] or '(empty)'}{gaps}\n")
+        out.write(f"{'FILE':<24} {'SIZE':>12} {'HIST':>4} {'FIRST':<20} {'LAST':<20} {'INDEX':<10} END STATE\n")
+        for e in cat.files:
+            if "error" in e:
+                out.write(f"{e['name']:<24} {e['size']:>12} {'-':>4} unreadable: {e['error']}\n")
+                continue
+            first, last = (("-" if t is None else api.format_time(t)) for t in (e["first_timestamp"],
+                                                                                e["last_timestamp"]))
+            out.write(f"{e['name']:<24} {e['size']:>12} {e['history']:>4} {first:<20} {last:<20} "
+                      f"{e['index']['status']:<10} {e['end_state'] or '(empty)'}\n")
 
 
 @cli.group()

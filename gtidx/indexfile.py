@@ -64,8 +64,14 @@ class IndexRoot:
 
     def place(self, b: Binlog) -> tuple:
         """(store, path) of ``b``'s index under this root."""
-        where = b.path.split("://", 1)[1] if storage.is_url(b.path) else os.path.abspath(b.path)
-        return self.store, self.store.join(self.root, where.lstrip("/") + ".idx")
+        return self.mirror(b.path, ".idx")
+
+    def mirror(self, path: str, suffix: str = "") -> tuple:
+        """(store, path) of what belongs to ``path`` (a binlog, a directory)
+        under this root, its name followed by ``suffix`` (``"/name"``: a file
+        in the mirrored directory)."""
+        where = path.split("://", 1)[1] if storage.is_url(path) else os.path.abspath(path)
+        return self.store, self.store.join(self.root, (where.strip("/") + suffix).lstrip("/"))
 
 
 def _places(b: Binlog, index_root: "IndexRoot | None") -> list:

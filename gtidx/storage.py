@@ -85,6 +85,15 @@ class LocalStore:
         with open(path, "rb") as f:
             return f.read(-1 if limit is None else limit)
 
+    def read_object(self, path: str) -> bytes | None:
+        """The whole file, or None when there is none (a catalog not made yet)."""
+        try:
+            return self.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
+
     def write_index(self, target: str, data: bytes, meta) -> None:
         """``data`` as ``target`` (exclusive temporary file, rename), ``meta``
         (an IndexMeta) stamped on the new file before it is renamed."""
@@ -228,6 +237,18 @@ class FsspecStore:
         if limit is not None:
             return self._call(path, self.fs.cat_file, path, start=0, end=limit)
         return self._call(path, self.fs.cat_file, path)
+
+    def read_object(self, path: str) -> bytes | None:
+        """The whole object (one GET: a range past any end, so that s3fs
+        asks no HEAD first), or None when there is none."""
+        try:
+            return self.fs.cat_file(path, start=0, end=1 << 40)
+        except FileNotFoundError:
+            return None
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as e:
+            raise self.fail(e, path) from None
 
     def put(self, path: str, data: bytes) -> None:
         """``data`` as the object ``path``: one PUT (readers see the old

@@ -449,3 +449,55 @@ def test_s3_an_object_replaced_while_read_is_never_mixed(s3):
             f.pread(65536, len(data) - 70000)
         assert e.value.exit_code == 3 and "changed" in e.value.message and e.value.path == url
         f.close()
+
+
+# -- the catalog of a prefix ------------------------------------------------------------------
+
+def test_s3_catalog_makes_a_multi_file_seek_a_handful_of_requests(s3, tmp_path):
+    """A ``seek`` over a 5-file prefix with indexes: without a catalog every
+    file's preamble is read for its start state; with one (one GET) only
+    the newest file (its end state, checked against the catalog) and the
+    file holding the GTID are opened. Counted on the server."""
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin.0"):
+            s3.client.put_object(Bucket=BUCKET, Key=f"cat/{f.name}", Body=f.read_bytes())
+    url = f"s3://{BUCKET}/cat/"
+    assert all(not isinstance(r, Exception) for r in gtidx.build(url))
+    gtids = [g for e in json.loads((MULTI / "oracle.json").read_text())["files"] for g, _, _ in e["groups"]]
+    target = gtids[len(gtids) // 3]
+    s3.requests()
+    before = api.seek(target, url)
+    without = s3.requests()
+    cat, counts = gtidx.build_catalog(url)
+    assert counts == {"kept": 0, "walked": 5, "failed": 0} and len(cat.histories) == 1
+    puts = [p for m, p, _ in s3.requests() if m == "PUT"]
+    assert puts == [f"/{BUCKET}/cat/gtidx-catalog.json"]           # one PUT: whole or not at all
+    after = api.seek(target, url)
+    with_catalog = s3.requests()
+    assert (after.file, after.start, after.end, after.via) == (before.file, before.start, before.end, before.via)
+    gets = lambda reqs: [r for r in reqs if r[0] == "GET"]      # noqa: E731
+    print(f"seek {target} on {url}: without a catalog {len(without)} requests ({len(gets(without))} GETs), "
+          f"with {len(with_catalog)} ({len(gets(with_catalog))} GETs)")
+    assert len(with_catalog) <= len(without) // 2, (without, with_catalog)
+    assert sum(1 for _, p, _ in with_catalog if p.endswith("gtidx-catalog.json")) == 1
+    shown = _cli("catalog", "show", "--json", url)
+    assert shown.returncode == 0, shown.stderr
+    files = json.loads(shown.stdout)["files"]
+    assert [e["name"] for e in files] == [f"master-bin.0000{n}" for n in range(18, 23)]
+    assert {e["index"]["status"] for e in files} == {"ok"}
+    # every GTID answers as without the catalog
+    with gtidx.open(url) as logs:
+        for g in gtids[::5]:
+            x, y = logs.locate(g), api.seek(g, str(MULTI))
+            assert (Path(x.file).name, x.start, x.end) == (Path(y.file).name, y.start, y.end)
+    # a replaced object: its entry is not trusted (fingerprint), catalog build walks it again
+    s3.client.put_object(Bucket=BUCKET, Key="cat/master-bin.000022",
+                         Body=(FIXTURES / "mariadb-11.8" / "multifile" / "master-bin.000022").read_bytes())
+    r = _cli("seek", "--gtid", target, url)
+    assert r.returncode == 0 and "catalog entry is stale" in r.stderr, r.stderr
+    cat, counts = gtidx.build_catalog(url)
+    assert counts["walked"] == 1 and len(cat.histories) == 2
+    r = _cli("seek", "--gtid", target, url)          # one history holds it: answered there, and said
+    assert r.returncode == 0 and "history 1 of these binlogs" in r.stdout, r.stderr
+    r = _cli("seek", "--replica", target, url)        # a replica's start over both: refused
+    assert r.returncode == 2 and "2 histories" in r.stderr

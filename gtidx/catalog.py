@@ -1,0 +1,331 @@
+"""The catalog of an archive: one small JSON object per directory or URL
+prefix of binlogs, so that lookups over thousands of files read it once and
+then only the files they need.
+
+It lives at ``<directory>/gtidx-catalog.json`` (or, with ``--index-dir`` /
+``index_root``, at that directory's mirrored place under the root, as the
+indexes do: archives are often read-only). The name is not hidden: it is an
+object an operator lists, copies and deletes with the archive, and it matches
+neither a binlog's name (``name.000001``) nor a server's ``*.index``, so no
+listing mistakes it for one. It is written whole, atomically (a local
+exclusive temporary file and rename; one PUT in an object store): a reader
+sees the old catalog or the new one.
+
+Format (``"v": 1``)::
+
+    {"v": 1, "histories": [{"id", "first", "last", "files", "start_state",
+                            "end_state", "gaps": [name, ...]}],
+     "files": [{"name", "size", "fingerprint": {"head_crc32", "tail_crc32"},
+                "server_version", "checksum", "in_use", "start_state",
+                "end_state", "end", "groups", "server_ids",
+                "first_timestamp", "last_timestamp", "max_timestamp",
+                "max_timestamp_drop", "ranges", "repeats",
+                "index": {"path", "status"}, "history"}]}
+
+States are ``d-s-n,...`` strings (each domain's last GTID last, as MariaDB
+lists them); timestamps are the GTID events' (unix seconds; null for a file
+without groups); ``ranges``/``repeats`` are what ``IndexMeta`` stores (per
+(domain, server) the lowest and highest seq_no logged in the file, and the
+pairs whose seq_no does not always grow): what lets a lookup plan without
+opening the file. ``fingerprint`` is ``IndexMeta``'s (size and the CRC32 of
+the first and last 64 KiB): an entry is current while the file's size and
+fingerprint match; a file replaced under a reused name does not.
+
+Histories (``assign_histories``, the one owner of the rule): files are taken
+in binlog order; a file continues a history when that history's end state
+precedes its start state (every (domain, server) of the end state is in the
+start state, at that seq_no or later): exactly equal is a contiguous
+continuation, else a gap (files missing between them) that is reported.
+A file that continues no history (an empty or unrelated GTID_LIST: another
+server, a RESET MASTER, a name reused after a failover) starts a new one.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import NamedTuple
+
+from . import safefile
+from .binlog import CHECKSUM_CRC32, Binlog
+from .errors import GtidxError, GtidxIOError
+from .gtid import BinlogState, LatestGtids, SeqRanges
+from .indexfile import IndexRoot, open_index
+from .indexmeta import IndexMeta
+
+NAME = "gtidx-catalog.json"
+VERSION = 1
+_BATCH = 1 << 20          # groups handed over per walk batch (bytes of binlog)
+
+
+def places(store, directory: str, index_root: IndexRoot | None = None) -> list:
+    """Where the catalog of ``directory`` may be, in the order readers look
+    (under ``index_root`` first); writers use the first."""
+    beside = (store, store.join(directory, NAME))
+    if index_root is None:
+        return [beside]
+    return [index_root.mirror(directory, "/" + NAME), beside]
+
+
+def directory_of(store, path: str, kind: str | None) -> str:
+    """The archive directory of a listed path: itself, or the directory of a
+    ``*.index`` file or of one binlog."""
+    if kind == "directory":
+        return path.rstrip("/") if store.remote else path
+    return store.split(path)[0] or "."
+
+
+class Entry(NamedTuple):
+    """A catalog entry (``raw``: its JSON object) with its states parsed."""
+    raw: dict
+    start: BinlogState
+    end: BinlogState
+
+    @property
+    def name(self) -> str:
+        return self.raw["name"]
+
+    def seq_ranges(self) -> dict:
+        """{(domain, server): (lowest, highest, goes down)}, as ``BinlogSeries.teach`` takes them."""
+        repeats = {tuple(p) for p in self.raw.get("repeats", ())}
+        return {(d, s): (lo, hi, (d, s) in repeats) for d, s, lo, hi in self.raw.get("ranges", ())}
+
+    def fingerprint(self) -> IndexMeta:
+        fp = self.raw["fingerprint"]
+        return IndexMeta(self.raw["size"], fp["head_crc32"], fp["tail_crc32"])
+
+    def matches(self, b: Binlog) -> str:
+        """Why this entry does not describe ``b`` as it is now ('' if it does)."""
+        if b.size != self.raw["size"]:
+            return f"the catalog has {self.raw['size']} bytes, the file {b.size}"
+        if not self.fingerprint().matches(b):
+            return "its content differs from the catalog's fingerprint (a replaced file or a reused name)"
+        if b.start_state != self.start:
+            return "its GTID_LIST differs from the catalog's"
+        return ""
+
+
+class Catalog:
+    """A loaded (or new) catalog of one directory."""
+
+    def __init__(self, store, directory: str, index_root: IndexRoot | None = None, raw: dict | None = None,
+                 where: tuple | None = None):
+        self.store = store
+        self.directory = directory
+        self.index_root = index_root
+        self.raw = raw or {"v": VERSION, "histories": [], "files": []}
+        self.where = where or places(store, directory, index_root)[0]
+
+    @property
+    def files(self) -> list[dict]:
+        return self.raw["files"]
+
+    @property
+    def histories(self) -> list[dict]:
+        return self.raw["histories"]
+
+    def entries(self) -> dict[str, Entry]:
+        """{name: Entry} of the entries that describe a readable file."""
+        out = {}
+        for e in self.files:
+            if "error" in e:
+                continue
+            out[e["name"]] = Entry(e, BinlogState.parse(e["start_state"]), BinlogState.parse(e["end_state"]))
+        return out
+
+    # -- reading and writing -------------------------------------------------------
+    @classmethod
+    def load(cls, store, directory: str, index_root: IndexRoot | None = None, *,
+             damaged_ok: bool = False) -> "Catalog | None":
+        """The catalog of ``directory`` (under ``index_root`` first), or None
+        when there is none. A catalog that cannot be parsed or is of another
+        version is a GtidxIOError (exit 3; ``catalog build`` makes it again:
+        ``damaged_ok``, then it is None)."""
+        for st, path in places(store, directory, index_root):
+            raw = st.read_object(path)
+            if raw is None:
+                continue
+            try:
+                d = json.loads(raw)
+                if not isinstance(d, dict) or d.get("v") != VERSION or not isinstance(d.get("files"), list):
+                    raise ValueError("not a version-1 gtidx catalog")
+                for e in d["files"]:
+                    if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+                        raise ValueError("an entry without a name")
+                    if "error" not in e:
+                        BinlogState.parse(e["start_state"])
+                        BinlogState.parse(e["end_state"])
+            except (ValueError, TypeError, KeyError, GtidxError) as e:
+                if damaged_ok:          # to be made again
+                    return None
+                raise GtidxIOError(f"unreadable catalog: {e}", path=path,
+                                   hint="gtidx catalog build makes it again") from None
+            d.setdefault("histories", [])
+            return cls(store, directory, index_root, d, (st, path))
+        return None
+
+    def save(self) -> str:
+        """Write the catalog whole (atomically: exclusive temporary file and
+        rename, or one PUT); returns where."""
+        store, path = places(self.store, self.directory, self.index_root)[0]
+        data = json.dumps(self.raw, separators=(",", ":"), sort_keys=False).encode() + b"\n"
+        if store.remote:
+            store.put(path, data)
+        else:
+            try:
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                safefile.write_file(path, [data])
+            except OSError as e:
+                raise GtidxIOError.from_os(e, path) from None
+        self.where = (store, path)
+        return path
+
+    # -- keeping it current --------------------------------------------------------
+    def refresh(self, files: list[str]) -> dict:
+        """Make the entries of ``files`` (paths in ``self.store``, in binlog
+        order; the catalog then lists exactly these) current: an entry is
+        kept while the file's size and fingerprint match, else the file is
+        walked once. Every entry's index status is looked at again. Returns
+        counts {"kept", "walked", "failed"}."""
+        old = {e["name"]: e for e in self.files}
+        out, counts = [], {"kept": 0, "walked": 0, "failed": 0}
+        for path in files:
+            name = self.store.split(path)[1]
+            prev = old.get(name)
+            try:
+                with Binlog(path, self.store) as b:
+                    entry = None
+                    if prev is not None and "error" not in prev:
+                        e = Entry(prev, BinlogState.parse(prev["start_state"]), BinlogState.parse(prev["end_state"]))
+                        if e.matches(b) == "":
+                            entry = dict(prev)
+                            counts["kept"] += 1
+                    if entry is None:
+                        entry = describe(b)
+                        counts["walked"] += 1
+                    entry["index"] = _index_of(b, self.index_root)
+            except GtidxError as e:
+                counts["failed"] += 1
+                entry = {"name": name, "size": _size(self.store, path), "error": str(e)}
+            entry["name"] = name
+            out.append(entry)
+        self.raw["files"] = out
+        self.raw["histories"] = assign_histories(out)
+        return counts
+
+
+def describe(b: Binlog) -> dict:
+    """A catalog entry for the open binlog ``b``: one walk of its groups."""
+    start = b.start_state.copy()
+    end = start.copy()
+    seen = SeqRanges({(d, s): q for d, s, q in start})
+    stretch = LatestGtids()
+    first = last = top = None
+    drop = 0
+    groups = 0
+    servers = set()
+    stop = b.body_start
+    for stop, rows, _ in b.group_batches(_BATCH):
+        if not rows:
+            continue
+        stretch.add_rows_watching(rows, 3, 1, 2, seen)
+        seen.settle(stretch)
+        stretch.clear()
+        apply = end.apply
+        for ts, server, seq, domain, _ in rows:
+            apply(domain, server, seq)
+            servers.add(server)
+            if first is None:
+                first = top = ts
+            elif last is not None and last - ts > drop:
+                drop = last - ts
+            last = ts
+            if ts > top:
+                top = ts
+        groups += len(rows)
+    fp = IndexMeta.of(b)
+    ranges = seen.ranges
+    return {
+        "name": None, "size": b.size,
+        "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32},
+        "server_version": b.fde.server_version,
+        "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
+        "in_use": b.growing,
+        "start_state": str(start), "end_state": str(end), "end": stop,
+        "groups": groups, "server_ids": sorted(servers),
+        "first_timestamp": first, "last_timestamp": last,
+        "max_timestamp": top, "max_timestamp_drop": drop if first is not None else None,
+        "ranges": sorted([d, s, lo, hi] for (d, s), (lo, hi) in ranges.items()),
+        "repeats": sorted([d, s] for d, s in seen.repeats),
+    }
+
+
+def _index_of(b: Binlog, index_root: IndexRoot | None) -> dict:
+    status = open_index(b, index_root=index_root)
+    status.close()
+    return {"path": status.path, "status": str(status.state)}
+
+
+def _size(store, path: str) -> int:
+    try:
+        return store.size(path)
+    except (OSError, GtidxError):
+        return 0
+
+
+# -- histories -------------------------------------------------------------------------
+
+def _precedes(end: BinlogState, start: BinlogState) -> bool:
+    """Can a binlog starting at ``start`` follow one ending at ``end`` in one
+    server's history (every pair of ``end`` in ``start``, not lower)?"""
+    for g in end:
+        seq = start.get(g.domain, g.server)
+        if seq is None or seq < g.seq:
+            return False
+    return True
+
+
+def assign_histories(files: list[dict]) -> list[dict]:
+    """Group catalog entries (in binlog order) into histories: sets each
+    readable entry's ``history`` (1, 2, ... in order of first file) and
+    returns the histories' summaries. See the module's doc for the rule."""
+    open_: list[dict] = []      # summaries, with "_end" (BinlogState) while assigning
+    for e in files:
+        if "error" in e:
+            e["history"] = None
+            continue
+        start, end = BinlogState.parse(e["start_state"]), BinlogState.parse(e["end_state"])
+        exact = next((h for h in open_ if h["_end"] == start), None)
+        h = exact or next((h for h in open_ if _precedes(h["_end"], start)), None)
+        if h is None:
+            h = {"id": len(open_) + 1, "first": e["name"], "last": e["name"], "files": 0,
+                 "start_state": e["start_state"], "gaps": []}
+            open_.append(h)
+        elif exact is None:
+            h["gaps"].append(e["name"])      # files missing before this one
+        h["files"] += 1
+        h["last"] = e["name"]
+        h["end_state"] = e["end_state"]
+        h["_end"] = end
+        e["history"] = h["id"]
+    for h in open_:
+        del h["_end"]
+    return open_
+
+
+def histories_of(entries: list[Entry]) -> list[tuple[int, list[str]]]:
+    """[(history id, [names in order])] of entries (in binlog order), by ``assign_histories``."""
+    raws = [dict(e.raw) for e in entries]
+    assign_histories(raws)
+    out: dict[int, list[str]] = {}
+    for r in raws:
+        out.setdefault(r["history"], []).append(r["name"])
+    return sorted(out.items())
+
+
+def describe_histories(groups: list[tuple[int, list[str]]]) -> str:
+    return "; ".join(f"history {h}: {names[0]}" + (f"..{names[-1]}" if len(names) > 1 else "") +
+                     f" ({len(names)} file{'s' if len(names) != 1 else ''})" for h, names in groups)
+
+
+__all__ = ["NAME", "VERSION", "Catalog", "Entry", "describe", "assign_histories", "places", "directory_of",
+           "histories_of", "describe_histories"]
