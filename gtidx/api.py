@@ -27,7 +27,7 @@ from typing import Callable, Iterator, NamedTuple
 from . import catalog
 from . import idxformat as fmt
 from . import storage
-from .binlog import CHECKSUM_CRC32, Binlog, Group
+from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group
 from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
@@ -1156,6 +1156,8 @@ class BinlogSeries:
         walked, reading event headers only."""
         t = parse_time(when)
         for path in self.files:
+            if path != self.files[-1] and self._older(path, t):
+                continue
             f = self._file(path)
             start, via = self._time_skip(f, t)
             if start is None:
@@ -1171,10 +1173,51 @@ class BinlogSeries:
         return TimePoint(t, last.path, end, None, self.end_state().position(), None,
                          "index" if last.reader is not None else "scan")
 
+    def _older(self, path: str, t) -> bool:
+        """Does the catalog say every group of ``path`` is older than ``t``
+        (its ``max_timestamp``)? The file is then not opened: a closed
+        binlog is taken as its entry describes it, as the planner takes its
+        seq ranges (the newest binlog is always opened: it may have grown)."""
+        entry = self._catalog.get(path)
+        top = entry.raw.get("max_timestamp") if entry is not None else None
+        return top is not None and top < t and not entry.raw.get("in_use")
+
     def _time_skip(self, f: _File, t) -> tuple[int | None, str]:
         """(where to start walking ``f`` for the first group at ``t`` or
-        later, None: no group of it is that late; via)."""
-        return f.binlog.body_start, "scan"
+        later; via). From the start of the file, unless its catalog entry
+        gives ``max_timestamp_drop`` D (how far a GTID timestamp ever falls
+        below the highest one before it in the file) and the index has a
+        record R whose next event is a GTID event with timestamp ``ts``,
+        ``ts + D < t``: every group before R is then older than ``t`` (each
+        is at most the running maximum at R, which is at most ``ts + D``),
+        so the walk starts at R. R is found by a bisection over the records
+        (any record that passes is sound; the latest found is taken)."""
+        b = f.binlog
+        entry = self._catalog.get(f.path)
+        drop = entry.raw.get("max_timestamp_drop") if entry is not None else None
+        r = f.reader
+        if drop is None or r is None:
+            return b.body_start, "scan"
+
+        def passes(offset: int) -> bool:
+            head = b.event_header(offset)
+            return head is not None and head[1] == GTID and head[0] + drop < t and f.trusted(offset)
+        best, lo, hi = b.body_start, b.body_start, b.size
+        try:
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                rec = r.at_offset(mid)
+                offset = rec.offset if rec is not None else b.body_start
+                if offset <= best:
+                    lo = mid                 # no record between best and mid: look further on
+                elif passes(offset):
+                    best, lo = offset, mid
+                else:
+                    hi = offset - 1
+        except GtidxError as e:
+            f._fallback(f"index failed: {e}")
+            return b.body_start, "scan"
+        return best, "index" if best > b.body_start else "scan"
 
     def _not_here(self, what: str, why: str) -> NotFoundError:
         try:

@@ -425,6 +425,15 @@ class Binlog:
         ``start``. The framing is checked up front (``complete_end``)."""
         return self._headers_between(start, self.complete_end(start))
 
+    def event_header(self, offset: int) -> tuple[int, int, int, int] | None:
+        """(timestamp, type, server_id, length) of the event header at
+        ``offset``; None when the file has no whole header there. Not
+        checked: the caller knows ``offset`` starts an event."""
+        if offset < 0 or offset + HEADER_LEN > self.size:
+            return None
+        ts, etype, server_id, length, _, _ = EVENT_HEADER.unpack(self.buffer[offset:offset + HEADER_LEN])
+        return ts, etype, server_id, length
+
     def events(self, start: int = 4) -> Iterator[Event]:
         """Every complete event with its body. The bodies point into the
         ``PreadBuffer``: each event is read there as it is reached (the

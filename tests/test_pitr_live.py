@@ -106,16 +106,23 @@ def _times():
     return sorted({0, *stamps, *(s - 1 for s in stamps), *(s + 1 for s in stamps), END_FLUSH + 100})
 
 
-@pytest.mark.parametrize("use_index", [False, True])
+@pytest.mark.parametrize("use_index", [False, True, "catalog"])
 def test_at_time_is_where_stop_datetime_stops(binlogs, tmp_path, use_index):
+    """Without an index, with one, and with a catalog (whose per-file
+    timestamp bounds skip files and, with the index records, the start of
+    the file the answer is in)."""
     files = binlogs
     if use_index:
         files = []
         for f in binlogs:
             files.append(str(shutil.copy(f, tmp_path / os.path.basename(f))))
             build_index(files[-1], page_size=64, span_min=1, max_ratio=None, force=True)
-    wrong = []
-    with api.BinlogSeries(files, use_index=use_index) as logs:
+    if use_index == "catalog":
+        api.build_catalog(str(tmp_path))
+    wrong, vias = [], set()
+    with (api.open_binlogs(str(tmp_path)) if use_index == "catalog" else
+          api.BinlogSeries(files, use_index=bool(use_index))) as logs:
+        assert use_index != "catalog" or logs.files == files
         for dt in _times():
             t = BASE + dt
             got = logs.at_time(t)
@@ -131,7 +138,10 @@ def test_at_time_is_where_stop_datetime_stops(binlogs, tmp_path, use_index):
             if got.gtid is not None:
                 assert got.timestamp >= t
                 assert api.state_at(got.file, got.offset).position == got.position
+            vias.add(got.via)
     assert wrong == []
+    if use_index == "catalog":       # some walks started at an index record, past the file's start
+        assert "index" in vias, vias
 
 
 def test_timestamps_really_step_back(binlogs):
