@@ -26,6 +26,7 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 # Blocks not run here, each with the reason (a new block must be added to a test or here).
 RUN_ELSEWHERE = {
     "Quickstart": ".ci/run runs the Quickstart's two commands verbatim",
+    "Archives": "tests/test_s3.py runs them against moto_server (test_s3_readme_archives_story)",
 }
 
 
