@@ -597,9 +597,23 @@ class BinlogSeries:
                 groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
         elif groups:
             self.history = groups[0][0]
+        local = not getattr(self.store, "remote", False)
         for path, e in listed:
             if e is None:
                 continue
+            if local:
+                # a size is free to check here (a stat): a file grown, cut or
+                # replaced by another of another size since the catalog was
+                # made is read, not taken from its entry (on an object store
+                # an entry is checked when its file is opened)
+                try:
+                    size = os.stat(path).st_size
+                except OSError:
+                    size = None
+                if size != e.raw.get("size"):
+                    log.warning("%s: catalog entry is stale (the catalog has %s bytes, the file %s); "
+                                "reading the file", path, e.raw.get("size"), size)
+                    continue
             self._catalog[path] = e
             self._start[path] = e.start.copy()
             self.teach(path, e.seq_ranges())

@@ -255,3 +255,33 @@ def test_a_gtid_in_two_histories_is_reported_as_such(tmp_path):
     for h, name in [(1, "master-bin.000019"), (2, "master-bin.000119")]:
         loc = api.seek("0-1-400", str(d), history=h)
         assert Path(loc.file).name == name and loc.start == 15764
+
+
+def test_a_binlog_of_another_size_than_its_entry_is_read_not_taken_from_it(tmp_path, caplog):
+    """The catalog was made while master-bin.000020 held only half its groups
+    (a partial copy, IN_USE set, as an archive being filled has it); the
+    whole file arrived later. A lookup over the directory that does not open
+    that file must not take its old entry (its seq ranges would hide the
+    groups that came since): every GTID is where a series without a catalog
+    finds it, and the stale entry is said."""
+    from conftest import growing_copy
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for p in MULTI.glob("master-bin.0*"):
+        shutil.copyfile(p, d / p.name)
+    name = "master-bin.000020"
+    whole = (MULTI / name).read_bytes()
+    with Binlog(MULTI / name) as b:
+        ends = [g.end for g in b.groups()]
+    (d / name).write_bytes(growing_copy(whole, ends[len(ends) // 2]))
+    api.build(str(d))
+    api.build_catalog(str(d))
+    (d / name).write_bytes(whole)
+    caplog.set_level(logging.WARNING, logger="gtidx")
+    files = api.list_binlogs(str(d))
+    for f in files:
+        for g in api.scan(f)[1]:
+            with api.open_binlogs(str(d)) as with_catalog:
+                a = with_catalog.locate(g.gtid)
+            assert (a.file, a.start, a.end) == (f, g.start, g.end), g
+    assert any("stale" in r.getMessage() and name in r.getMessage() for r in caplog.records)
