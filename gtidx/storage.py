@@ -133,6 +133,13 @@ class FsspecStore:
             return GtidxIOError("object changed while it was read (replaced or rewritten: its ETag is not "
                                 "the one it was opened with)", path=path,
                                 hint="run again: the lookup reads the object as it is now")
+        if _throttled(e):
+            return GtidxIOError("the object store throttles the requests (503 SlowDown), also after retries "
+                                "with backoff", path=path, hint="try again later, or with fewer readers at once")
+        if _timed_out(e):
+            return GtidxIOError(f"the object store timed out: {_reason(e)}", path=path,
+                                hint="a slow or overloaded endpoint: try again, or raise read_timeout "
+                                     "(--storage-option 'config_kwargs={\"read_timeout\": 120}')")
         if isinstance(e, PermissionError):
             return GtidxIOError(f"access denied: {_reason(e)}", path=path,
                                 hint="check the credentials (AWS_* variables, profile or --storage-option)")
@@ -267,12 +274,34 @@ class FsspecStore:
 def _precondition_failed(e: BaseException) -> bool:
     """An If-Match read of an object that is no longer the one opened (S3's
     412 PreconditionFailed, as botocore or s3fs's translation of it says)."""
-    while e is not None:
-        code = getattr(e, "response", {}).get("Error", {}).get("Code") if hasattr(e, "response") else None
-        if code in ("PreconditionFailed", "412") or "pre-conditions you specified did not hold" in str(e):
-            return True
+    return any(_code(x) in ("PreconditionFailed", "412") or "pre-conditions you specified did not hold" in str(x)
+               for x in _chain(e))
+
+
+def _throttled(e: BaseException) -> bool:
+    """S3's 503 SlowDown / Service Unavailable, after the retries."""
+    return any(_code(x) in ("SlowDown", "503", "ServiceUnavailable", "Throttling", "RequestLimitExceeded")
+               or "SlowDown" in str(x) or "Service Unavailable" in str(x) for x in _chain(e))
+
+
+def _timed_out(e: BaseException) -> bool:
+    return any(isinstance(x, TimeoutError) or type(x).__name__ in ("ReadTimeoutError", "ConnectTimeoutError",
+                                                                   "ServerTimeoutError")
+               or "timeout" in str(x).lower() for x in _chain(e))
+
+
+def _chain(e: BaseException):
+    """``e`` and the exceptions it was raised from (s3fs translates botocore's)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
         e = e.__cause__ or e.__context__
-    return False
+
+
+def _code(e: BaseException):
+    response = getattr(e, "response", None)
+    return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
 
 
 def _reason(e: BaseException) -> str:

@@ -527,3 +527,77 @@ def test_s3_readme_archives_story(s3):
     first = next((f, g) for f in files for g in api.scan(f)[1] if g.timestamp >= api.parse_time("2026-11-22T03:16:28Z"))
     assert (os.path.basename(answer["file"]), answer["offset"], answer["gtid"]) == \
         (os.path.basename(first[0]), first[1].start, str(first[1].gtid))
+
+
+# -- throttling and timeouts: a fault-injecting proxy (tests/s3faults.py) in front of moto_server ----
+
+class FaultProxy:
+    """tests/s3faults.py as a child process in front of ``upstream``."""
+
+    def __init__(self, upstream: str):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "s3faults.py"), str(self.port), upstream],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self.set()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("the fault proxy did not start")
+                time.sleep(0.05)
+
+    def set(self, **faults) -> dict:
+        query = "&".join(f"{k}={v}" for k, v in faults.items())
+        return json.loads(urllib.request.urlopen(f"{self.url}/__faults__?{query}", timeout=5).read())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def faults(s3):
+    proxy = FaultProxy(s3.url)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+def _pos_through(proxy, *extra) -> subprocess.CompletedProcess:
+    entry = json.loads((MULTI / "oracle.json").read_text())["files"][1]
+    return _cli("pos", f"s3://{BUCKET}/multifile/{entry['name']}", "4", *extra,
+                env={"AWS_ENDPOINT_URL": proxy.url})
+
+
+def test_s3_throttling_is_retried_with_backoff(faults):
+    """S3 answers SlowDown (503) to the first requests: they are retried
+    (botocore's and s3fs's backoff, as S3 convention expects) and the
+    answer is the same."""
+    want = _pos_through(faults)
+    assert want.returncode == 0, want.stderr
+    faults.set(slowdown=3)
+    got = _pos_through(faults)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert faults.set()["throttled"] == 3
+
+
+def test_s3_throttling_that_persists_is_one_line_exit_3(faults):
+    faults.set(slowdown=10000)
+    t0 = time.monotonic()
+    r = _pos_through(faults, "--storage-option", 'config_kwargs={"retries": {"max_attempts": 2}}')
+    _one_line_error(r, 3, "throttl")
+    assert time.monotonic() - t0 < 60
+
+
+def test_s3_a_read_that_times_out_is_one_line_exit_3(faults):
+    faults.set(delay=3)
+    r = _pos_through(faults, "--storage-option",
+                     'config_kwargs={"read_timeout": 1, "connect_timeout": 1, "retries": {"max_attempts": 1}}')
+    _one_line_error(r, 3, "timed out")
