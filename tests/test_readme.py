@@ -26,6 +26,8 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 # Blocks not run here, each with the reason (a new block must be added to a test or here).
 RUN_ELSEWHERE = {
     "Quickstart": ".ci/run runs the Quickstart's two commands verbatim",
+    "Spark on a cluster": "needs a cluster and an object store: tests/test_spark_cluster.py runs this flow "
+                          "on a standalone master and worker against moto_server",
 }
 
 

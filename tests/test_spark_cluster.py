@@ -91,7 +91,7 @@ class Cluster:
         self.master = _daemon("master.Master", ["--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui)],
                               tmp / "master.log", env)
         self.worker = _daemon("worker.Worker", ["--host", LOOPBACK, "--port", str(wport), "--webui-port", str(wui),
-                                                "--cores", "2", "--memory", "2g", "--work-dir", str(tmp / "work"),
+                                                "--cores", "4", "--memory", "2g", "--work-dir", str(tmp / "work"),
                                                 self.url], tmp / "worker.log", env)
         deadline = time.monotonic() + 120
         while True:
@@ -151,7 +151,8 @@ def spark(cluster):
     if active is not None:
         active.stop()                    # a local session of another test module: one context per process
     session = gs.session(cluster.url, app="gtidx-cluster-tests",
-                         conf={"spark.submit.pyFiles": str(cluster.zip), "spark.executor.cores": "2"})
+                         conf={"spark.submit.pyFiles": str(cluster.zip), "spark.cores.max": "2",
+                               "spark.executor.memory": "512m"})
     yield session
     session.stop()
 
@@ -217,7 +218,8 @@ def test_cli_spark_locate_on_the_cluster(spark, cluster, tmp_path):
     out = tmp_path / "out.parquet"
     aws = {**AWS_ENV, "AWS_ENDPOINT_URL": cluster.s3.url}
     del aws["AWS_SESSION_TOKEN"], aws["AWS_PROFILE"]
-    submit = ["--py-files", str(cluster.zip), *[a for k, v in aws.items()
+    submit = ["--py-files", str(cluster.zip), "--conf", "spark.cores.max=2", "--conf", "spark.executor.memory=512m",
+              *[a for k, v in aws.items()
                                                 for a in ("--conf", f"spark.executorEnv.{k}={v}")], "pyspark-shell"]
     env = {**{k: v for k, v in os.environ.items() if k not in NO_AWS}, **aws,
            "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": LOOPBACK,
