@@ -468,7 +468,7 @@ def session(master: str = "local[*]", app: str = "gtidx", host: str | None = Non
     host="10.0.0.5")``, or ``SPARK_LOCAL_IP=10.0.0.5 gtidx spark ...``; or build
     your own SparkSession and call ``register(spark)``. Local sessions run their
     Python workers with this interpreter unless $PYSPARK_PYTHON names another.
-    ``conf``: more Spark settings (``{"spark.submit.pyFiles": "gtidx.zip",
+    ``conf``: more Spark settings (``{"spark.submit.pyFiles": "gtidx-py.zip",
     "spark.executorEnv.AWS_ENDPOINT_URL": ...}``).
     """
     import sys

@@ -77,7 +77,7 @@ class Cluster:
         self.s3 = MotoServer(tmp)
         # what executors need to reach the store, in the job (the worker has no AWS_* variable)
         self.options = {"endpoint_url": self.s3.url, "key": "testing", "secret": "testing"}
-        self.zip = tmp / "gtidx.zip"
+        self.zip = tmp / "gtidx-py.zip"
         with zipfile.ZipFile(self.zip, "w") as z:
             for f in sorted((ROOT / "gtidx").glob("*.py")):
                 z.write(f, f"gtidx/{f.name}")
@@ -162,7 +162,7 @@ def test_executors_import_the_shipped_gtidx_and_have_no_aws_variables(spark, clu
         import gtidx as g
         return [(g.__file__, sorted(k for k in os.environ if k in NO_AWS))]
     where, aws = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()[0]
-    assert "gtidx.zip" in where and not aws
+    assert "gtidx-py.zip" in where and not aws
 
 
 def test_build_locate_and_data_source_on_the_cluster(spark, cluster):
