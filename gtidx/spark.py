@@ -376,8 +376,9 @@ class GtidxDataSource(DataSource):
     every binlog in DIR (file, gtid, domain, server, seq, start, end,
     timestamp, flags). DIR may be a URL (``s3://bucket/prefix/``), read by
     the executors; ``.option("storage_options", json.dumps({...}))`` passes
-    fsspec options (default: the AWS_* variables each executor has). Filters ``file = ...``/``file IN (...)`` (file names as
-    in the binlog list) skip whole files; ``domain = ...``/``IN`` skip groups."""
+    fsspec options (default: the AWS_* variables each executor has). Filters
+    ``file = ...``/``file IN (...)`` (file names as in the binlog list) skip
+    whole files; ``domain = ...``/``IN`` skip groups."""
 
     @classmethod
     def name(cls) -> str:

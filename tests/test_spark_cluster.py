@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -103,8 +102,8 @@ class Cluster:
                 pass
             if time.monotonic() > deadline or self.master.poll() is not None or self.worker.poll() is not None:
                 self.stop()
-                raise RuntimeError("the standalone cluster did not come up: "
-                                   + (tmp / "master.log").read_text()[-1500:] + (tmp / "worker.log").read_text()[-1500:])
+                logs = [(tmp / n).read_text()[-1500:] for n in ("master.log", "worker.log")]
+                raise RuntimeError("the standalone cluster did not come up: " + "\n".join(logs))
             time.sleep(0.3)
         self.client = __import__("boto3").client("s3", endpoint_url=self.s3.url, aws_access_key_id="testing",
                                                  aws_secret_access_key="testing", region_name="us-east-1")
