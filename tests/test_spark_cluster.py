@@ -238,3 +238,22 @@ def test_cli_spark_locate_on_the_cluster(spark, cluster, tmp_path):
             mine = (r.file, r.start, r.end, r.resume, r.timestamp, r.first_gtid, r.found)
             assert mine == library_row(logs, r.gtid), r.gtid
     assert summary["found"] == sum(r.found for r in rows) and summary["not_found"] >= 4
+
+
+@pytest.mark.parametrize("command", ["locate", "build"])
+def test_cli_spark_url_errors_before_spark_starts(cluster, tmp_path, command):
+    """--binlogs / BINLOGS as URLs with --storage-option: listed on the driver
+    first, so a missing bucket is one line and exit 3 (no JVM started), and
+    the options reach the store (without them the endpoint is unknown)."""
+    src = tmp_path / "gtids.txt"
+    src.write_text("0-1-1\n")
+    url = "s3://no-such-bucket/binlogs/"
+    args = (["locate", "--gtids", str(src), "--binlogs", url, "--out", str(tmp_path / "o.parquet")]
+            if command == "locate" else ["build", url])
+    opts = [a for k, v in cluster.options.items() for a in ("--storage-option", f"{k}={v}")]
+    env = {**{k: v for k, v in os.environ.items() if k not in NO_AWS}, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", *args, "--master", cluster.url, *opts],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "no-such-bucket" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
