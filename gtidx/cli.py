@@ -666,6 +666,17 @@ def _existing(path: str) -> os.stat_result:
         raise BadInputError(f"path {quoted(path)} contains a NUL character") from None
 
 
+def _existing_binlogs(path: str, storage_options: dict | None) -> None:
+    """Binlogs handed to Spark: a local path must exist; a URL is listed (its
+    missing bucket, prefix or bad option is one line here, not a failed job)."""
+    from .storage import is_url
+    if not is_url(path):
+        _existing(path)
+        return
+    from .api import list_binlogs
+    list_binlogs(path, storage_options=storage_options)
+
+
 class _LibraryDefault(click.Option):
     """An option whose default is owned by a library module imported only when
     its command runs or shows its help: ``default`` is a callable that fetches it,
@@ -818,20 +829,25 @@ def spark():
 @click.option("--gtids", "gtids_path", required=True, type=_PATH,
               help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
 @click.option("--binlogs", required=True, type=_PATH,
-              help="A binlog directory, a master-bin.index or a binlog.")
+              help="A binlog directory, a master-bin.index or a binlog; or a URL (s3://bucket/prefix/), "
+                   "read by the executors themselves.")
 @click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @_quiet_option
 @_json_option("One JSON object: {out, rows, found, not_found}.")
-def spark_locate(gtids_path, binlogs, out, master, quiet, as_json):
+@_storage_option
+@_index_dir_option
+def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
     timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
-    Spark tasks done."""
+    Spark tasks done. --gtids and --out are read and written by Spark: on a cluster, on
+    storage every node sees."""
     _existing(gtids_path)
-    _existing(binlogs)
+    _existing_binlogs(binlogs, storage_options)
     with _Progress(quiet) as shown:
         total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master,
-                                                  progress=_spark_progress(shown))
+                                                  progress=_spark_progress(shown),
+                                                  storage_options=storage_options, index_root=index_root)
     if as_json:
         _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
         return
@@ -844,12 +860,16 @@ def spark_locate(gtids_path, binlogs, out, master, quiet, as_json):
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @_quiet_option
 @_json_option("One JSON object: {results: [...]}.")
-def spark_build(binlogs, master, quiet, as_json):
-    """Build the missing or stale indexes of BINLOGS, one Spark task per file. On a
-    terminal, a progress line: the phase and the files (tasks) done."""
-    _existing(binlogs)
+@_storage_option
+@_index_dir_option
+def spark_build(binlogs, master, quiet, as_json, storage_options, index_root):
+    """Build the missing or stale indexes of BINLOGS (a path or a URL, s3://bucket/prefix/),
+    one Spark task per file. On a terminal, a progress line: the phase and the files (tasks)
+    done."""
+    _existing_binlogs(binlogs, storage_options)
     with _Progress(quiet) as shown:
-        rows = _spark().build_rows(binlogs, master, progress=_spark_progress(shown))
+        rows = _spark().build_rows(binlogs, master, progress=_spark_progress(shown),
+                                   storage_options=storage_options, index_root=index_root)
     if as_json:
         _emit_json({"results": rows})
     else:

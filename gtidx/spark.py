@@ -40,9 +40,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, In
 from pyspark.sql.types import (BooleanType, LongType, StringType, StructField,
                                StructType)
 
-from . import api
+from . import api, storage
 from .binlog import Binlog
-from .errors import GtidxError, NotFoundError
+from .errors import BadInputError, GtidxError, NotFoundError
 from .gtid import BinlogState, Gtid, Position
 
 LOCATE_SCHEMA = StructType([
@@ -76,7 +76,7 @@ PASS_PER_BYTE = 1 / 131072
 
 # -- locate ---------------------------------------------------------------------------------------
 
-def _summary(path: str, last: bool) -> tuple[str, str, str | None, list | None]:
+def _summary(path: str, last: bool, where: "_Where") -> tuple[str, str, str | None, list | None]:
     """(file, start state, end state for the last file, seq ranges): what
     planning needs; ``api.UNKNOWN`` for a state a damaged binlog does not
     give, None for its ranges (the lookups that need that file then fail with
@@ -88,7 +88,7 @@ def _summary(path: str, last: bool) -> tuple[str, str, str | None, list | None]:
     start = end = api.UNKNOWN
     ranges = None
     try:
-        with api.BinlogSeries([path]) as logs:
+        with where.series([path]) as logs:
             start = str(logs.start_state(path))
             end = str(logs.end_state()) if last else None
             ranges = [[d, s, lo, hi, down] for (d, s), (lo, hi, down) in logs.seq_ranges(path).items()]
@@ -177,6 +177,22 @@ class _Plan:
         return not isinstance(plan, str) and plan.monotone and len(plan.files) == 1
 
 
+class _Where(NamedTuple):
+    """Where the binlogs and indexes are, as each executor opens them itself
+    (shipped in the closures: an executor needs no local copy of anything):
+    ``storage_options`` for URLs (``storage.resolve``; without them, the
+    executor's own AWS_* variables, profile or instance role) and the
+    ``index_root`` (``BinlogSeries``)."""
+    storage_options: dict | None = None
+    index_root: str | None = None
+
+    def series(self, files: list[str]) -> api.BinlogSeries:
+        return api.BinlogSeries(files, storage_options=self.storage_options, index_root=self.index_root)
+
+    def list(self, binlogs: str) -> list[str]:
+        return api.list_binlogs(binlogs, storage_options=self.storage_options)
+
+
 def _parse_state(text: str):
     return api.UNKNOWN if text == api.UNKNOWN else BinlogState.parse(text)
 
@@ -186,7 +202,8 @@ def _not_found(value: str, reason: str) -> tuple:
     return (value, kind, None, None, None, None, None, None, False, reason)
 
 
-def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan | None = None) -> list[tuple]:
+def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan | None = None,
+                 where: _Where = _Where()) -> list[tuple]:
     """All the GTIDs (and positions) assigned to one file, answered together."""
     path, values = item
     values = list(values)
@@ -194,7 +211,7 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan |
     for v in values:
         (positions if "," in v else gtids).append(v)
     out = []
-    with api.BinlogSeries(all_files) as logs:
+    with where.series(all_files) as logs:
         if plan is not None:
             plan.teach(logs)
         if gtids:
@@ -240,12 +257,12 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
             library(g)
         rest = [g for g in rest if g not in found and g not in failed]
     try:
-        with Binlog(path) as b:
+        with Binlog(path, logs.store) as b:
             size = b.size
         if len(rest) > size * pass_per_byte:
             # Many GTIDs in this file: one pass over its groups, in offset order.
             keys = {(g.seq, g.domain, g.server): g for g in rest}
-            with Binlog(path) as b:
+            with Binlog(path, logs.store) as b:
                 for begin, end, (ts, server, seq, domain, _) in b.group_spans():
                     g = keys.pop((seq, domain, server), None)
                     if g is not None:
@@ -277,11 +294,14 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
 
 
 def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
-           timings: dict | None = None, pass_per_byte: float = PASS_PER_BYTE) -> DataFrame:
+           timings: dict | None = None, pass_per_byte: float = PASS_PER_BYTE,
+           storage_options: dict | None = None, index_root: str | None = None) -> DataFrame:
     """Answer every row of ``gtids`` (a GTID, or a replication position with
     one GTID per domain, in ``column``: default the only column, or ``gtid``)
     against the binlogs at ``binlogs`` (a directory, a master-bin.index, a
-    file). One output row per input row, in LOCATE_SCHEMA. ``timings``, if
+    file; or a URL, ``s3://bucket/prefix/``, read by the executors themselves
+    with ``storage_options``; ``index_root``: indexes kept apart, as in
+    ``gtidx.open``). One output row per input row, in LOCATE_SCHEMA. ``timings``, if
     given, receives ``planning_s`` now and, once an action has run on the
     result, the per-file task time in ``timings["per_file"].value`` (an
     accumulator: seconds summed over files) and ``files_touched``.
@@ -289,12 +309,13 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     it beats index lookups."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
-    files = api.list_binlogs(binlogs)
+    where = _Where(storage_options, index_root)
+    files = where.list(binlogs)
     if column is None:
         column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
     last = files[-1]
     summaries = sc.parallelize([(f, f == last) for f in files], len(files)) \
-        .map(lambda fl: _summary(*fl)).collect()
+        .map(lambda fl: _summary(*fl, where)).collect()
     by_file = {f: (start, end, ranges) for f, start, end, ranges in summaries}
     plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files])
     bplan = sc.broadcast(plan)
@@ -311,13 +332,13 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
 
         def answer(item):
             t = time.perf_counter()
-            rows = _answer_file(item, files, pass_per_byte, bplan.value)
+            rows = _answer_file(item, files, pass_per_byte, bplan.value, where)
             spent.add(time.perf_counter() - t)
             touched_files.add(1)
             return rows
     else:
         def answer(item):
-            return _answer_file(item, files, pass_per_byte, bplan.value)
+            return _answer_file(item, files, pass_per_byte, bplan.value, where)
     answered = touched.groupByKey(numPartitions=n).flatMap(answer)
     return spark.createDataFrame(missing.union(answered), LOCATE_SCHEMA)
 
@@ -325,18 +346,25 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
 # -- build -------------------------------------------------------------------------------------------
 
 def _build_one(path: str, kw: dict) -> tuple:
+    """``api.build`` of one file (``kw``: its keywords, ``storage_options``
+    and ``index_root`` among them), as a BUILD_SCHEMA row."""
     try:
-        r = api.build_index(path, **kw)
+        r = next(iter(api.build([path], **kw)))
     except GtidxError as e:
-        return (path, api.index_path(path), "failed", "", 0, 0, 0, "", "", str(e))
+        r = e
+    if isinstance(r, GtidxError):
+        return (path, api.index_path(path), "failed", "", 0, 0, 0, "", "", str(r))
     return (r.binlog, r.index, r.action, r.reason, r.records, r.size, r.binlog_size,
             f"{r.ratio:.6f}", f"{r.seconds:.4f}", "")
 
 
-def build(spark: SparkSession, binlogs: str, **kw) -> DataFrame:
-    """Build the missing or stale index of every binlog at ``binlogs``, one
-    task per file; one summary row per file (``build_index`` keywords pass through)."""
-    files = api.list_binlogs(binlogs)
+def build(spark: SparkSession, binlogs: str, *, storage_options: dict | None = None, **kw) -> DataFrame:
+    """Build the missing or stale index of every binlog at ``binlogs`` (a
+    path or a URL, as for ``locate``), one task per file; one summary row per
+    file (``api.build`` keywords pass through: ``index_root``, ``page_size``...).
+    Each executor reads its binlog and writes its index itself."""
+    files = api.list_binlogs(binlogs, storage_options=storage_options)
+    kw["storage_options"] = storage_options
     rdd = spark.sparkContext.parallelize(files, len(files)).map(lambda f: _build_one(f, kw))
     return spark.createDataFrame(rdd, BUILD_SCHEMA)
 
@@ -346,8 +374,11 @@ def build(spark: SparkSession, binlogs: str, **kw) -> DataFrame:
 class GtidxDataSource(DataSource):
     """``spark.read.format("gtidx").load(DIR)``: one row per event group of
     every binlog in DIR (file, gtid, domain, server, seq, start, end,
-    timestamp, flags). Filters ``file = ...``/``file IN (...)`` (file names as
-    in the binlog list) skip whole files; ``domain = ...``/``IN`` skip groups."""
+    timestamp, flags). DIR may be a URL (``s3://bucket/prefix/``), read by
+    the executors; ``.option("storage_options", json.dumps({...}))`` passes
+    fsspec options (default: the AWS_* variables each executor has). Filters
+    ``file = ...``/``file IN (...)`` (file names as in the binlog list) skip
+    whole files; ``domain = ...``/``IN`` skip groups."""
 
     @classmethod
     def name(cls) -> str:
@@ -360,12 +391,28 @@ class GtidxDataSource(DataSource):
         path = self.options.get("path")
         if not path:
             raise GtidxError("gtidx data source needs a path: spark.read.format('gtidx').load(DIR)")
-        return _GroupsReader(path)
+        return _GroupsReader(path, _options(self.options.get("storage_options")))
+
+
+def _options(text: str | None) -> dict | None:
+    """The data source's ``storage_options`` option: a JSON object."""
+    if not text:
+        return None
+    import json
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise BadInputError("the gtidx data source's storage_options option must be a JSON object",
+                            hint='.option("storage_options", json.dumps({"endpoint_url": ...}))')
+    return value
 
 
 class _GroupsReader(DataSourceReader):
-    def __init__(self, path: str):
-        self.files = api.list_binlogs(path)
+    def __init__(self, path: str, storage_options: dict | None = None):
+        self.storage_options = storage_options
+        self.files = api.list_binlogs(path, storage_options=storage_options)
         self.file_names: set | None = None
         self.domains: set | None = None
 
@@ -395,7 +442,7 @@ class _GroupsReader(DataSourceReader):
             return
         name = os.path.basename(path)
         domains = self.domains
-        with Binlog(path) as b:
+        with Binlog(path, storage.resolve(path, self.storage_options)[0]) as b:
             for begin, end, (ts, server, seq, domain, flags2) in b.group_spans():
                 if domains is not None and domain not in domains:
                     continue
@@ -411,7 +458,8 @@ def register(spark: SparkSession) -> None:
 LOOPBACK = "127.0.0.1"
 
 
-def session(master: str = "local[*]", app: str = "gtidx", host: str | None = None) -> SparkSession:
+def session(master: str = "local[*]", app: str = "gtidx", host: str | None = None,
+            conf: dict | None = None) -> SparkSession:
     """A SparkSession for gtidx's CLI: quiet, no UI, pushdown on, source registered.
 
     The driver and its block manager listen on and advertise ``host``: by
@@ -421,6 +469,8 @@ def session(master: str = "local[*]", app: str = "gtidx", host: str | None = Non
     host="10.0.0.5")``, or ``SPARK_LOCAL_IP=10.0.0.5 gtidx spark ...``; or build
     your own SparkSession and call ``register(spark)``. Local sessions run their
     Python workers with this interpreter unless $PYSPARK_PYTHON names another.
+    ``conf``: more Spark settings (``{"spark.submit.pyFiles": "gtidx-py.zip",
+    "spark.executorEnv.AWS_ENDPOINT_URL": ...}``).
     """
     import sys
     host = host or os.environ.get("SPARK_LOCAL_IP") or LOOPBACK
@@ -432,8 +482,10 @@ def session(master: str = "local[*]", app: str = "gtidx", host: str | None = Non
              .config("spark.driver.bindAddress", host)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")    # the CLI draws its own (or none: --quiet)
-             .config("spark.sql.python.filterPushdown.enabled", "true")
-             .getOrCreate())
+             .config("spark.sql.python.filterPushdown.enabled", "true"))
+    for k, v in (conf or {}).items():
+        spark = spark.config(k, v)
+    spark = spark.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
@@ -524,16 +576,20 @@ class _Watch:
 
 
 def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "local[*]",
-                      progress=None) -> tuple[int, int]:
+                      progress=None, storage_options: dict | None = None,
+                      index_root: str | None = None) -> tuple[int, int]:
     """``gtidx spark locate``: the GTIDs of a .txt/.csv/.parquet file located
-    in ``binlogs``, written to ``out`` (parquet, overwritten); (rows, found).
-    ``progress``: called with a SparkProgress as phases and tasks advance."""
+    in ``binlogs`` (a path or URL, with ``storage_options`` and
+    ``index_root`` as for ``locate``), written to ``out`` (parquet,
+    overwritten); (rows, found). ``progress``: called with a SparkProgress as
+    phases and tasks advance."""
     watch = _Watch(progress)
     spark = session(master)
     try:
         watch.attach(spark.sparkContext)
         watch.enter("planning")
-        df = locate(spark, read_gtids(spark, gtids_path), binlogs)
+        df = locate(spark, read_gtids(spark, gtids_path), binlogs, storage_options=storage_options,
+                    index_root=index_root)
         watch.enter("locating")
         df.write.mode("overwrite").parquet(out)
         watch.enter("counting")

@@ -27,6 +27,8 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 RUN_ELSEWHERE = {
     "Quickstart": ".ci/run runs the Quickstart's two commands verbatim",
     "Archives": "tests/test_s3.py runs them against moto_server (test_s3_readme_archives_story)",
+    "Spark on a cluster": "needs a cluster and an object store: tests/test_spark_cluster.py runs this flow "
+                          "on a standalone master and worker against moto_server",
 }
 
 

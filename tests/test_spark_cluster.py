@@ -1,0 +1,259 @@
+"""Spark on a real cluster (issue 13): a standalone master and one worker,
+each its own JVM started from the PySpark install, and a moto_server; the
+binlogs are only in the object store. Executors get gtidx as a zip
+(``spark.submit.pyFiles`` / ``--py-files``, nothing on the worker's
+PYTHONPATH) and reach the store either with the ``storage_options`` shipped
+in the job or with AWS_* variables given as ``spark.executorEnv.*``: the
+worker itself has no AWS_* variable. Every row equals the library's answer.
+
+Everything listens on 127.0.0.1 only: the master, the worker, their web UIs
+(the master's /json/ tells when the worker registered), the driver and the
+S3 server; the master's REST submission server is off."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra: pip install -e '.[spark]'")
+from test_s3 import AWS_ENV, MotoServer, _free_port  # noqa: E402  (moto_server, skips without boto3/s3fs)
+from test_spark import library_row, probes  # noqa: E402
+
+import gtidx  # noqa: E402
+import gtidx.spark as gs  # noqa: E402
+from gtidx import api  # noqa: E402
+from gtidx.binlog import Binlog  # noqa: E402
+
+BUCKET = "gtidx-cluster"
+SETS = [FIXTURES / "mariadb-10.11" / "multifile", FIXTURES / "mariadb-10.11" / "nonmono"]
+SPARK_HOME = Path(pyspark.__file__).parent
+LOOPBACK = "127.0.0.1"
+NO_AWS = [*AWS_ENV, "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE",
+          "AWS_SHARED_CREDENTIALS_FILE", "AWS_REGION"]
+
+
+def _daemon(kind: str, args: list[str], log: Path, env: dict) -> subprocess.Popen:
+    """``spark-class org.apache.spark.deploy.KIND`` in the foreground, in its own process group."""
+    return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), f"org.apache.spark.deploy.{kind}", *args],
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the daemon's process group (spark-class, its JVM, a worker's
+    executors), SIGKILL to what is left after 20 s; returns when the group is gone."""
+    if _group_alive(proc.pid):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while _group_alive(proc.pid):
+        proc.poll()                      # reap spark-class itself
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+        time.sleep(0.1)
+    proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+class Cluster:
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.s3 = MotoServer(tmp)
+        # what executors need to reach the store, in the job (the worker has no AWS_* variable)
+        self.options = {"endpoint_url": self.s3.url, "key": "testing", "secret": "testing"}
+        self.zip = tmp / "gtidx-py.zip"
+        with zipfile.ZipFile(self.zip, "w") as z:
+            for f in sorted((ROOT / "gtidx").glob("*.py")):
+                z.write(f, f"gtidx/{f.name}")
+        env = {k: v for k, v in os.environ.items() if k not in NO_AWS and k != "PYTHONPATH"}
+        env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP=LOOPBACK, SPARK_NO_DAEMONIZE="1",
+                   SPARK_LOG_DIR=str(tmp), SPARK_CONF_DIR=str(tmp / "conf"),
+                   SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
+        (tmp / "conf").mkdir()
+        port, ui, wport, wui = (_free_port() for _ in range(4))
+        self.url = f"spark://{LOOPBACK}:{port}"
+        self.master = _daemon("master.Master", ["--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui)],
+                              tmp / "master.log", env)
+        self.worker = _daemon("worker.Worker", ["--host", LOOPBACK, "--port", str(wport), "--webui-port", str(wui),
+                                                "--cores", "4", "--memory", "2g", "--work-dir", str(tmp / "work"),
+                                                self.url], tmp / "worker.log", env)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                state = json.load(urllib.request.urlopen(f"http://{LOOPBACK}:{ui}/json/", timeout=2))
+                if state.get("aliveworkers") == 1:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.master.poll() is not None or self.worker.poll() is not None:
+                self.stop()
+                logs = [(tmp / n).read_text()[-1500:] for n in ("master.log", "worker.log")]
+                raise RuntimeError("the standalone cluster did not come up: " + "\n".join(logs))
+            time.sleep(0.3)
+        self.client = __import__("boto3").client("s3", endpoint_url=self.s3.url, aws_access_key_id="testing",
+                                                 aws_secret_access_key="testing", region_name="us-east-1")
+        self.client.create_bucket(Bucket=BUCKET)
+        for d in SETS:
+            for f in api.list_binlogs(d):
+                self.client.put_object(Bucket=BUCKET, Key=f"{d.name}/{Path(f).name}", Body=Path(f).read_bytes())
+
+    def objects(self, prefix: str) -> list[str]:
+        got = self.client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+        return sorted(o["Key"].rsplit("/", 1)[1] for o in got)
+
+    def stop(self) -> None:
+        for p in (self.worker, self.master):
+            _stop(p)
+        self.s3.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    saved = {k: os.environ.get(k) for k in [*NO_AWS, "PYSPARK_PYTHON"]}
+    for k in NO_AWS:                     # the driver too reaches the store by storage_options alone
+        os.environ.pop(k, None)
+    os.environ["PYSPARK_PYTHON"] = sys.executable      # the Python the executors run: the nodes' own
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield c
+    finally:
+        c.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        # no JVM left behind: the master's and the worker's process groups (executors included) are gone
+        left = [p.pid for p in (c.master, c.worker) if _group_alive(p.pid)]
+        assert not left, f"process groups still alive: {left}"
+
+
+@pytest.fixture(scope="module")
+def spark(cluster):
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()                    # a local session of another test module: one context per process
+    session = gs.session(cluster.url, app="gtidx-cluster-tests",
+                         conf={"spark.submit.pyFiles": str(cluster.zip), "spark.cores.max": "2",
+                               "spark.executor.memory": "512m"})
+    yield session
+    session.stop()
+
+
+def test_executors_import_the_shipped_gtidx_and_have_no_aws_variables(spark, cluster):
+    def probe(_):
+        import gtidx as g
+        return [(g.__file__, sorted(k for k in os.environ if k in NO_AWS))]
+    where, aws = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()[0]
+    assert "gtidx-py.zip" in where and not aws
+
+
+def test_build_locate_and_data_source_on_the_cluster(spark, cluster):
+    opts = cluster.options
+    t0 = time.perf_counter()
+    for d in SETS:
+        url = f"s3://{BUCKET}/{d.name}/"
+        rows = gs.build(spark, url, storage_options=opts, max_ratio=None).collect()
+        names = [Path(f).name for f in api.list_binlogs(d)]
+        assert [r.action for r in rows] == ["built"] * len(names), rows
+        assert all(r["index"].startswith(url) for r in rows)
+        assert set(cluster.objects(d.name + "/")) >= {*names, *(n + ".idx" for n in names)}
+    build_s = time.perf_counter() - t0
+
+    for d in SETS:
+        url = f"s3://{BUCKET}/{d.name}/"
+        values = probes(d)       # every GTID of the set, never written, purged, malformed, positions
+        df = spark.createDataFrame([(v,) for v in values], "gtid string")
+        t0 = time.perf_counter()
+        rows = gs.locate(spark, df, url, storage_options=opts).collect()
+        locate_s = time.perf_counter() - t0
+        assert len(rows) == len(values)
+        with gtidx.open(url, storage_options=opts) as logs:
+            for r in rows:
+                assert r.file is None or r.file.startswith(url)
+                mine = (r.file, r.start, r.end, r.resume, r.timestamp, r.first_gtid, r.found)
+                assert mine == library_row(logs, r.gtid), r.gtid
+        assert sum(not r.found for r in rows) >= 3 and sum(r.found for r in rows) >= len(values) - 10
+        print(f"\n{d.name}: cluster locate of {len(values)} values {locate_s:.2f} s (build of both sets "
+              f"{build_s:.2f} s)")
+
+        src = spark.read.format("gtidx").option("storage_options", json.dumps(opts)).load(url)
+        got = sorted((r.file, r.gtid, r.start, r.end, r.timestamp) for r in src.collect())
+        want = []
+        with gtidx.open(url, storage_options=opts) as logs:
+            for f in logs.files:
+                with Binlog(f, logs.store) as b:
+                    want += [(Path(f).name, f"{dom}-{srv}-{seq}", s, e, ts)
+                             for s, e, (ts, srv, seq, dom, _) in b.group_spans()]
+        assert got == sorted(want) and len(got) > 10
+
+
+def test_cli_spark_locate_on_the_cluster(spark, cluster, tmp_path):
+    """``gtidx spark locate --master spark://... --binlogs s3://...``, run as on
+    a cluster: gtidx shipped with --py-files, the credentials and endpoint as
+    AWS_* variables for the driver and as spark.executorEnv.* for the
+    executors (PYSPARK_SUBMIT_ARGS: what spark-submit's options become)."""
+    d = SETS[0]
+    url = f"s3://{BUCKET}/{d.name}/"
+    values = probes(d) + ["0-1-99999999"]
+    src = tmp_path / "gtids.txt"
+    src.write_text("\n".join(values) + "\n")
+    out = tmp_path / "out.parquet"
+    aws = {**AWS_ENV, "AWS_ENDPOINT_URL": cluster.s3.url}
+    del aws["AWS_SESSION_TOKEN"], aws["AWS_PROFILE"]
+    submit = ["--py-files", str(cluster.zip), "--conf", "spark.cores.max=2", "--conf", "spark.executor.memory=512m",
+              *[a for k, v in aws.items()
+                                                for a in ("--conf", f"spark.executorEnv.{k}={v}")], "pyspark-shell"]
+    env = {**{k: v for k, v in os.environ.items() if k not in NO_AWS}, **aws,
+           "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": LOOPBACK,
+           "PYSPARK_SUBMIT_ARGS": " ".join(submit)}
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(src), "--binlogs", url,
+                        "--out", str(out), "--master", cluster.url, "--json"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    print(f"\nCLI spark locate on the cluster: {time.perf_counter() - t0:.2f} s (JVM start included)")
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads(p.stdout)
+    assert summary["rows"] == len(values)
+    rows = spark.read.parquet(str(out)).collect()
+    assert sorted(r.gtid for r in rows if r.gtid is not None) == sorted(v for v in values)
+    with gtidx.open(url, storage_options=cluster.options) as logs:
+        for r in rows:
+            mine = (r.file, r.start, r.end, r.resume, r.timestamp, r.first_gtid, r.found)
+            assert mine == library_row(logs, r.gtid), r.gtid
+    assert summary["found"] == sum(r.found for r in rows) and summary["not_found"] >= 4
+
+
+@pytest.mark.parametrize("command", ["locate", "build"])
+def test_cli_spark_url_errors_before_spark_starts(cluster, tmp_path, command):
+    """--binlogs / BINLOGS as URLs with --storage-option: listed on the driver
+    first, so a missing bucket is one line and exit 3 (no JVM started), and
+    the options reach the store (without them the endpoint is unknown)."""
+    src = tmp_path / "gtids.txt"
+    src.write_text("0-1-1\n")
+    url = "s3://no-such-bucket/binlogs/"
+    args = (["locate", "--gtids", str(src), "--binlogs", url, "--out", str(tmp_path / "o.parquet")]
+            if command == "locate" else ["build", url])
+    opts = [a for k, v in cluster.options.items() for a in ("--storage-option", f"{k}={v}")]
+    env = {**{k: v for k, v in os.environ.items() if k not in NO_AWS}, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", *args, "--master", cluster.url, *opts],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "no-such-bucket" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
