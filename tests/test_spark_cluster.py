@@ -122,13 +122,28 @@ class Cluster:
         self.s3.stop()
 
 
+def _node_python(tmp) -> Path:
+    """The executors' Python: this one with its packages (pyspark, pyarrow,
+    s3fs...) but without gtidx, as a node where gtidx is not installed has
+    it: ``-S`` skips the site hooks, among them the editable install's
+    finder of the checkout (which would win over the shipped zip), and the
+    packages are on PYTHONPATH as a plain directory."""
+    import sysconfig
+    wrapper = tmp / "node-python"
+    site = sysconfig.get_paths()["purelib"]
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} -S "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     saved = {k: os.environ.get(k) for k in [*NO_AWS, "PYSPARK_PYTHON"]}
     for k in NO_AWS:                     # the driver too reaches the store by storage_options alone
         os.environ.pop(k, None)
-    os.environ["PYSPARK_PYTHON"] = sys.executable      # the Python the executors run: the nodes' own
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    tmp = tmp_path_factory.mktemp("cluster")
+    os.environ["PYSPARK_PYTHON"] = str(_node_python(tmp))    # the Python the executors run: the nodes' own
+    c = Cluster(tmp)
     try:
         yield c
     finally:
@@ -221,7 +236,7 @@ def test_cli_spark_locate_on_the_cluster(spark, cluster, tmp_path):
               *[a for k, v in aws.items()
                                                 for a in ("--conf", f"spark.executorEnv.{k}={v}")], "pyspark-shell"]
     env = {**{k: v for k, v in os.environ.items() if k not in NO_AWS}, **aws,
-           "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": LOOPBACK,
+           "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"], "SPARK_LOCAL_IP": LOOPBACK,
            "PYSPARK_SUBMIT_ARGS": " ".join(submit)}
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(src), "--binlogs", url,
