@@ -167,6 +167,9 @@ def spark(cluster):
     session = gs.session(cluster.url, app="gtidx-cluster-tests",
                          conf={"spark.submit.pyFiles": str(cluster.zip), "spark.cores.max": "2",
                                "spark.executor.memory": "512m"})
+    # spark.submit.pyFiles is read when the JVM starts: in a process whose JVM
+    # an earlier test module started, ship the zip the run-time way
+    session.sparkContext.addPyFile(str(cluster.zip))
     yield session
     session.stop()
 
