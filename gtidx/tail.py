@@ -421,6 +421,15 @@ def _condition(e: BaseException) -> str:
     return f"{type(e).__name__}: {getattr(e, 'message', e)}"
 
 
+def _internal(e: Exception) -> GtidxError:
+    """An exception that is not a GtidxError (a bug): what the sidecar logs
+    and backs off on like any failure, its traceback at debug level."""
+    log.debug("internal error", exc_info=e)
+    err = GtidxError(f"internal error: {type(e).__name__}: {e} (please report it)")
+    err.__cause__ = e
+    return err
+
+
 class Tailer:
     def __init__(self, directory: str, settings: TailSettings | None = None):
         self.directory = os.fspath(directory)
@@ -488,6 +497,9 @@ class Tailer:
         except (GtidxError, OSError) as e:
             self._failed(self.directory, e, "cannot list binlogs")
             return
+        except Exception as e:       # noqa: BLE001 - a bug of ours: the sidecar logs it and goes on
+            self._failed(self.directory, _internal(e), "cannot list binlogs")
+            return
         self._ok(self.directory)
         for i, f in enumerate(files):
             if self._stopping:
@@ -501,6 +513,8 @@ class Tailer:
                     self._drop(f)                  # purged (or the directory went) while we looked
                     continue
                 self._failed(f, e, "cannot index")
+            except Exception as e:   # noqa: BLE001 - a bug of ours: this file backs off, the others go on
+                self._failed(f, _internal(e), "cannot index")
             else:
                 self._ok(f)
 

@@ -2,6 +2,7 @@
 writing them, with crashes of the indexer at random points."""
 from __future__ import annotations
 
+import logging
 import os
 import random
 import shutil
@@ -263,3 +264,41 @@ def test_sigterm_at_any_line_of_the_loop_stops_the_tail(tmp_path):
         pytest.fail("the tail hung on a SIGTERM (and ignored the next ones)")
     assert r.returncode == 0, r.stderr[-3000:]
     assert int(r.stdout.split()[-2]) >= 100, r.stdout
+
+
+def test_a_bug_in_one_file_does_not_end_the_sidecar(tmp_path, monkeypatch, caplog):
+    """An exception that is not a GtidxError (a bug of ours, here made to
+    happen while one binlog is indexed) is logged once as an internal error,
+    that file backs off like any failure, the other files are indexed, and
+    the next attempt after the bug is gone finishes it: the clean build."""
+    src = M1011 / "multifile"
+    d = tmp_path / "binlogs"
+    shutil.copytree(src, d)
+    for p in d.glob("*.idx"):
+        p.unlink()
+    names = sorted(p.name for p in d.glob("master-bin.0*"))
+    broken = names[1]
+    real = Tailer._handle
+
+    def handle(self, path, last):
+        if os.path.basename(path) == broken:
+            raise ValueError("a bug")
+        return real(self, path, last)
+    monkeypatch.setattr(Tailer, "_handle", handle)
+    caplog.set_level(logging.DEBUG, logger="gtidx.tail")
+    settings = TailSettings(page_size=256, span_min=4096, max_ratio=None, server_grace=0)
+    t = Tailer(str(d), settings)
+    t.run(once=True)                                  # returns: no exception escapes
+    assert set(t.failures) == {str(d / broken)}
+    errors = [(r.getMessage(), r.fields) for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, errors
+    (what, fields), = errors
+    assert what == "cannot index" and fields["file"] == str(d / broken)
+    assert "internal error: ValueError: a bug" in str(fields["error"])
+    assert all((d / f"{n}.idx").exists() for n in names if n != broken)
+    monkeypatch.setattr(Tailer, "_handle", real)
+    t.run(once=True)
+    assert not t.failures
+    clean = tmp_path / "clean.idx"
+    build_index(d / broken, out=str(clean), page_size=256, span_min=4096, max_ratio=None)
+    assert (d / f"{broken}.idx").read_bytes() == clean.read_bytes()
