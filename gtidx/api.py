@@ -552,6 +552,7 @@ class BinlogSeries:
         self._cache = _int(cache, "cache", 1)
         self._start: dict[str, BinlogState] = {}
         self._end = None
+        self._stored = None                    # _stored_end's, for one file and size
         self._names = {os.path.basename(f): f for f in self.files}
         self._dips: dict[tuple, set] = {}      # (domain, server) -> files a scan saw it go down in
         self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
@@ -1040,10 +1041,34 @@ class BinlogSeries:
 
     def _end_bound(self, key: tuple) -> int | None | str:
         try:
+            stored = self._stored_end(self.files[-1])
+            if stored is not None and key not in stored[1]:
+                # the pair only grew in the newest binlog: its last seq_no is
+                # its highest (or, not logged there, the start state's)
+                r = stored[0].get(key)
+                return r[1] if r is not None else stored[2].get(*key)
             return self._end_of(self.files[-1]).get(*key)
         except GtidxError as e:
             self._warn_damaged(self.files[-1], e)
             return UNKNOWN
+
+    def _stored_end(self, path: str) -> tuple | None:
+        """(ranges, repeats, start state) of a closed binlog whose usable
+        index stored what its build saw of all of it (``stored_seen``): the
+        end bound of a pair that only grew there needs no index descent and
+        no walk to the end. None otherwise (kept per file and size)."""
+        f = self._file(path)
+        b = f.binlog
+        if self._stored is not None and self._stored[0] == (b.path, b.size):
+            return self._stored[1]
+        out = None
+        index = f.index
+        if not b.growing and index is not None and index.usable and path not in self._catalog:
+            stored = stored_seen(b, index.meta, checked=True)
+            if stored is not None and stored[0] == b.size:
+                out = (stored[1], stored[2], b.start_state)
+        self._stored = ((b.path, b.size), out)
+        return out
 
     def _warn_damaged(self, path: str, e: GtidxError) -> None:
         if path not in self._damaged:

@@ -33,7 +33,10 @@ never a signal.
 The group walk is the hot loop of the whole project (indexing is one walk):
 it unpacks only (type, length) per event, handles the rare event types in a
 branch, and lets ``unpack_from`` raising at the end of the window replace a
-per-event bounds check (see ``_walk``).
+per-event bounds check (see ``_walk``). Where the optional compiled
+``gtidx._skip`` is built, the events between two cold ones are followed in
+C; the Python loop visits the same offsets without it (the tests hold the
+two equal).
 """
 from __future__ import annotations
 
@@ -87,6 +90,15 @@ BOUNDARY_TYPES = frozenset({START_EVENT_V3, STOP, ROTATE, FORMAT_DESCRIPTION, IN
 # A tuple indexed by event type: CPython specializes tuple[int] subscripts,
 # which makes this test ~30% cheaper per event than `etype in frozenset`.
 _COLD_TYPE = tuple(t in BOUNDARY_TYPES or t == GTID for t in range(256))
+# The same set for the compiled skip (gtidx/_skip.c): past a cold event,
+# ``_walk`` lets C follow the lengths to the next one. Optional: without a
+# compiler at install time the pure-Python loop does it all (same offsets).
+_COLD_BYTES = bytes(_COLD_TYPE)
+_GTID_BYTES = bytes(t == GTID for t in range(256))    # apply_until's: only GTIDs count
+try:
+    from ._skip import skip as _skip
+except ImportError:                    # pragma: no cover - depends on the install
+    _skip = None
 
 # GTID event flags2 (Group.flags2, as `gtidx dump` prints it).
 FL_STANDALONE = 0x01
@@ -534,6 +546,7 @@ class Binlog:
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         cold = _COLD_TYPE
+        skip, cold_bytes = _skip, _COLD_BYTES
         body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
         per_group = span is None
         due = 0 if per_group else previous + span - base   # the group end that closes a batch
@@ -576,6 +589,9 @@ class Binlog:
                             if not cur[2]:
                                 raise self._corrupt("GTID event with seq_no 0", base + off)
                             cur_start = off
+                        if skip is not None:       # compiled: straight to the next cold event
+                            off = skip(mm, off + ln, cold_bytes)
+                            continue
                     off += ln
                 break
             except struct.error:                   # the end of the window: move it, or the end
@@ -686,6 +702,7 @@ class Binlog:
         unpack = TYPE_LENGTH.unpack_from
         gtid_head = GTID_HEAD.unpack_from
         apply = state.apply
+        skip, gtid_bytes = _skip, _GTID_BYTES
         body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
         w = self._window(start, target)   # a moving window: offsets in it are relative to base
         mm, pos = w.view, start
@@ -710,6 +727,9 @@ class Binlog:
                             # as the group walk says: no state may hold a seq_no 0
                             raise self._corrupt("GTID event with seq_no 0", base + off)
                         apply(domain, server_id, seq)
+                    if skip is not None:           # compiled: straight to the next GTID (or short event)
+                        off = skip(mm, off + ln, gtid_bytes, last)
+                        continue
                 off += ln
             pos = base + off
             if final or pos > target - HEADER_LEN:

@@ -294,6 +294,38 @@ def test_stored_ranges_spare_the_walk_of_earlier_binlogs(rotations, tmp_path, mo
         assert walked == []
 
 
+def test_the_newest_binlogs_stored_ranges_give_the_end_bound(rotations, tmp_path, monkeypatch):
+    """A closed newest binlog whose index stored what its build saw: the
+    end bound of a pair that only grew there is its highest seq_no, with no
+    descent to the index's last record; a pair that went down there (5-1:
+    31 after the start state's 61) still takes the descent and the walk to
+    the end. Every answer as the server's."""
+    from gtidx.reader import IndexReader
+    files = _copy(rotations[0], tmp_path / "binlogs")
+    for f in files:
+        build_index(f, max_ratio=None, force=True)
+    descents = []
+    real = IndexReader.last_record
+    monkeypatch.setattr(IndexReader, "last_record", lambda self: (descents.append(self), real(self))[1])
+    occurrences = rotations[1]
+    grows = [g for g in occurrences if g.domain == 0]
+    for g in grows[::3] + grows[-1:]:
+        with api.BinlogSeries(files) as logs:          # a fresh series: nothing cached
+            loc = logs.locate(g)
+        assert (os.path.basename(loc.file), loc.start, loc.end) == occurrences[g][0]
+    assert descents == []
+    with api.BinlogSeries(files) as logs:        # (its message names the end state: that one is read)
+        with pytest.raises(NotFoundError, match="never written"):
+            logs.locate(grows[-1]._replace(seq=max(x.seq for x in grows) + 1))
+    g = Gtid.parse("5-1-101")
+    with api.BinlogSeries(files) as logs:
+        loc = logs.locate(g)
+    mine = [(os.path.basename(o.file), o.start, o.end) for o in loc.occurrences] or \
+        [(os.path.basename(loc.file), loc.start, loc.end)]
+    assert mine == occurrences[g]
+    assert descents
+
+
 def _seek(directory, gtid, *extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "gtidx", "seek", "--gtid", gtid, str(directory), *extra],
