@@ -76,7 +76,7 @@ class StandaloneCluster:
         env.update(SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=LOOPBACK, SPARK_NO_DAEMONIZE="1",
                    SPARK_LOG_DIR=str(tmp), SPARK_CONF_DIR=str(tmp / "conf"),
                    SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
-        (tmp / "conf").mkdir(exist_ok=True)
+        (tmp / "conf").mkdir(parents=True, exist_ok=True)
         port, ui, wport, wui = (free_port() for _ in range(4))
         self.url = f"spark://{LOOPBACK}:{port}"
         self.ui = f"http://{LOOPBACK}:{ui}"
