@@ -27,7 +27,8 @@ rounds are repeated: the report gives min / median / max over the rounds.
 
 `--only s3,cluster` (any of tail, spark, s3, cluster) measures those sections
 alone and merges them into the existing report.json (the other figures are
-kept, not measured again), with the workload files there are.
+kept, not measured again), with the workload files there are (one is made
+if there is none; s3 uses the first, cluster all of them).
 
 MariaDB 11.8 runs inside the Debian 13 root that ../shared/tools/mariadb-11.8.sh
 builds (GTIDX_M118_ROOT, default /var/tmp/gtidx-ci-m118): a second, private
@@ -780,7 +781,7 @@ def parse_only(text: str | None) -> list[str] | None:
 
 def workload_files(n: int | None) -> list[str]:
     """The closed workload binlogs (tools/make_workload): n of them, made if
-    missing; None: those already there (at least one), none made."""
+    missing; None: all those already there (one made only if there is none)."""
     out = subprocess.run([str(HERE / "make_workload"), "--files", str(n or 1)], check=True,
                          capture_output=True, text=True).stdout.split()
     return out[0::2][:n] if n else out[0::2]
@@ -1035,7 +1036,7 @@ def add_arguments(s) -> None:
     s.add_argument("--only", metavar="SECTIONS",
                    help=f"measure only these ({','.join(SECTIONS)}; comma-separated) and merge them into "
                         "bench/results/report.json: the other figures there are kept, not measured again; "
-                        "s3 and cluster use the workload files there are (none made)")
+                        "s3 and cluster use the workload files there are (one made if there is none)")
     s.add_argument("--readme", action="store_true", help="also update README.md's bench block")
     s.add_argument("--rewrite", action="store_true",
                    help="measure nothing: rewrite the .md, .png (and README) from bench/results/report.json")
