@@ -59,3 +59,123 @@ def test_markdown_tables_and_readme_block(tmp_path):
     text = readme.read_text()
     assert "old table" not in text and text.startswith("intro\n") and text.endswith("outro\n")
     assert md in text and "bench/results/report.png" in text
+
+
+# -- the sections measured alone too (--only): object storage, the standalone cluster ----------------
+
+def _lookup(ms, gets, heads=2, binlog=196608, index=4096, other=300, ok=True):
+    return {"ms": ms, "gets": gets, "heads": heads, "puts": [], "requests": gets + heads,
+            "binlog_bytes": binlog, "index_bytes": index, "other_bytes": other, "largest_read": 65536, "ok": ok}
+
+
+def fake_s3() -> dict:
+    build = {"gets": 38, "heads": 3, "requests": 43, "binlog_bytes": 1 << 28, "index_bytes": 0, "other_bytes": 0,
+             "largest_read": 8 << 20, "puts": ["/b/w/master-bin.000001.idx", "/b/w/.master-bin.000001.idx.gtidx"]}
+    return {"date": "today", "file": "master-bin.000001", "bytes": 256 << 20, "targets": 3, "downloads": 1,
+            "builds": 2, "seed": 7, "upload_s": 5.0,
+            "lookups": {br.S3_SEEK: [_lookup(40.0, 6), _lookup(20.0, 5), _lookup(30.0, 6, ok=False)],
+                        br.S3_SEEK_DL: [_lookup(5000.0, 33, 1, binlog=1 << 28, index=0, other=0)]},
+            "build_raw": [{**build, "s3_MB_s": 40.0, "local_MB_s": 400.0, "download_MB_s": 60.0},
+                          {**build, "s3_MB_s": 50.0, "local_MB_s": 250.0, "download_MB_s": 50.0}]}
+
+
+def test_s3_summary_spreads_over_targets_and_builds():
+    s3 = fake_s3()
+    br.summarize_s3(s3)
+    seek = s3["summary"][br.S3_SEEK]
+    assert seek["n"] == 3 and seek["wrong"] == 1
+    assert seek["ms"] == {"min": 20.0, "median": 30.0, "max": 40.0}
+    assert seek["gets"] == {"median": 6, "max": 6} and seek["heads"] == {"median": 2, "max": 2}
+    assert seek["index_bytes"] == {"median": 4396, "max": 4396}       # the index and its fingerprint
+    b = s3["build"]
+    assert b["s3_MB_s"] == {"min": 40.0, "median": 45.0, "max": 50.0}
+    # the ratio to the local build taken within each build: 40/400, 50/250
+    assert b["x_local"] == pytest.approx({"min": 0.1, "median": 0.15, "max": 0.2})
+    assert b["puts"] == [".master-bin.000001.idx.gtidx", "master-bin.000001.idx"]
+    assert b["puts_per_build"] == {"median": 2, "max": 2} and b["largest_read"] == 8 << 20
+
+
+def test_s3_markdown_rows():
+    s3 = fake_s3()
+    br.summarize_s3(s3)
+    md = "\n".join(br.markdown_s3(s3))
+    assert f"| {br.S3_SEEK} | 3 | 30 (20-40) | 6 + 2 | 196,608 | 4,396 | 1 |" in md
+    assert f"| {br.S3_SEEK_DL} | 1 | 5,000 (5,000-5,000) | 33 + 1 | 268,435,456 | 0 | 0 |" in md
+    assert "| gtidx build from S3 (38 GETs, largest 8 MiB; 2 PUTs: .master-bin.000001.idx.gtidx, " \
+           "master-bin.000001.idx) | 45 (40-50) | 0.15 (0.1-0.2) |" in md
+    assert "3 random targets, seed 7" in md and "shared machine" in md
+    # a median below the max shows both
+    assert br._mm({"median": 5, "max": 6}) == "5 (6)" and br._mm({"median": 6, "max": 6}) == "6"
+
+
+def fake_cluster() -> dict:
+    def run(mode, s):
+        return {"mode": mode, "master": mode, "session_s": 1.0, "locate_s": s, "rows": 1000, "found": 990,
+                "same_as_first": True}
+    return {"date": "today", "files": ["master-bin.000001"], "bytes": 1 << 30, "lookups": 1000, "seed": 7,
+            "cores": 2, "cluster_start_s": 9.0, "equal": True, "library_checked": 1000, "library_wrong": 0,
+            "runs": [run("local", 2.0), run("cluster", 3.0), run("cluster", 5.0), run("local", 4.0)]}
+
+
+def test_cluster_ratio_pairs_each_cluster_run_with_a_local_run():
+    c = fake_cluster()
+    br.summarize_cluster(c)
+    assert c["summary"]["local"]["locate_s"] == {"min": 2.0, "median": 3.0, "max": 4.0}
+    assert c["summary"]["cluster"]["per_s"] == pytest.approx({"min": 200.0, "median": 800 / 3, "max": 1000 / 3})
+    # 3/2 and 5/4: within each round, not the ratio of the medians (4/3)
+    assert c["x_local"] == {"min": 1.25, "median": 1.375, "max": 1.5}
+    md = "\n".join(br.markdown_cluster(c))
+    assert "| local[2] (one JVM) | 3 (2-4) | 375 | 1 |" in md
+    assert "| standalone: 1 master, 1 worker, 2 cores (separate JVMs) | 4 (3-5) | 267 | 1.38 (1.25-1.5) |" in md
+    assert "1,000 lookups" in md and "2 runs each" in md and "modes: yes" in md and "(9 s to a registered" in md
+
+
+def test_only_parses_the_section_names():
+    assert br.parse_only(None) is None
+    assert br.parse_only("s3, cluster") == ["s3", "cluster"]
+    for bad in ("s3,lookups", "", ","):
+        with pytest.raises(SystemExit):
+            br.parse_only(bad)
+
+
+def test_only_merges_into_the_report_without_measuring_the_rest(tmp_path, monkeypatch):
+    """--only tail: the other sections of report.json are kept as they are
+    (the fake bench measures nothing else: any other call would fail)."""
+    import json
+    from argparse import Namespace
+    monkeypatch.setattr(br, "RESULTS", tmp_path)
+    old = fake_report()
+    (tmp_path / "report.json").write_text(json.dumps(old))
+    tail = {"runs": {"max": {"MB_per_s": 90.0, "lag_s_median": 0.1, "lag_s_p99": 0.2,
+                             "cpu_percent_of_a_core": 1.0}}}
+
+    class Bench:
+        @staticmethod
+        def bench_tail(a):
+            assert a.seconds == 3
+            return tail
+    args = Namespace(rewrite=False, only="tail", readme=False, tail_seconds=3)
+    br.run(Bench, args)
+    new = json.loads((tmp_path / "report.json").read_text())
+    assert new["tail"] == tail
+    assert {k: new[k] for k in old} == old
+    assert "| 90.0 MB/s (max) | 0.100 | 0.200 | 1.0 |" in (tmp_path / "report.md").read_text()
+    assert "| bare header walk | 750 (700-800) |" in (tmp_path / "report.md").read_text()
+
+
+def test_markdown_of_sections_alone():
+    """A report with only sections measured alone (no report.json before)."""
+    r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
+         "s3": fake_s3(), "cluster": fake_cluster()}
+    br.summarize(r)
+    md = br.markdown(r)
+    assert md.startswith("Machine: CPython, 2 cores, 24 GiB; today.\n")
+    assert "**Object storage**" in md and "**Spark locate: a standalone cluster vs local mode**" in md
+
+
+def test_store_reads_sorts_bytes_by_object():
+    reads = br.StoreReads()
+    reads.log += [("s3://b/k", 65536), ("s3://b/k.idx", 4096), ("s3://b/.k.idx.gtidx", 300), ("s3://b/k", 1000)]
+    assert reads.take("s3://b/k") == {"binlog_bytes": 66536, "index_bytes": 4096, "other_bytes": 300,
+                                      "largest_read": 65536}
+    assert reads.log == [] and reads.take("s3://b/k")["binlog_bytes"] == 0

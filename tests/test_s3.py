@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,65 +28,11 @@ pytest.importorskip("s3fs")
 import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
 from gtidx.gtid import Gtid  # noqa: E402
+from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
 
 BUCKET = "gtidx-archive"
 MULTI = FIXTURES / "mariadb-10.11" / "multifile"
 BIG = FIXTURES / "mariadb-11.8" / "mixed" / "master-bin.000002"    # ~4 MB: 60 index records
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_LINE = re.compile(r'"(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP/[0-9.]+" (\d+)')
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class MotoServer:
-    """``moto_server`` as a child process; ``requests()`` reads its log."""
-
-    def __init__(self, tmp: Path, env: dict | None = None):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp / f"moto-{self.port}.log"
-        self._log = open(self.log_path, "wb")
-        exe = Path(sys.executable).with_name("moto_server")
-        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "moto.server"]
-        self.proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(self.port)], stdout=self._log,
-                                     stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(self.url + "/moto-api/", timeout=1).read()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"moto_server did not start: {self.log_path.read_text()[-2000:]}")
-                time.sleep(0.1)
-        self._seen = 0
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-
-    def requests(self) -> list[tuple[str, str, int]]:
-        """(method, path, status) of every request answered since the last call."""
-        # werkzeug colours the lines of answers other than 200 (206: a ranged GET)
-        lines = _ANSI.sub("", self.log_path.read_text(errors="replace")).splitlines()
-        out = [(m.group(1), m.group(2), int(m.group(3))) for ln in lines if (m := _LINE.search(ln))]
-        new, self._seen = out[self._seen:], len(out)
-        return [r for r in new if not r[1].startswith("/moto-api")]
-
-
-AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": ""}
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +45,7 @@ def s3(tmp_path_factory):
     for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         del os.environ[k]
     try:
-        client = boto3.client("s3", endpoint_url=server.url)
-        client.create_bucket(Bucket=BUCKET)          # s3fs's mkdir does not work against moto
+        client = server.bucket(BUCKET)               # boto3: s3fs's mkdir does not work against moto
         for f in MULTI.iterdir():
             if f.name.startswith("master-bin"):
                 client.put_object(Bucket=BUCKET, Key=f"multifile/{f.name}", Body=f.read_bytes())
@@ -304,7 +246,7 @@ def test_s3_missing_bucket_prefix_object(s3):
 
 
 def test_s3_endpoint_down(s3):
-    port = _free_port()           # nothing listens there
+    port = free_port()            # nothing listens there
     r = _cli("pos", f"s3://{BUCKET}/multifile/master-bin.000018", "4", env={"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"})
     _one_line_error(r, 3, "Could not connect", "endpoint")
 
@@ -331,9 +273,8 @@ def s3_auth(tmp_path_factory):
             {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
         key = iam.create_access_key(UserName="gtidx")["AccessKey"]
         server.key = (key["AccessKeyId"], key["SecretAccessKey"])
-        client = boto3.client("s3", endpoint_url=server.url, region_name="us-east-1",
-                              aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
-        client.create_bucket(Bucket=BUCKET)
+        client = server.bucket(BUCKET, aws_access_key_id=key["AccessKeyId"],
+                               aws_secret_access_key=key["SecretAccessKey"])
         f = MULTI / "master-bin.000018"
         client.put_object(Bucket=BUCKET, Key=f"auth/{f.name}", Body=f.read_bytes())
         server.client = client
@@ -535,7 +476,7 @@ class FaultProxy:
     """tests/s3faults.py as a child process in front of ``upstream``."""
 
     def __init__(self, upstream: str):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "s3faults.py"), str(self.port), upstream],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,8 +23,11 @@ import pytest
 from conftest import FIXTURES, ROOT
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra: pip install -e '.[spark]'")
-from test_s3 import AWS_ENV, MotoServer, _free_port  # noqa: E402  (moto_server, skips without boto3/s3fs)
+pytest.importorskip("boto3")
+pytest.importorskip("s3fs")
 from test_spark import library_row, probes  # noqa: E402
+from tools.s3server import AWS_ENV, MotoServer  # noqa: E402
+from tools.spark_cluster import LOOPBACK, StandaloneCluster, gtidx_zip, node_python  # noqa: E402
 
 import gtidx  # noqa: E402
 import gtidx.spark as gs  # noqa: E402
@@ -36,78 +36,28 @@ from gtidx.binlog import Binlog  # noqa: E402
 
 BUCKET = "gtidx-cluster"
 SETS = [FIXTURES / "mariadb-10.11" / "multifile", FIXTURES / "mariadb-10.11" / "nonmono"]
-SPARK_HOME = Path(pyspark.__file__).parent
-LOOPBACK = "127.0.0.1"
 NO_AWS = [*AWS_ENV, "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE",
           "AWS_SHARED_CREDENTIALS_FILE", "AWS_REGION"]
 
 
-def _daemon(kind: str, args: list[str], log: Path, env: dict) -> subprocess.Popen:
-    """``spark-class org.apache.spark.deploy.KIND`` in the foreground, in its own process group."""
-    return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), f"org.apache.spark.deploy.{kind}", *args],
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the daemon's process group (spark-class, its JVM, a worker's
-    executors), SIGKILL to what is left after 20 s; returns when the group is gone."""
-    if _group_alive(proc.pid):
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while _group_alive(proc.pid):
-        proc.poll()                      # reap spark-class itself
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-        time.sleep(0.1)
-    proc.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
 class Cluster:
+    """The standalone cluster (tools/spark_cluster.py) and a moto_server with the sets in a bucket."""
+
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self.s3 = MotoServer(tmp)
         # what executors need to reach the store, in the job (the worker has no AWS_* variable)
-        self.options = {"endpoint_url": self.s3.url, "key": "testing", "secret": "testing"}
-        self.zip = tmp / "gtidx-py.zip"
-        with zipfile.ZipFile(self.zip, "w") as z:
-            for f in sorted((ROOT / "gtidx").glob("*.py")):
-                z.write(f, f"gtidx/{f.name}")
+        self.options = self.s3.storage_options()
+        self.zip = gtidx_zip(tmp / "gtidx-py.zip")
         env = {k: v for k, v in os.environ.items() if k not in NO_AWS and k != "PYTHONPATH"}
-        env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP=LOOPBACK, SPARK_NO_DAEMONIZE="1",
-                   SPARK_LOG_DIR=str(tmp), SPARK_CONF_DIR=str(tmp / "conf"),
-                   SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
-        (tmp / "conf").mkdir()
-        port, ui, wport, wui = (_free_port() for _ in range(4))
-        self.url = f"spark://{LOOPBACK}:{port}"
-        self.master = _daemon("master.Master", ["--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui)],
-                              tmp / "master.log", env)
-        self.worker = _daemon("worker.Worker", ["--host", LOOPBACK, "--port", str(wport), "--webui-port", str(wui),
-                                                "--cores", "4", "--memory", "2g", "--work-dir", str(tmp / "work"),
-                                                self.url], tmp / "worker.log", env)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                state = json.load(urllib.request.urlopen(f"http://{LOOPBACK}:{ui}/json/", timeout=2))
-                if state.get("aliveworkers") == 1:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or self.master.poll() is not None or self.worker.poll() is not None:
-                self.stop()
-                logs = [(tmp / n).read_text()[-1500:] for n in ("master.log", "worker.log")]
-                raise RuntimeError("the standalone cluster did not come up: " + "\n".join(logs))
-            time.sleep(0.3)
-        self.client = __import__("boto3").client("s3", endpoint_url=self.s3.url, aws_access_key_id="testing",
-                                                 aws_secret_access_key="testing", region_name="us-east-1")
-        self.client.create_bucket(Bucket=BUCKET)
+        try:
+            self.spark = StandaloneCluster(tmp, cores=4, memory="2g", env=env)
+        except BaseException:
+            self.s3.stop()
+            raise
+        self.url = self.spark.url
+        self.master, self.worker = self.spark.master, self.spark.worker
+        self.client = self.s3.bucket(BUCKET)
         for d in SETS:
             for f in api.list_binlogs(d):
                 self.client.put_object(Bucket=BUCKET, Key=f"{d.name}/{Path(f).name}", Body=Path(f).read_bytes())
@@ -117,23 +67,8 @@ class Cluster:
         return sorted(o["Key"].rsplit("/", 1)[1] for o in got)
 
     def stop(self) -> None:
-        for p in (self.worker, self.master):
-            _stop(p)
+        self.spark.stop()
         self.s3.stop()
-
-
-def _node_python(tmp) -> Path:
-    """The executors' Python: this one with its packages (pyspark, pyarrow,
-    s3fs...) but without gtidx, as a node where gtidx is not installed has
-    it: ``-S`` skips the site hooks, among them the editable install's
-    finder of the checkout (which would win over the shipped zip), and the
-    packages are on PYTHONPATH as a plain directory."""
-    import sysconfig
-    wrapper = tmp / "node-python"
-    site = sysconfig.get_paths()["purelib"]
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} -S "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +77,7 @@ def cluster(tmp_path_factory):
     for k in NO_AWS:                     # the driver too reaches the store by storage_options alone
         os.environ.pop(k, None)
     tmp = tmp_path_factory.mktemp("cluster")
-    os.environ["PYSPARK_PYTHON"] = str(_node_python(tmp))    # the Python the executors run: the nodes' own
+    os.environ["PYSPARK_PYTHON"] = str(node_python(tmp))    # the Python the executors run: the nodes' own
     c = Cluster(tmp)
     try:
         yield c
@@ -154,7 +89,7 @@ def cluster(tmp_path_factory):
             else:
                 os.environ[k] = v
         # no JVM left behind: the master's and the worker's process groups (executors included) are gone
-        left = [p.pid for p in (c.master, c.worker) if _group_alive(p.pid)]
+        left = c.spark.alive()
         assert not left, f"process groups still alive: {left}"
 
 

@@ -2,6 +2,8 @@
 
     tools/bench [report] [--rounds 3] [--readme]  gtidx vs the alternatives, side by side:
                                               bench/results/report.{json,md,png} (tools/bench_report.py)
+    tools/bench report --only s3,cluster        some sections alone (tail, spark, s3, cluster), merged
+                                              into the report.json there is, the rest not re-measured
     tools/bench scan   [--file F] [--runs 9]     group walk vs bare header walk
     tools/bench build  [--file F] [--runs 5]     index build vs bare header walk
     tools/bench lookup [--file F] [--n 200]      lookups by offset and by GTID near the end
@@ -340,6 +342,22 @@ def bench_tail(args) -> dict:
     return {"machine": machine(), "runs": runs}
 
 
+def sample_gtids(files: list[str], n: int, seed: int) -> tuple[list[str], int]:
+    """n GTIDs drawn (seeded) from the groups of the files, ~1% of them not in
+    the binlogs (never written, and purged: before the first file); and how
+    many groups there were."""
+    rnd = random.Random(seed)
+    population = []
+    for f in files:
+        with Binlog(f) as b:
+            population += [f"{x[3]}-{x[1]}-{x[2]}" for _, _, x in b.group_spans()]
+    wanted = rnd.sample(population, min(n, len(population)))
+    for i in range(0, len(wanted), 100):
+        d, s_, q = wanted[i].split("-")
+        wanted[i] = f"{d}-{s_}-{int(q) + 10**9}" if i % 200 else f"{d}-{s_}-1"
+    return wanted, len(population)
+
+
 def bench_spark(args) -> dict:
     """1 M lookups over >= 4 GiB of binlogs from a real 10.11 (tools/make_workload,
     17 closed files of 256 MiB): Spark's locate (local[*]) against one process
@@ -354,19 +372,10 @@ def bench_spark(args) -> dict:
     t0 = time.perf_counter()
     list(api.build(directory))          # missing indexes only; current ones are skipped
     build_s = time.perf_counter() - t0
-    rnd = random.Random(args.seed)
     t0 = time.perf_counter()
-    population = []
-    for f in files:
-        with Binlog(f) as b:
-            population += [f"{x[3]}-{x[1]}-{x[2]}" for _, _, x in b.group_spans()]
-    wanted = rnd.sample(population, min(args.lookups, len(population)))
-    # ~1% not in the binlogs: never written and purged (before the first file)
-    for i in range(0, len(wanted), 100):
-        d, s_, q = wanted[i].split("-")
-        wanted[i] = f"{d}-{s_}-{int(q) + 10**9}" if i % 200 else f"{d}-{s_}-1"
+    wanted, groups = sample_gtids(files, args.lookups, args.seed)
     sample_s = time.perf_counter() - t0
-    print(f"{len(files)} binlogs, {total / 2**30:.2f} GiB, {len(population)} groups; "
+    print(f"{len(files)} binlogs, {total / 2**30:.2f} GiB, {groups} groups; "
           f"indexes built in {build_s:.1f} s; {len(wanted)} lookups sampled in {sample_s:.1f} s")
     from gtidx import spark as gs
     t0 = time.perf_counter()
