@@ -359,21 +359,70 @@ def _write_groups(out, info, groups, as_json) -> None:
     out.write(f"# {n} groups\n")
 
 
+def _from_option(what: str):
+    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="replace"),
+                        metavar="FILE|-", help=f"Many lookups: {what} per line (blank lines and # comments "
+                        "skipped), answered in input order, one result per line (--json: JSON Lines; a bad "
+                        "line gives its error object and the batch goes on). Exit status: the worst line's.")
+
+
+def _lines(stream):
+    """(line text) of a --from input: stripped, blank lines and # comments skipped."""
+    for line in stream:
+        text = line.strip()
+        if text and not text.startswith("#"):
+            yield text
+
+
+def _batch(inputs: list, results, as_json: bool, to_json, to_text) -> None:
+    """Write each result of a --from batch (JSON Lines, or text), in input
+    order; an error is its line's error object (or a text line), and the
+    batch goes on; then exit with the worst line's status."""
+    worst = 0
+    with _Output() as out:
+        for text, r in zip(inputs, results):
+            if isinstance(r, GtidxError):
+                worst = max(worst, r.exit_code)
+                out.write(json.dumps({"input": text, "error": _error_json(r)}) + "\n" if as_json
+                          else f"{text}: {r}\n")
+            else:
+                out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
+    if worst:
+        click.get_current_context().exit(worst)
+
+
+def _state_json(r) -> dict:
+    return {"file": r.file, "offset": r.offset, "position": str(r.position), "state": str(r.state), "via": r.via}
+
+
 @cli.command()
-@click.argument("file", type=_PATH)
-@click.argument("offset", type=Offset())
+@click.argument("file", type=_PATH, required=False)
+@click.argument("offset", type=Offset(), required=False)
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
 @_json_option("One JSON object: {file, offset, position, state, via}.")
+@_from_option("'FILE OFFSET' (or OFFSET alone, in the FILE argument)")
 @_storage_option
 @_index_dir_option
-def pos(file, offset, no_index, as_json, storage_options, index_root):
-    """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it."""
+def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
+    """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it.
+    With --from, the positions at many offsets (FILE OFFSET lines)."""
     from . import api
-    r = api.state_at(file, offset, use_index=not no_index, storage_options=storage_options,
-                     index_root=index_root)
+    kw = {"use_index": not no_index, "storage_options": storage_options, "index_root": index_root}
+    if batch is not None:
+        if offset is not None:
+            raise click.UsageError("--from takes the offsets from its lines: give no OFFSET argument")
+        inputs = list(_lines(batch))
+        pairs = []
+        for text in inputs:
+            name, _, number = text.rpartition(" ")
+            pairs.append((name.strip() or file, number) if name.strip() or file else (text, None))
+        _batch(inputs, api.states_at(pairs, **kw), as_json, _state_json, lambda r: f"{r.position}\n")
+        return
+    if file is None or offset is None:
+        raise click.UsageError("give FILE and OFFSET (or --from FILE|-)")
+    r = api.state_at(file, offset, **kw)
     if as_json:
-        _emit_json({"file": r.file, "offset": r.offset, "position": str(r.position),
-                    "state": str(r.state), "via": r.via})
+        _emit_json(_state_json(r))
     else:
         with _Output() as out:
             out.write(f"{r.position}\n")
@@ -382,6 +431,37 @@ def pos(file, offset, no_index, as_json, storage_options, index_root):
 def _location_json(loc) -> dict:
     return {"gtid": str(loc.gtid), "file": loc.file, "start": loc.start, "end": loc.end,
             "resume": loc.resume, "timestamp": loc.timestamp, "via": loc.via}
+
+
+def _seek_json(r) -> dict:
+    """A seek's answer (Location or ReplicaStart) as --json prints it."""
+    from . import api
+    if isinstance(r, api.Location):
+        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
+        return {**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
+                **({} if r.history is None else {"history": r.history})}
+    first = None if r.first is None else _location_json(r.first)
+    return {"position": str(r.position), "file": r.file, "offset": r.offset,
+            "state": str(r.state), "skip": str(r.skip), "first": first, "via": r.via}
+
+
+def _seek_text(r) -> str:
+    """A seek's answer (Location or ReplicaStart) as text lines."""
+    from . import api
+    if isinstance(r, api.Location):
+        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
+        text = (f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
+                f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
+        if len(occurrences) > 1:
+            text += (f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
+                     f"gtid_strict_mode=OFF); the answer is the first: "
+                     f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
+        return text
+    return (f"replica at {r.position or '(empty)'} starts in {r.file} at offset {r.offset} (via {r.via})\n"
+            f"  state there: {r.state or '(empty)'}\n"
+            f"  skips, per domain, groups up to and including: {r.skip or '(nothing)'}\n" +
+            (f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
+             else "  first group sent: none yet (the replica is up to date)\n"))
 
 
 @cli.command()
@@ -399,19 +479,27 @@ def _location_json(loc) -> dict:
 @click.option("--every", is_flag=True,
               help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
+@_from_option("a GTID (or a replication position, one GTID per domain)")
 @_storage_option
 @_index_dir_option
 @click.option("--history", type=_Count(1), metavar="N",
               help="When the catalog of PATH shows binlogs of several histories (servers, a reused name): "
                    "answer within history N (gtidx catalog show lists them).")
-def seek(spec, replica, when, path, as_json, every, storage_options, index_root, history):
+def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history):
     """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
     directory of binlogs or a master-bin.index (default: the current directory). Exactly one
-    of --gtid, --replica, --time."""
-    if [spec, replica, when].count(None) != 2:
-        raise click.UsageError("give exactly one of --gtid GTID, --replica POSITION and --time T",
+    of --gtid, --replica, --time and --from."""
+    if [spec, replica, when, batch].count(None) != 3:
+        raise click.UsageError("give exactly one of --gtid GTID, --replica POSITION, --time T and --from FILE",
                                ctx=click.get_current_context())
     from . import api
+    if batch is not None:
+        if every:
+            raise click.UsageError("--every is for one GTID (--gtid)")
+        inputs = list(_lines(batch))
+        _batch(inputs, api.seek_many(inputs, path, storage_options=storage_options, index_root=index_root,
+                                     history=history), as_json, _seek_json, _seek_text)
+        return
     if when is not None:
         t = api.parse_time(when)
         with api.open_binlogs(path, storage_options=storage_options, index_root=index_root,
@@ -432,31 +520,11 @@ def seek(spec, replica, when, path, as_json, every, storage_options, index_root,
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
                  storage_options=storage_options, index_root=index_root, history=history)
-    if isinstance(r, api.Location):
-        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
-        if as_json:
-            _emit_json({**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
-                        **({} if r.history is None else {"history": r.history})})
-        else:
-            with _Output() as out:
-                out.write(f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
-                          f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
-                if len(occurrences) > 1:
-                    out.write(f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
-                              f"gtid_strict_mode=OFF); the answer is the first: "
-                              f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
-        return
-    first = None if r.first is None else _location_json(r.first)
     if as_json:
-        _emit_json({"position": str(r.position), "file": r.file, "offset": r.offset,
-                    "state": str(r.state), "skip": str(r.skip), "first": first, "via": r.via})
-        return
-    with _Output() as out:
-        out.write(f"replica at {r.position or '(empty)'} starts in {r.file} at offset {r.offset} (via {r.via})\n"
-                  f"  state there: {r.state or '(empty)'}\n"
-                  f"  skips, per domain, groups up to and including: {r.skip or '(nothing)'}\n")
-        out.write(f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
-                  else "  first group sent: none yet (the replica is up to date)\n")
+        _emit_json(_seek_json(r))
+    else:
+        with _Output() as out:
+            out.write(_seek_text(r))
 
 
 @cli.command()

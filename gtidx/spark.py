@@ -69,9 +69,7 @@ BUILD_SCHEMA = StructType([
 GROUPS_SCHEMA = ("file string, gtid string, domain long, server long, seq decimal(20,0), "
                  "start long, end long, timestamp long, flags int")
 
-# One pass over a file's groups beats index lookups from this many GTIDs per
-# byte on: a lookup is ~0.3 ms, a pass ~2.3 ms per MiB (tools/bench lookup, scan).
-PASS_PER_BYTE = 1 / 131072
+PASS_PER_BYTE = api.PASS_PER_BYTE        # one pass over a file beats lookups from this on
 
 
 # -- locate ---------------------------------------------------------------------------------------

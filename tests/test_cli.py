@@ -511,3 +511,85 @@ def test_numeric_options_are_ascii_digits_only(multifile, opt, value):
     assert r.exit_code == 2 and not list(multifile.glob("*.idx")), r.output
     err = _json_error(run("build", "--json", opt, value, multifile), 2)
     assert opt in err["message"]
+
+
+# -- batches: seek --from, pos --from ---------------------------------------------------------
+
+def _single(*args):
+    r = run(*args, "--json")
+    return r.exit_code, json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_seek_from_answers_every_line_as_single_calls(multifile, tmp_path, indexed):
+    """Every GTID of the fixture (twice: the per-file pass, and a batch small
+    enough for index lookups), positions, a never-written GTID and bad lines,
+    in input order: each line's object has the single call's answer (file,
+    start, end, resume, occurrences; a pass over a file says via scan), or
+    its error; the exit status is the worst line's."""
+    if indexed:
+        run("build", multifile)
+    oracle = json.loads((M118 / "multifile" / "oracle.json").read_text())
+    gtids = [g for f in oracle["files"] for g, _, _ in f["groups"]]
+    extra = ["0-1-7997,1-2-1878,2-1-1566,5-1-301", "0-1-999999", "not-a-gtid", "1-2"]
+    for lines in (gtids + extra, gtids[::40] + extra):
+        (tmp_path / "in.txt").write_text("# a comment\n\n" + "\n".join(lines) + "\n")
+        r = run("seek", "--json", "--from", tmp_path / "in.txt", multifile)
+        assert r.exit_code == 2, r.output                 # a bad line: the worst status
+        got = [json.loads(x) for x in r.stdout.splitlines()]
+        assert len(got) == len(lines)
+        for line, doc in zip(lines, got):
+            code, want = _single("seek", "--gtid", line, multifile)
+            if code:
+                assert doc == {"input": line, "error": want["error"]}, line
+            else:
+                keep = [k for k in want if k != "via"]
+                assert {k: doc[k] for k in keep} == {k: want[k] for k in keep}, line
+                assert doc["via"] in ("index", "scan")
+    # stdin, text: one line per answer, an error line for a line that has none
+    r = CliRunner().invoke(cli, ["seek", "--from", "-", str(multifile)], input="0-2-7998\n0-1-999999\n")
+    assert r.exit_code == 1
+    first, second = r.stdout.splitlines()
+    assert first.startswith("0-2-7998 ") and "start 1289 end 3621" in first
+    assert second.startswith("0-1-999999: ") and "never written" in second
+
+
+def test_seek_from_refuses_another_question_beside_it(multifile, tmp_path):
+    (tmp_path / "in.txt").write_text("0-2-7998\n")
+    r = run("seek", "--from", tmp_path / "in.txt", "--gtid", "0-2-7998", multifile)
+    assert r.exit_code == 2 and "exactly one of" in r.output
+    r = run("seek", "--from", tmp_path / "missing.txt", multifile)
+    assert r.exit_code == 2
+
+
+def test_pos_from_answers_every_line_as_single_calls(multifile, tmp_path):
+    """FILE OFFSET lines over several files (and OFFSET lines in the FILE
+    argument): each line's object equals the single ``pos --json``; offsets
+    inside an event and past the end are error objects (not found: 1)."""
+    run("build", multifile)
+    oracle = json.loads((M118 / "multifile" / "oracle.json").read_text())
+    lines = []
+    for f in oracle["files"]:
+        for off, _ in f["pos"][::7]:
+            lines.append(f"{multifile / f['name']} {off}")
+    lines += [f"{multifile / 'master-bin.000022'} 5", f"{multifile / 'master-bin.000022'} 99999999"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    r = run("pos", "--json", "--from", tmp_path / "in.txt")
+    assert r.exit_code == 1, r.output
+    got = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(got) == len(lines)
+    for line, doc in zip(lines, got):
+        file, off = line.rsplit(" ", 1)
+        code, want = _single("pos", file, off)
+        assert doc == (want if code == 0 else {"input": line, "error": want["error"]}), line
+    last = oracle["files"][-1]
+    offsets = [str(off) for off, _ in last["pos"]]
+    r = CliRunner().invoke(cli, ["pos", "--from", "-", str(multifile / last["name"])], input="\n".join(offsets))
+    out = r.stdout.splitlines()
+    assert len(out) == len(offsets)
+    for off, line in zip(offsets, out):
+        single = run("pos", multifile / last["name"], off)
+        assert line == single.stdout.strip() if single.exit_code == 0 else line.startswith(f"{off}: "), off
+    assert r.exit_code == max(run("pos", multifile / last["name"], off).exit_code for off in offsets)
+    r = run("pos", "--from", tmp_path / "in.txt", multifile / "master-bin.000022", "4")
+    assert r.exit_code == 2 and "no OFFSET" in r.output
