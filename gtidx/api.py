@@ -1377,8 +1377,8 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
     alone writes nothing else (an archive may want indexes only)."""
     try:
         store = listed[0][2]
-        directory = store.split(listed[0][0])[0]
-        if any(store.split(f)[0] != directory for f, _, _ in listed):
+        directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
+        if directory is None:
             return None
         cat = catalog.Catalog.load(store, directory, index_root)      # build made index_root an IndexRoot
         if cat is not None:

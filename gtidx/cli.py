@@ -715,14 +715,20 @@ class _JsonLogLines(logging.Formatter):
 @click.option("--retry-max", cls=_LibraryDefault, type=click.FloatRange(0.01, 3600),
               default=lambda: _tail_settings().retry_max, show_default=True,
               help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
+@click.option("--catalog-interval", cls=_LibraryDefault, type=click.FloatRange(0, 86400),
+              default=lambda: _tail_settings().catalog_interval, show_default=True,
+              help="When the binlogs have a catalog: seconds at least between two updates of the "
+                   "growing binlog's entry (a closed binlog's entry is written when it closes).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
 @_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
-def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, log_level, as_json):
+def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, catalog_interval, log_level,
+         as_json):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
     Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
     the directory gone) is logged once and retried with backoff; with --once, exit code 3
-    when any file failed."""
+    when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
+    current too (tail never makes one)."""
     _directory(directory)
     from .tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
@@ -735,7 +741,7 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, l
     logger.propagate = False
     try:
         t = run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
-                     max_ratio=max_ratio, retry_max=retry_max)
+                     max_ratio=max_ratio, retry_max=retry_max, catalog_interval=catalog_interval)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
