@@ -597,9 +597,18 @@ class BinlogSeries:
                 groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
         elif groups:
             self.history = groups[0][0]
+        self.trust({path: e for path, e in listed if e is not None})
+
+    def trust(self, entries: dict[str, "catalog.Entry"]) -> None:
+        """Take catalog entries ({path: entry}, of one history; ``use_catalog``
+        picks them) as what these files are: their start states and seq_no
+        ranges without opening them, each until its file, opened, differs
+        (size, fingerprint, GTID_LIST). On a local directory a file of
+        another size than its entry is not taken from it (a stat)."""
         local = not getattr(self.store, "remote", False)
-        for path, e in listed:
-            if e is None:
+        mine = set(self.files)
+        for path, e in entries.items():
+            if path not in mine:
                 continue
             if local:
                 # a size is free to check here (a stat): a file grown, cut or
@@ -617,6 +626,23 @@ class BinlogSeries:
             self._catalog[path] = e
             self._start[path] = e.start.copy()
             self.teach(path, e.seq_ranges())
+
+    def cataloged(self, path: str, *, check: bool = False) -> "catalog.Entry | None":
+        """The catalog entry ``path`` is answered from (None: it has none, or
+        it was found stale). ``check``: open the file first and compare it
+        with its entry, as a lookup that reads the file does."""
+        path = self.resolve(path)
+        entry = self._catalog.get(path)
+        if check and entry is not None:
+            if path in self._open:
+                why = entry.matches(self._open[path].binlog)
+            else:
+                with Binlog(path, self.store) as b:         # the binlog only: no index needed to compare
+                    why = entry.matches(b)
+            if why:
+                self._distrust(path, why)
+                entry = None
+        return entry
 
     def _distrust(self, path: str, why: str) -> None:
         """The file at ``path`` is not what its catalog entry describes: forget the entry."""

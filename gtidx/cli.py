@@ -843,7 +843,10 @@ def spark():
 @_json_option("One JSON object: {out, rows, found, not_found}.")
 @_storage_option
 @_index_dir_option
-def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root):
+@click.option("--history", type=_Count(1), metavar="N",
+              help="When the catalog of --binlogs shows binlogs of several histories (servers, a reused "
+                   "name): answer within history N (gtidx catalog show lists them).")
+def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root, history):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
     timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
     Spark tasks done. --gtids and --out are read and written by Spark: on a cluster, on
@@ -853,7 +856,8 @@ def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_optio
     with _Progress(quiet) as shown:
         total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master,
                                                   progress=_spark_progress(shown),
-                                                  storage_options=storage_options, index_root=index_root)
+                                                  storage_options=storage_options, index_root=index_root,
+                                                  history=history)
     if as_json:
         _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
         return
