@@ -220,7 +220,9 @@ class Catalog:
                     entry = None
                     if prev is not None and "error" not in prev:
                         if Entry.of(prev).matches(b) == "":
-                            entry = dict(prev)
+                            # the fingerprint masks IN_USE: a server clears it after a
+                            # binlog's last event, at the same size
+                            entry = dict(prev, in_use=b.growing)
                             counts["kept"] += 1
                     if entry is None:
                         walker = (walkers or {}).get(path)

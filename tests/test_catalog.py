@@ -329,3 +329,24 @@ def test_describer_walks_a_growing_file_once_and_equals_describe(tmp_path, monke
         entry = walker.entry(b)
         monkeypatch.setattr(Binlog, "group_batches", real)
         assert walked[-1] == b.body_start and entry == catalog.describe(b)
+
+
+def test_a_binlog_closed_at_the_same_size_is_no_longer_in_use(tmp_path):
+    """A server writes a binlog's last event, then clears the IN_USE flag of
+    its FDE (same size; the fingerprint masks that flag). A catalog made in
+    between (``gtidx tail`` sees it at a rotation) said in_use: made again
+    (kept: same size and fingerprint), it says what the file says now, as a
+    catalog made from scratch does."""
+    from conftest import growing_copy
+    d = _copy(MULTI, tmp_path / "m")
+    last = d / "master-bin.000022"
+    whole = last.read_bytes()
+    last.write_bytes(growing_copy(whole, len(whole)))            # every event written, IN_USE still set
+    cat, _ = gtidx.build_catalog(str(d))
+    assert cat.files[-1]["in_use"] is True
+    last.write_bytes(whole)                                       # the flag cleared
+    cat, counts = gtidx.build_catalog(str(d))
+    assert counts == {"kept": 5, "walked": 0, "failed": 0}
+    assert cat.files[-1]["in_use"] is False
+    (d / catalog.NAME).unlink()
+    assert gtidx.build_catalog(str(d))[0].raw == cat.raw

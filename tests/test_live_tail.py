@@ -176,7 +176,8 @@ def _catalog_show(d: Path) -> dict:
 
 
 def _catalog_current(d: Path) -> bool:
-    """Does the catalog list every binlog at its size now, each closed one with its finished index?"""
+    """Does the catalog list every binlog at its size now, each closed one with its finished index
+    and IN_USE clear (the server clears it after the rotate event: same size, another mtime)?"""
     files = api.list_binlogs(d / "master-bin.index")
     try:
         cat = json.loads((d / "gtidx-catalog.json").read_text())
@@ -185,7 +186,7 @@ def _catalog_current(d: Path) -> bool:
     entries = cat["files"]
     return [e["name"] for e in entries] == [os.path.basename(f) for f in files] and \
         all(e.get("size") == os.path.getsize(f) for e, f in zip(entries, files)) and \
-        all(e["index"]["status"] == "ok" for e in entries[:-1])
+        all(e["index"]["status"] == "ok" and e["in_use"] is False for e in entries[:-1])
 
 
 def _wait_current(d: Path, log: Path) -> None:
