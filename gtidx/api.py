@@ -604,9 +604,11 @@ class BinlogSeries:
         picks them) as what these files are: their start states and seq_no
         ranges without opening them, each until its file, opened, differs
         (size, fingerprint, GTID_LIST). On a local directory a file of
-        another size than its entry is not taken from it (a stat)."""
+        another size than its entry is not taken from it (a stat); on an
+        object store an entry made while its file was written (``in_use``)
+        is compared with its file first."""
         local = not getattr(self.store, "remote", False)
-        mine = set(self.files)
+        mine, newest = set(self.files), self.files[-1]
         for path, e in entries.items():
             if path not in mine:
                 continue
@@ -622,6 +624,21 @@ class BinlogSeries:
                 if size != e.raw.get("size"):
                     log.warning("%s: catalog entry is stale (the catalog has %s bytes, the file %s); "
                                 "reading the file", path, e.raw.get("size"), size)
+                    continue
+            elif e.raw.get("in_use") and path != newest:
+                # an entry made while its binlog was written (gtidx tail's
+                # growing file) describes what it held then: on an object
+                # store, where nothing is free to check, it is taken only
+                # once its file is compared with it (it may since have grown
+                # and been copied whole, while the catalog was not). The
+                # newest file is compared whenever it is read (its end state)
+                try:
+                    with Binlog(path, self.store) as b:
+                        why = e.matches(b)
+                except GtidxError as err:
+                    why = str(err)
+                if why:
+                    log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
                     continue
             self._catalog[path] = e
             self._start[path] = e.start.copy()
