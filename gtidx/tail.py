@@ -35,6 +35,14 @@ file is retried with a growing delay (up to ``retry_max`` seconds), what a
 failed write left (an index without a single complete page, a temporary
 file) is removed, and one line says when the file recovers.
 
+When the directory has a catalog (``gtidx catalog build``), the tail keeps
+it current as ``build`` does and never makes one: a binlog's entry is
+written when the binlog closes (with the new binlog's first entry), the
+growing binlog's again when it grew, at most every ``catalog_interval``
+seconds, walking only what was written since (``catalog.Describer``). An
+entry of the growing file describes it at one size (size and fingerprint):
+readers compare before they take it (see ``BinlogSeries.trust``).
+
 A binlog that shrank or changed under an index (a server crash that
 truncated or rewrote the tail), or that is gone (purged), leaves no wrong
 index behind: it is rebuilt or removed, and logged. Indexes written by the
