@@ -603,9 +603,20 @@ class BinlogSeries:
                 groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
         elif groups:
             self.history = groups[0][0]
+        self.trust({path: e for path, e in listed if e is not None})
+
+    def trust(self, entries: dict[str, "catalog.Entry"]) -> None:
+        """Take catalog entries ({path: entry}, of one history; ``use_catalog``
+        picks them) as what these files are: their start states and seq_no
+        ranges without opening them, each until its file, opened, differs
+        (size, fingerprint, GTID_LIST). On a local directory a file of
+        another size than its entry is not taken from it (a stat); on an
+        object store an entry made while its file was written (``in_use``)
+        is compared with its file first."""
         local = not getattr(self.store, "remote", False)
-        for path, e in listed:
-            if e is None:
+        mine, newest = set(self.files), self.files[-1]
+        for path, e in entries.items():
+            if path not in mine:
                 continue
             if local:
                 # a size is free to check here (a stat): a file grown, cut or
@@ -620,9 +631,41 @@ class BinlogSeries:
                     log.warning("%s: catalog entry is stale (the catalog has %s bytes, the file %s); "
                                 "reading the file", path, e.raw.get("size"), size)
                     continue
+            elif e.raw.get("in_use") and path != newest:
+                # an entry made while its binlog was written (gtidx tail's
+                # growing file) describes what it held then: on an object
+                # store, where nothing is free to check, it is taken only
+                # once its file is compared with it (it may since have grown
+                # and been copied whole, while the catalog was not). The
+                # newest file is compared whenever it is read (its end state)
+                try:
+                    with Binlog(path, self.store) as b:
+                        why = e.matches(b)
+                except GtidxError as err:
+                    why = str(err)
+                if why:
+                    log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
+                    continue
             self._catalog[path] = e
             self._start[path] = e.start.copy()
             self.teach(path, e.seq_ranges())
+
+    def cataloged(self, path: str, *, check: bool = False) -> "catalog.Entry | None":
+        """The catalog entry ``path`` is answered from (None: it has none, or
+        it was found stale). ``check``: open the file first and compare it
+        with its entry, as a lookup that reads the file does."""
+        path = self.resolve(path)
+        entry = self._catalog.get(path)
+        if check and entry is not None:
+            if path in self._open:
+                why = entry.matches(self._open[path].binlog)
+            else:
+                with Binlog(path, self.store) as b:         # the binlog only: no index needed to compare
+                    why = entry.matches(b)
+            if why:
+                self._distrust(path, why)
+                entry = None
+        return entry
 
     def _distrust(self, path: str, why: str) -> None:
         """The file at ``path`` is not what its catalog entry describes: forget the entry."""
@@ -1532,8 +1575,8 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
     alone writes nothing else (an archive may want indexes only)."""
     try:
         store = listed[0][2]
-        directory = store.split(listed[0][0])[0]
-        if any(store.split(f)[0] != directory for f, _, _ in listed):
+        directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
+        if directory is None:
             return None
         cat = catalog.Catalog.load(store, directory, index_root)      # build made index_root an IndexRoot
         if cat is not None:

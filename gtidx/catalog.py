@@ -74,11 +74,25 @@ def directory_of(store, path: str, kind: str | None) -> str:
     return store.split(path)[0] or "."
 
 
+def directory_of_files(store, files: list[str]) -> str | None:
+    """The directory a catalog of ``files`` (listed binlogs) describes: theirs,
+    or None when they are in several (a catalog describes one)."""
+    directory = store.split(files[0])[0]
+    if any(store.split(f)[0] != directory for f in files):
+        return None
+    return directory
+
+
 class Entry(NamedTuple):
     """A catalog entry (``raw``: its JSON object) with its states parsed."""
     raw: dict
     start: BinlogState
     end: BinlogState
+
+    @classmethod
+    def of(cls, raw: dict) -> "Entry":
+        """The entry of a readable file's JSON object (one without ``error``)."""
+        return cls(raw, BinlogState.parse(raw["start_state"]), BinlogState.parse(raw["end_state"]))
 
     @property
     def name(self) -> str:
@@ -129,7 +143,7 @@ class Catalog:
         for e in self.files:
             if "error" in e:
                 continue
-            out[e["name"]] = Entry(e, BinlogState.parse(e["start_state"]), BinlogState.parse(e["end_state"]))
+            out[e["name"]] = Entry.of(e)
         return out
 
     # -- reading and writing -------------------------------------------------------
@@ -173,6 +187,7 @@ class Catalog:
         else:
             try:
                 os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                safefile.remove_orphans(path)       # what a writer killed while saving left
                 safefile.write_file(path, [data])
             except OSError as e:
                 raise GtidxIOError.from_os(e, path) from None
@@ -180,27 +195,38 @@ class Catalog:
         return path
 
     # -- keeping it current --------------------------------------------------------
-    def refresh(self, files: list[str]) -> dict:
+    def refresh(self, files: list[str], *, only=None, walkers: dict | None = None) -> dict:
         """Make the entries of ``files`` (paths in ``self.store``, in binlog
         order; the catalog then lists exactly these) current: an entry is
         kept while the file's size and fingerprint match, else the file is
-        walked once. Every entry's index status is looked at again. Returns
-        counts {"kept", "walked", "failed"}."""
+        walked once. Every entry's index status is looked at again.
+
+        ``only`` (a set of paths; ``gtidx tail``, which knows what it
+        changed): the files looked at; the others keep their entries as they
+        are, unread (a file without an entry is always looked at).
+        ``walkers``: {path: Describer} of files that grow (tail's active
+        file): walked on from where their last entry stopped, not again.
+        Returns counts {"kept", "walked", "failed"}."""
         old = {e["name"]: e for e in self.files}
         out, counts = [], {"kept": 0, "walked": 0, "failed": 0}
         for path in files:
             name = self.store.split(path)[1]
             prev = old.get(name)
+            if only is not None and path not in only and prev is not None:
+                out.append(prev)
+                continue
             try:
                 with Binlog(path, self.store) as b:
                     entry = None
                     if prev is not None and "error" not in prev:
-                        e = Entry(prev, BinlogState.parse(prev["start_state"]), BinlogState.parse(prev["end_state"]))
-                        if e.matches(b) == "":
-                            entry = dict(prev)
+                        if Entry.of(prev).matches(b) == "":
+                            # the fingerprint masks IN_USE: a server clears it after a
+                            # binlog's last event, at the same size
+                            entry = dict(prev, in_use=b.growing)
                             counts["kept"] += 1
                     if entry is None:
-                        entry = describe(b)
+                        walker = (walkers or {}).get(path)
+                        entry = describe(b) if walker is None else walker.entry(b)
                         counts["walked"] += 1
                     entry["index"] = _index_of(b, self.index_root)
             except GtidxError as e:
@@ -215,48 +241,87 @@ class Catalog:
 
 def describe(b: Binlog) -> dict:
     """A catalog entry for the open binlog ``b``: one walk of its groups."""
-    start = b.start_state.copy()
-    end = start.copy()
-    seen = SeqRanges({(d, s): q for d, s, q in start})
-    stretch = LatestGtids()
-    first = last = top = None
-    drop = 0
-    groups = 0
-    servers = set()
-    stop = b.body_start
-    for stop, rows, _ in b.group_batches(_BATCH):
-        if not rows:
-            continue
-        stretch.add_rows_watching(rows, 3, 1, 2, seen)
-        seen.settle(stretch)
-        stretch.clear()
-        apply = end.apply
-        for ts, server, seq, domain, _ in rows:
-            apply(domain, server, seq)
-            servers.add(server)
-            if first is None:
-                first = top = ts
-            elif last is not None and last - ts > drop:
-                drop = last - ts
-            last = ts
-            if ts > top:
-                top = ts
-        groups += len(rows)
-    fp = IndexMeta.of(b)
-    ranges = seen.ranges
-    return {
-        "name": None, "size": b.size,
-        "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32},
-        "server_version": b.fde.server_version,
-        "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
-        "in_use": b.growing,
-        "start_state": str(start), "end_state": str(end), "end": stop,
-        "groups": groups, "server_ids": sorted(servers),
-        "first_timestamp": first, "last_timestamp": last,
-        "max_timestamp": top, "max_timestamp_drop": drop if first is not None else None,
-        "ranges": sorted([d, s, lo, hi] for (d, s), (lo, hi) in ranges.items()),
-        "repeats": sorted([d, s] for d, s in seen.repeats),
-    }
+    return Describer().entry(b)
+
+
+class Describer:
+    """``describe`` of a binlog that grows (``gtidx tail``'s active file):
+    each ``entry`` walks only what was written since the last one, from the
+    end of the last complete group, so a file is walked once however often
+    its entry is made. What was walked must still be there: a file cut or
+    rewritten under it (a server crash), or another file under its name, is
+    walked again from its start (its GTID_LIST and ``IndexMeta`` fingerprint
+    of the prefix walked are compared). The entry of a snapshot equals
+    ``describe`` of it (the seq ranges do not depend on where walks stop)."""
+
+    def __init__(self):
+        self.stop = None            # where the next walk starts (None: from the start)
+
+    def _reset(self, b: Binlog) -> None:
+        self.start = b.start_state.copy()
+        self.end = self.start.copy()
+        self.seen = SeqRanges({(d, s): q for d, s, q in self.start})
+        self.first = self.last = self.top = None
+        self.drop = self.groups = 0
+        self.servers = set()
+        self.stop = b.body_start
+        self.mark = None            # IndexMeta of the prefix walked
+
+    def _unchanged(self, b: Binlog) -> bool:
+        return (self.stop is not None and b.size >= self.stop and b.start_state == self.start and
+                (self.mark is None or self.mark.matches(b)))
+
+    def advance(self, b: Binlog) -> None:
+        """Walk ``b`` (a new snapshot of the file) from where the last walk stopped."""
+        if not self._unchanged(b):
+            self._reset(b)
+        end, seen, servers = self.end, self.seen, self.servers
+        stretch = LatestGtids()
+        first, last, top, drop = self.first, self.last, self.top, self.drop
+        try:
+            for stop, rows, _ in b.group_batches(_BATCH, self.stop, self.stop):
+                self.stop = stop
+                if not rows:
+                    continue
+                stretch.add_rows_watching(rows, 3, 1, 2, seen)
+                seen.settle(stretch)
+                stretch.clear()
+                apply = end.apply
+                for ts, server, seq, domain, _ in rows:
+                    apply(domain, server, seq)
+                    servers.add(server)
+                    if first is None:
+                        first = top = ts
+                    elif last is not None and last - ts > drop:
+                        drop = last - ts
+                    last = ts
+                    if ts > top:
+                        top = ts
+                self.groups += len(rows)
+            self.mark = IndexMeta.of(b, self.stop)
+        except BaseException:
+            self.stop = None            # half walked: the next walk starts over
+            raise
+        self.first, self.last, self.top, self.drop = first, last, top, drop
+
+    def entry(self, b: Binlog) -> dict:
+        """The catalog entry of ``b`` as it is now (walked first, as far as needed)."""
+        self.advance(b)
+        fp = IndexMeta.of(b)
+        ranges = self.seen.ranges
+        return {
+            "name": None, "size": b.size,
+            "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32},
+            "server_version": b.fde.server_version,
+            "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
+            "in_use": b.growing,
+            "start_state": str(self.start), "end_state": str(self.end), "end": self.stop,
+            "groups": self.groups, "server_ids": sorted(self.servers),
+            "first_timestamp": self.first, "last_timestamp": self.last,
+            "max_timestamp": self.top, "max_timestamp_drop": self.drop if self.first is not None else None,
+            "ranges": sorted([d, s, lo, hi] for (d, s), (lo, hi) in ranges.items()),
+            "repeats": sorted([d, s] for d, s in self.seen.repeats),
+        }
 
 
 def _index_of(b: Binlog, index_root: IndexRoot | None) -> dict:
@@ -327,5 +392,5 @@ def describe_histories(groups: list[tuple[int, list[str]]]) -> str:
                      f" ({len(names)} file{'s' if len(names) != 1 else ''})" for h, names in groups)
 
 
-__all__ = ["NAME", "VERSION", "Catalog", "Entry", "describe", "assign_histories", "places", "directory_of",
-           "histories_of", "describe_histories"]
+__all__ = ["NAME", "VERSION", "Catalog", "Entry", "describe", "Describer", "assign_histories", "places",
+           "directory_of", "directory_of_files", "histories_of", "describe_histories"]

@@ -783,14 +783,20 @@ class _JsonLogLines(logging.Formatter):
 @click.option("--retry-max", cls=_LibraryDefault, type=click.FloatRange(0.01, 3600),
               default=lambda: _tail_settings().retry_max, show_default=True,
               help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
+@click.option("--catalog-interval", cls=_LibraryDefault, type=click.FloatRange(0, 86400),
+              default=lambda: _tail_settings().catalog_interval, show_default=True,
+              help="When the binlogs have a catalog: seconds at least between two updates of the "
+                   "growing binlog's entry (a closed binlog's entry is written when it closes).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
 @_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
-def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, log_level, as_json):
+def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, catalog_interval, log_level,
+         as_json):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
     Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
     the directory gone) is logged once and retried with backoff; with --once, exit code 3
-    when any file failed."""
+    when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
+    current too (tail never makes one)."""
     _directory(directory)
     from .tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
@@ -803,7 +809,7 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, l
     logger.propagate = False
     try:
         t = run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
-                     max_ratio=max_ratio, retry_max=retry_max)
+                     max_ratio=max_ratio, retry_max=retry_max, catalog_interval=catalog_interval)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
@@ -905,7 +911,10 @@ def spark():
 @_json_option("One JSON object: {out, rows, found, not_found}.")
 @_storage_option
 @_index_dir_option
-def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root):
+@click.option("--history", type=_Count(1), metavar="N",
+              help="When the catalog of --binlogs shows binlogs of several histories (servers, a reused "
+                   "name): answer within history N (gtidx catalog show lists them).")
+def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root, history):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
     timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
     Spark tasks done. --gtids and --out are read and written by Spark: on a cluster, on
@@ -915,7 +924,8 @@ def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_optio
     with _Progress(quiet) as shown:
         total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master,
                                                   progress=_spark_progress(shown),
-                                                  storage_options=storage_options, index_root=index_root)
+                                                  storage_options=storage_options, index_root=index_root,
+                                                  history=history)
     if as_json:
         _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
         return

@@ -12,7 +12,11 @@ files x GTIDs:
    state (GTID_LIST), per (domain, server) the seq range it logs and whether
    it goes down there (what ``build`` stored with the index, else one walk
    of the file), and, for the last file, its end state (index, then a short
-   scan);
+   scan). When the binlogs have a catalog (``gtidx.catalog``), the driver
+   reads it once and takes the summary of every file whose entry is current
+   from it, as ``gtidx.open`` does (``BinlogSeries.use_catalog``: one history,
+   or ``history``; the newest file opened to check its entry): the job reads
+   only the others, and the executors get the entries with the plan;
 2. each GTID is assigned to its file with the summaries alone (broadcast),
    by the planner of ``BinlogSeries.locate`` (``api.plan_locate``): not in these
    binlogs when the latest state lacks it (never written) or the earliest
@@ -40,7 +44,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, In
 from pyspark.sql.types import (BooleanType, LongType, StringType, StructField,
                                StructType)
 
-from . import api, storage
+from . import api, catalog, storage
 from .binlog import Binlog
 from .errors import BadInputError, GtidxError, NotFoundError
 from .gtid import BinlogState, Gtid, Position
@@ -95,15 +99,23 @@ def _summary(path: str, last: bool, where: "_Where") -> tuple[str, str, str | No
     return path, start, end, ranges
 
 
+def _from_entry(path: str, entry, last: bool) -> tuple[str, str, str | None, list]:
+    """``_summary`` of a file from its catalog entry (``BinlogSeries.cataloged``)."""
+    return (path, str(entry.start), str(entry.end) if last else None,
+            [[d, s, lo, hi, down] for (d, s), (lo, hi, down) in entry.seq_ranges().items()])
+
+
 class _Plan:
     """The summaries, and the assignment of one GTID to its file (the rules of
     BinlogSeries.locate); picklable, so it is broadcast to the executors."""
 
-    def __init__(self, files: list[str], starts: list[str], latest: str, ranges: list):
+    def __init__(self, files: list[str], starts: list[str], latest: str, ranges: list,
+                 entries: dict | None = None):
         self.files = files
         self.starts = starts          # text, parsed lazily on each executor
         self.latest = latest
         self.ranges = ranges          # per file: _summary's ranges, or None
+        self.entries = entries or {}  # path -> its catalog entry's JSON object, where planned from it
         self._parsed = None
         self._planners = {}
         self._learned = None          # (domain, server) -> (dipped file indexes, {file index: range})
@@ -158,16 +170,21 @@ class _Plan:
         return self._learned
 
     def teach(self, logs: api.BinlogSeries) -> None:
-        """Give ``logs`` the ranges of every file: its lookups need no walk."""
+        """Give ``logs`` the ranges of every file (its lookups need no walk)
+        and the catalog entries the plan was made from (their files' start
+        states need no read; each is checked when its file is opened)."""
+        if self.entries:
+            logs.trust({f: catalog.Entry.of(raw) for f, raw in self.entries.items()})
         for f, rows in zip(self.files, self.ranges):
-            if rows is not None:
+            if rows is not None and f not in self.entries:
                 logs.teach(f, {(d, s): (lo, hi, down) for d, s, lo, hi, down in rows})
 
     def __getstate__(self):
-        return {"files": self.files, "starts": self.starts, "latest": self.latest, "ranges": self.ranges}
+        return {"files": self.files, "starts": self.starts, "latest": self.latest, "ranges": self.ranges,
+                "entries": self.entries}
 
     def __setstate__(self, state):
-        self.__init__(state["files"], state["starts"], state["latest"], state["ranges"])
+        self.__init__(state["files"], state["starts"], state["latest"], state["ranges"], state["entries"])
 
     def one_file(self, g: Gtid) -> bool:
         """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
@@ -187,8 +204,10 @@ class _Where(NamedTuple):
     def series(self, files: list[str]) -> api.BinlogSeries:
         return api.BinlogSeries(files, storage_options=self.storage_options, index_root=self.index_root)
 
-    def list(self, binlogs: str) -> list[str]:
-        return api.list_binlogs(binlogs, storage_options=self.storage_options)
+    def open(self, binlogs: str, history: int | None = None) -> api.BinlogSeries:
+        """The binlogs at ``binlogs`` with their catalog, as ``gtidx.open`` has them."""
+        return api.BinlogSeries.from_path(binlogs, storage_options=self.storage_options,
+                                          index_root=self.index_root, history=history)
 
 
 def _parse_state(text: str):
@@ -293,14 +312,24 @@ def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per
 
 def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
            timings: dict | None = None, pass_per_byte: float = PASS_PER_BYTE,
-           storage_options: dict | None = None, index_root: str | None = None) -> DataFrame:
+           storage_options: dict | None = None, index_root: str | None = None,
+           history: int | None = None) -> DataFrame:
     """Answer every row of ``gtids`` (a GTID, or a replication position with
     one GTID per domain, in ``column``: default the only column, or ``gtid``)
     against the binlogs at ``binlogs`` (a directory, a master-bin.index, a
     file; or a URL, ``s3://bucket/prefix/``, read by the executors themselves
     with ``storage_options``; ``index_root``: indexes kept apart, as in
-    ``gtidx.open``). One output row per input row, in LOCATE_SCHEMA. ``timings``, if
-    given, receives ``planning_s`` now and, once an action has run on the
+    ``gtidx.open``). One output row per input row, in LOCATE_SCHEMA.
+
+    When the binlogs have a catalog (``gtidx catalog build``), planning takes
+    each file's summary from its entry, as ``gtidx.open`` does (read on the
+    driver once; the newest file opened to check its entry): only the files
+    without a current entry are read by the summary job. Several histories
+    in the catalog: ``history`` picks one, else ``api.SeveralHistories``
+    (BadInputError), as in the library.
+
+    ``timings``, if given, receives ``planning_s`` and ``planning_read`` (the
+    files the summary job read) now and, once an action has run on the
     result, the per-file task time in ``timings["per_file"].value`` (an
     accumulator: seconds summed over files) and ``files_touched``.
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
@@ -308,17 +337,31 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     t0 = time.perf_counter()
     sc = spark.sparkContext
     where = _Where(storage_options, index_root)
-    files = where.list(binlogs)
+    with where.open(binlogs, history) as series:
+        files = series.files
+        last = files[-1]
+        known = {}
+        for f in files:
+            try:
+                entry = series.cataloged(f, check=f == last)     # the newest: opened and compared (end state)
+            except GtidxError:
+                entry = None          # unreadable: the summary job says so (UNKNOWN), as without a catalog
+            if entry is not None:
+                known[f] = entry
     if column is None:
         column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
-    last = files[-1]
-    summaries = sc.parallelize([(f, f == last) for f in files], len(files)) \
-        .map(lambda fl: _summary(*fl, where)).collect()
+    todo = [f for f in files if f not in known]
+    summaries = [_from_entry(f, e, f == last) for f, e in known.items()]
+    if todo:
+        summaries += sc.parallelize([(f, f == last) for f in todo], len(todo)) \
+            .map(lambda fl: _summary(*fl, where)).collect()
     by_file = {f: (start, end, ranges) for f, start, end, ranges in summaries}
-    plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files])
+    plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files],
+                 {f: e.raw for f, e in known.items()})
     bplan = sc.broadcast(plan)
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
+        timings["planning_read"] = len(todo)
     values = gtids.select(column).rdd.map(lambda r: r[0])
     assigned = values.map(lambda v: (v,) + ((None, "empty input row") if v is None else bplan.value.assign(v)))
     missing = assigned.filter(lambda t: t[1] is None).map(lambda t: _not_found(t[0], t[2]))
@@ -575,19 +618,20 @@ class _Watch:
 
 def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "local[*]",
                       progress=None, storage_options: dict | None = None,
-                      index_root: str | None = None) -> tuple[int, int]:
+                      index_root: str | None = None, history: int | None = None) -> tuple[int, int]:
     """``gtidx spark locate``: the GTIDs of a .txt/.csv/.parquet file located
-    in ``binlogs`` (a path or URL, with ``storage_options`` and
-    ``index_root`` as for ``locate``), written to ``out`` (parquet,
+    in ``binlogs`` (a path or URL, with ``storage_options``, ``index_root``
+    and ``history`` as for ``locate``), written to ``out`` (parquet,
     overwritten); (rows, found). ``progress``: called with a SparkProgress as
     phases and tasks advance."""
+    _Where(storage_options, index_root).open(binlogs, history).close()   # several histories: before Spark starts
     watch = _Watch(progress)
     spark = session(master)
     try:
         watch.attach(spark.sparkContext)
         watch.enter("planning")
         df = locate(spark, read_gtids(spark, gtids_path), binlogs, storage_options=storage_options,
-                    index_root=index_root)
+                    index_root=index_root, history=history)
         watch.enter("locating")
         df.write.mode("overwrite").parquet(out)
         watch.enter("counting")

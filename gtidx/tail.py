@@ -35,6 +35,14 @@ file is retried with a growing delay (up to ``retry_max`` seconds), what a
 failed write left (an index without a single complete page, a temporary
 file) is removed, and one line says when the file recovers.
 
+When the directory has a catalog (``gtidx catalog build``), the tail keeps
+it current as ``build`` does and never makes one: a binlog's entry is
+written when the binlog closes (with the new binlog's first entry), the
+growing binlog's again when it grew, at most every ``catalog_interval``
+seconds, walking only what was written since (``catalog.Describer``). An
+entry of the growing file describes it at one size (size and fingerprint):
+readers compare before they take it (see ``BinlogSeries.trust``).
+
 A binlog that shrank or changed under an index (a server crash that
 truncated or rewrote the tail), or that is gone (purged), leaves no wrong
 index behind: it is rebuilt or removed, and logged. Indexes written by the
@@ -53,8 +61,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from . import catalog
 from . import idxformat as fmt
-from . import safefile
+from . import safefile, storage
 from .api import list_binlogs
 from .binlog import Binlog
 from .errors import CorruptIndexError, GtidxError
@@ -401,6 +410,7 @@ class TailSettings:
     max_ratio: float | None = DEFAULT_MAX_RATIO
     server_grace: float = 2.0      # seconds to let a server create its own index for a new binlog
     retry_max: float = 30.0        # longest wait before retrying a file (or the directory) that failed
+    catalog_interval: float = 10.0  # the growing binlog's catalog entry is made again at most this often
 
 
 @dataclass
@@ -440,6 +450,10 @@ class Tailer:
         self.failures: dict[str, _Failure] = {}         # by binlog path (or the directory)
         self._stopping = False                          # set by stop(), which takes no lock
         self._wake = -1                                 # run()'s wake-up pipe (write end)
+        self._touched: set[str] = set()                 # files looked at in this poll (not settled)
+        self._growing: str | None = None                # the binlog still written, as this poll saw it
+        self._catalog = _CatalogKeeper()
+        self._catalog_key: str | None = None            # the catalog's path: its failures' key
 
     @property
     def failed(self) -> list[str]:
@@ -501,6 +515,7 @@ class Tailer:
             self._failed(self.directory, _internal(e), "cannot list binlogs")
             return
         self._ok(self.directory)
+        self._growing = None
         for i, f in enumerate(files):
             if self._stopping:
                 return
@@ -517,6 +532,38 @@ class Tailer:
                 self._failed(f, _internal(e), "cannot index")
             else:
                 self._ok(f)
+        if not self._stopping:
+            self._keep_catalog(files, retry_all)
+
+    def _keep_catalog(self, files: list[str], retry_all: bool) -> None:
+        """The catalog of the binlogs (``gtidx.catalog``), when there is one,
+        kept current as ``build`` keeps it (tail never makes one): the entries
+        of the files looked at in this poll that are closed (a rotation:
+        the file's last entry, and the new file's first) at once, the growing
+        file's at most every ``catalog_interval`` seconds. A failure is
+        logged and retried like the others; the catalog is then read and
+        made current whole."""
+        touched, self._touched = self._touched, set()
+        directory = catalog.directory_of_files(storage.LOCAL, files)
+        if directory is None:
+            return                                 # a catalog describes one directory
+        key = self._catalog_key = catalog.places(storage.LOCAL, directory)[0][1]
+        if not self._due(key, retry_all):
+            return
+        try:
+            done = self._catalog.keep(directory, files, touched, self._growing, self.settings.catalog_interval)
+        except (GtidxError, OSError) as e:
+            self._catalog.reset()
+            self._failed(key, e, "cannot update catalog")
+            return
+        except Exception as e:       # noqa: BLE001 - a bug of ours: the catalog backs off, indexing goes on
+            self._catalog.reset()
+            self._failed(key, _internal(e), "cannot update catalog")
+            return
+        self._ok(key)
+        if done is not None:
+            _event(logging.INFO if done["closed"] else logging.DEBUG, "catalog updated", catalog=key,
+                   files=done["files"], walked=done["walked"], kept=done["kept"], failed=done["failed"])
 
     # -- failures: log once, back off, clean up, recover ---------------------------------
     def _due(self, key: str, retry_all: bool) -> bool:
@@ -553,7 +600,7 @@ class Tailer:
     def _forget_purged(self, files: list[str]) -> None:
         listed = set(files)
         for f in [f for f in list(self.active) + list(self.settled) + list(self.failures)
-                  if f not in listed and f != self.directory]:
+                  if f not in listed and f != self.directory and f != self._catalog_key]:
             inc = self.active.pop(f, None)
             if inc is not None:
                 inc.close()
@@ -578,9 +625,12 @@ class Tailer:
         st = os.stat(path)
         if self.settled.get(path) == (st.st_size, st.st_mtime_ns):
             return
+        self._touched.add(path)
         idx = index_path(path)
         with Binlog(path) as b:
             growing = still_written(b, newest=last)
+            if growing:
+                self._growing = path
             # a link, a FIFO or anything but a regular file is not a server's index
             theirs = path not in self.active and safefile.is_regular(idx) and IndexMeta.read(idx) is None
             if theirs and self._server_owned(b, idx, growing):
@@ -665,6 +715,76 @@ class Tailer:
         how = inc.finish(b, self.settings.max_ratio)
         self.active.pop(path, None)
         _event(logging.INFO, "finished", file=path, how=how, records=len(inc.offsets))
+
+
+class _CatalogKeeper:
+    """What ``Tailer`` knows of the catalog it keeps: the catalog as it last
+    read or wrote it (with the file's identity: another writer, ``catalog
+    build`` or ``build``, makes it read again), the growing file's
+    ``catalog.Describer`` (each byte walked once), and when that file's entry
+    was last made."""
+
+    def __init__(self):
+        self.cat: catalog.Catalog | None = None
+        self.seen: tuple | None = None             # (inode, size, mtime) of the catalog as we know it
+        self.walkers: dict[str, catalog.Describer] = {}
+        self.growing_at = float("-inf")
+
+    def reset(self) -> None:
+        """Read the catalog again and make it current whole next time."""
+        self.cat = self.seen = None
+
+    @staticmethod
+    def _stamp(path: str) -> tuple | None:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def keep(self, directory: str, files: list[str], touched: set, growing: str | None,
+             interval: float) -> dict | None:
+        """Write the catalog of ``directory`` if it exists and is due; the
+        counts of ``Catalog.refresh`` (and files, closed) when written."""
+        store = storage.LOCAL
+        path = catalog.places(store, directory)[0][1]
+        stamp = self._stamp(path)
+        if stamp is None:
+            self.reset()
+            return None                            # no catalog here: tail makes none
+        now = time.monotonic()
+        if self.cat is None or stamp != self.seen or self.cat.directory != directory:
+            cat = catalog.Catalog.load(store, directory)
+            if cat is None:
+                self.reset()
+                return None
+            only = None                            # every entry looked at
+        else:
+            cat = self.cat
+            only = {f for f in touched if f != growing}
+            if growing is not None and growing in touched and now - self.growing_at >= interval:
+                entry = next((e for e in cat.files if e["name"] == os.path.basename(growing)), None)
+                if entry is None or entry.get("size") != os.stat(growing).st_size:
+                    only.add(growing)
+            if not only and [os.path.basename(f) for f in files] == [e["name"] for e in cat.files]:
+                return None                        # nothing new
+        before = [e["name"] for e in cat.files]
+        known = set(before)
+        if growing is not None:
+            self.walkers.setdefault(growing, catalog.Describer())
+        counts = cat.refresh(files, only=only, walkers=self.walkers)
+        cat.save()
+        self.cat, self.seen = cat, self._stamp(path)
+        looked = (lambda f: only is None or f in only or os.path.basename(f) not in known)
+        listed = set(files)
+        for f in list(self.walkers):               # a closed file's walker, its last entry made
+            if f not in listed or (f != growing and looked(f)):
+                del self.walkers[f]
+        if growing is not None and looked(growing):
+            self.growing_at = now
+        closed = only is None or any(f != growing for f in only) or \
+            [os.path.basename(f) for f in files] != before
+        return {"files": len(files), "closed": closed, **counts}
 
 
 def tail(directory: str, *, once: bool = False, settings: TailSettings | None = None, **kw) -> Tailer:

@@ -285,3 +285,68 @@ def test_a_binlog_of_another_size_than_its_entry_is_read_not_taken_from_it(tmp_p
                 a = with_catalog.locate(g.gtid)
             assert (a.file, a.start, a.end) == (f, g.start, g.end), g
     assert any("stale" in r.getMessage() and name in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("source", [
+    FIXTURES / "mariadb-11.8" / "mixed" / "master-bin.000002",
+    FIXTURES / "mariadb-10.11" / "nonmono" / "master-bin.000008",       # seq_no going down: repeats
+    MULTI / "master-bin.000019",
+], ids=["mixed", "nonmono", "multifile"])
+def test_describer_walks_a_growing_file_once_and_equals_describe(tmp_path, monkeypatch, source):
+    """gtidx tail's entry of a growing binlog: made again at many sizes, each
+    time only the new bytes are walked (from the end of the last complete
+    group), and each entry equals ``describe`` of the file at that size; a
+    file cut and rewritten under it (another binlog's bytes) is walked again
+    from its start."""
+    import random
+    from conftest import growing_copy
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    rnd = random.Random(len(data))
+    walker = catalog.Describer()
+    walked = []
+    real = Binlog.group_batches
+
+    def counting(self, span, start=None, previous=0):
+        walked.append(self.body_start if start is None else start)
+        return real(self, span, start, previous)
+    with Binlog(source) as b:
+        body = b.body_start                  # cut after the preamble: the same GTID_LIST every time
+    stop = None
+    for cut in sorted(rnd.sample(range(body + 1, len(data)), 12)) + [len(data)]:
+        path.write_bytes(growing_copy(data, cut) if cut < len(data) else data)
+        with Binlog(str(path)) as b:
+            monkeypatch.setattr(Binlog, "group_batches", counting)
+            entry = walker.entry(b)
+            monkeypatch.setattr(Binlog, "group_batches", real)
+            assert walked[-1] == (b.body_start if stop is None else stop)     # on from where it stopped
+            stop = entry["end"]
+            assert entry == catalog.describe(b), cut
+    other = (MULTI / "master-bin.000020").read_bytes()
+    path.write_bytes(growing_copy(other, len(other) - 100))          # another binlog under the name
+    with Binlog(str(path)) as b:
+        monkeypatch.setattr(Binlog, "group_batches", counting)
+        entry = walker.entry(b)
+        monkeypatch.setattr(Binlog, "group_batches", real)
+        assert walked[-1] == b.body_start and entry == catalog.describe(b)
+
+
+def test_a_binlog_closed_at_the_same_size_is_no_longer_in_use(tmp_path):
+    """A server writes a binlog's last event, then clears the IN_USE flag of
+    its FDE (same size; the fingerprint masks that flag). A catalog made in
+    between (``gtidx tail`` sees it at a rotation) said in_use: made again
+    (kept: same size and fingerprint), it says what the file says now, as a
+    catalog made from scratch does."""
+    from conftest import growing_copy
+    d = _copy(MULTI, tmp_path / "m")
+    last = d / "master-bin.000022"
+    whole = last.read_bytes()
+    last.write_bytes(growing_copy(whole, len(whole)))            # every event written, IN_USE still set
+    cat, _ = gtidx.build_catalog(str(d))
+    assert cat.files[-1]["in_use"] is True
+    last.write_bytes(whole)                                       # the flag cleared
+    cat, counts = gtidx.build_catalog(str(d))
+    assert counts == {"kept": 5, "walked": 0, "failed": 0}
+    assert cat.files[-1]["in_use"] is False
+    (d / catalog.NAME).unlink()
+    assert gtidx.build_catalog(str(d))[0].raw == cat.raw

@@ -149,3 +149,124 @@ def test_cli_spark_build(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert [r["action"] for r in json.loads(p.stdout)["results"]] == ["built"] * 5
+
+
+# -- the catalog (issue 13 item 4): planning from its entries --------------------------------------
+
+def _rows(spark, d, values, **kw) -> list[tuple]:
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    rows = gs.locate(spark, df, str(d), **kw).collect()
+    assert len(rows) == len(values)
+    return sorted((r.gtid, r.file and Path(r.file).name, r.start, r.end, r.resume, r.timestamp, r.first_gtid,
+                   r.found) for r in rows)
+
+
+def _library_rows(logs, values) -> list[tuple]:
+    out = []
+    for v in values:
+        f, *rest = library_row(logs, v)
+        out.append((v, f and Path(f).name, *rest))
+    return sorted(out)
+
+
+def test_locate_with_a_catalog_plans_from_it_and_answers_as_the_library(spark, tmp_path):
+    """With a current catalog no file is read to plan (the newest is opened
+    on the driver to check its entry, as a lookup does); every row equals the
+    library's, with the catalog and without. A file grown since the catalog
+    was made (another size) is read by the summary job, not planned from its
+    old entry (whose seq ranges would hide the groups that came since)."""
+    from conftest import growing_copy
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
+    values = probes(d)
+    timings = {}
+    without = _rows(spark, d, values, timings=timings)
+    assert timings["planning_read"] == 5
+    api.build_catalog(str(d))
+    with api.open_binlogs(d) as logs:
+        assert logs.history == 1
+        assert without == _library_rows(logs, values)
+    assert _rows(spark, d, values, timings=timings) == without
+    assert timings["planning_read"] == 0
+    # master-bin.000020 as it was half written when the catalog was made, whole now
+    name = "master-bin.000020"
+    whole = (d / name).read_bytes()
+    with Binlog(d / name) as b:
+        ends = [g.end for g in b.groups()]
+    (d / name).write_bytes(growing_copy(whole, ends[len(ends) // 2]))
+    api.build_catalog(str(d))
+    (d / name).write_bytes(whole)
+    assert _rows(spark, d, values, timings=timings) == without
+    assert timings["planning_read"] == 1
+
+
+def test_locate_over_several_histories_needs_one(spark, tmp_path):
+    """A catalog with two histories (two servers' binlogs in one directory):
+    gs.locate refuses to mix them, as the library does; with ``history`` it
+    answers within that one, as ``gtidx.open(..., history=N)``."""
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
+    other = FIXTURES / "mariadb-11.8" / "multifile"
+    for f in api.list_binlogs(other):
+        n = int(Path(f).name.rsplit(".", 1)[1]) + 4
+        shutil.copyfile(f, d / f"master-bin.{n:06d}")
+    (d / "master-bin.index").unlink(missing_ok=True)
+    api.build_catalog(str(d))
+    values = probes(copy_set(tmp_path / "plain", FIXTURES / "mariadb-10.11" / "multifile", build=False))[::3]
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    with pytest.raises(api.SeveralHistories, match="2 histories"):
+        gs.locate(spark, df, str(d))
+    for h in (1, 2):
+        with api.open_binlogs(d, history=h) as logs:
+            assert _rows(spark, d, values, history=h) == _library_rows(logs, values)
+    (tmp_path / "g.txt").write_text("0-1-400\n")
+    r = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(tmp_path / "g.txt"),
+                        "--binlogs", str(d), "--out", str(tmp_path / "out"), "--master", "local[1]"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 2 and "2 histories" in r.stderr and r.stderr.count("\n") == 1, r.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    from test_s3 import MotoServer
+    server = MotoServer(tmp_path_factory.mktemp("moto"))
+    yield server
+    server.stop()
+
+
+def test_locate_on_s3_with_a_catalog_does_not_read_every_preamble(spark, moto, tmp_path):
+    """Planning over an S3 prefix, counted on moto_server: without a catalog
+    the summary job GETs every binlog object; with one, the catalog object
+    and the newest binlog only (its entry checked). Rows equal the library's."""
+    import boto3
+    opts = {"endpoint_url": moto.url, "key": "testing", "secret": "testing"}
+    client = boto3.client("s3", endpoint_url=moto.url, aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+    client.create_bucket(Bucket="sparkcat")
+    src = FIXTURES / "mariadb-10.11" / "multifile"
+    names = [Path(f).name for f in api.list_binlogs(src)]
+    for n in names:
+        client.put_object(Bucket="sparkcat", Key=f"m/{n}", Body=(src / n).read_bytes())
+    url = "s3://sparkcat/m/"
+    assert all(not isinstance(r, Exception) for r in api.build(url, storage_options=opts))
+    values = probes(copy_set(tmp_path / "plain", src, build=False))[::2]
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+
+    def planning_gets() -> dict:
+        moto.requests()
+        gs.locate(spark, df, url, storage_options=opts)        # plans now; answers on an action
+        got = {}
+        for m, p, _ in moto.requests():
+            if m == "GET" and "?" not in p:
+                got[p.rsplit("/", 1)[1]] = got.get(p.rsplit("/", 1)[1], 0) + 1
+        return got
+
+    without = planning_gets()
+    assert set(names) <= set(without), without
+    api.build_catalog(url, storage_options=opts)
+    with_catalog = planning_gets()
+    print(f"planning GETs on {url}: without a catalog {without}, with one {with_catalog}")
+    assert set(with_catalog) == {"gtidx-catalog.json", names[-1]}, with_catalog
+    rows = gs.locate(spark, df, url, storage_options=opts).collect()
+    with api.open_binlogs(url, storage_options=opts) as logs:
+        assert logs.history == 1
+        assert sorted((r.gtid, r.file, r.start, r.end, r.resume, r.timestamp, r.first_gtid, r.found)
+                      for r in rows) == sorted((v, *library_row(logs, v)) for v in values)

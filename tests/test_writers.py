@@ -602,3 +602,47 @@ def test_index_meta_round_trip_and_junk():
                  b'{"v":1,"size":1,"head_crc32":1,"tail_crc32":1,"state":"half"}',
                  b'{"v":1,"size":true,"head_crc32":1,"tail_crc32":1}', b"\xff\xfe"):
         assert IndexMeta.from_json(junk) is None, junk
+
+
+def test_tail_keeps_going_when_it_cannot_replace_the_catalog(tmp_path):
+    """A catalog made by root (``catalog build``) in a sticky directory where
+    the tail runs unprivileged: it may create files there (its indexes, a
+    temporary catalog) but not replace root's catalog (EPERM). The failure
+    is one line, the indexes are built all the same, the old catalog stays
+    whole and no temporary file is left; once the catalog is the tail's to
+    replace, it recovers and the catalog is what ``catalog build`` makes
+    from scratch (the newest binlog finished meanwhile)."""
+    import json
+    d = tmp_path / "binlogs"
+    names, last, data = live_copy(d)
+    cat = d / "gtidx-catalog.json"
+
+    def show() -> dict:
+        r = subprocess.run(cli("catalog", "show", "--json", "."), cwd=d, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+    assert subprocess.run(cli("catalog", "build", "."), cwd=d, capture_output=True).returncode == 0
+    before = cat.read_bytes()
+    os.chmod(d, 0o1777)       # anyone may create files here; only its owner may replace one (sticky)
+    t = TailProcess(Path("."), log=tmp_path / "tail.log", cwd=d,
+                    prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
+    try:
+        t.errors_logged(1)
+        assert cat.read_bytes() == before and not list(d.glob(".gtidx-catalog.json.*"))
+        last.write_bytes(data)                                     # the newest binlog is finished
+        assert wait_for(lambda: indexes_clean(d, tmp_path))        # indexing went on
+        assert cat.read_bytes() == before and not list(d.glob(".gtidx-catalog.json.*"))
+        os.chown(cat, 65534, 65534)
+        assert wait_for(lambda: [e["index"]["status"] for e in show()["files"]] == ["ok"] * len(names)), t.log()
+        err = t.stop()
+    finally:
+        t.kill()
+    errors = error_lines(err)
+    assert len(errors) == 1 and "cannot update catalog" in errors[0] and "Operation not permitted" in errors[0], err
+    assert err.count("event=recovered") == 1, err
+    assert leftovers(d) == []
+    kept = show()
+    assert [e["size"] for e in kept["files"]] == [(d / n).stat().st_size for n in names]
+    cat.unlink()
+    assert subprocess.run(cli("catalog", "build", "."), cwd=d, capture_output=True).returncode == 0
+    assert show() == kept
