@@ -30,6 +30,7 @@ pytest.importorskip("s3fs")
 
 import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
+from gtidx.binlog import Binlog  # noqa: E402
 from gtidx.gtid import Gtid  # noqa: E402
 
 BUCKET = "gtidx-archive"
@@ -212,21 +213,27 @@ def test_s3_every_gtid_is_found_as_locally(s3, tmp_path):
 # -- what a lookup costs ------------------------------------------------------------------
 
 def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
-    """A one-shot ``pos`` and ``seek`` on an indexed object: counted on the
-    server, at most 6 GETs (and 2 HEADs: the binlog's and the index's size);
-    the binlog bytes read: its first and last 64 KiB (the fingerprint the
-    index was made for), the 64 KiB around the index record the lookup
-    starts from, and the walk from there to the target (under 64 KiB plus a
-    group: the records' span)."""
+    """A one-shot ``pos`` on an indexed object: counted on the server, at
+    most 4 GETs (the binlog's preamble, the index's fingerprint sidecar, the
+    index page, and one GET from the index record the lookup starts from:
+    its check and the walk to the target) and 2 HEADs (the binlog's and the
+    index's size and ETag); at most 96 KiB of the binlog read: its first
+    16 KiB and 64 KiB from the record (plus, past a record's span, the rest
+    of a big last group). The binlog's ETag recorded with the index stands
+    for the fingerprint: its first and last 64 KiB are not read."""
     url = f"s3://{BUCKET}/big/{BIG.name}"
     [r] = list(gtidx.build(url))
     assert r.action == "built" and r.records > 30
+    etag = s3.client.head_object(Bucket=BUCKET, Key=f"big/{BIG.name}")["ETag"]
+    sidecar = json.loads(_objects(s3.client, "big/")[f".{BIG.name}.idx.gtidx"])
+    assert sidecar["binlog_etag"] == etag and sidecar["size"] == BIG.stat().st_size
     size = BIG.stat().st_size
     local = tmp_path / BIG.name
     shutil.copy(BIG, local)
     targets = [g.end for g in list(api.scan(str(local))[1])[::97]]
     s3.requests()
     ranges = _counted(monkeypatch)
+    most = (0, 0)
     for offset in targets:
         ranges.clear()
         got = gtidx.state_at(url, offset)
@@ -235,12 +242,71 @@ def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
         reqs = s3.requests()
         gets = [r for r in reqs if r[0] == "GET"]
         heads = [r for r in reqs if r[0] == "HEAD"]
-        assert len(gets) <= 6 and len(heads) <= 2 and len(reqs) == len(gets) + len(heads), reqs
+        assert len(gets) <= 4 and len(heads) <= 2 and len(reqs) == len(gets) + len(heads), reqs
+        read = [(start, end) for p, start, end, _ in ranges if p == url]
         binlog_bytes = sum(n for p, _, _, n in ranges if p == url)
-        assert binlog_bytes <= 3 * 65536 + 65536 + 16384, (offset, ranges)
+        assert binlog_bytes <= 16384 + 65536 + 16384 <= 128 << 10, (offset, read)
+        assert read[0] == (0, 16384) and len(read) <= 3 and (size - 65536, size) not in read, read
+        most = max(most, (binlog_bytes, len(gets)))
+    print(f"state_at on {url}: at most {most[1]} GETs, {most[0]} bytes of the binlog per lookup")
     # the whole file is never read, nor more than 8 MiB in one GET
     assert all(end - start <= 8 << 20 for _, start, end, _ in ranges)
     assert size > 3 << 20
+
+
+def _multipart_copy(client, key: str, body: bytes) -> str:
+    """``body`` uploaded again as ``key`` in one multipart part: the same
+    bytes, another ETag ("<md5 of md5s>-1"). Returns the new ETag."""
+    up = client.create_multipart_upload(Bucket=BUCKET, Key=key)
+    part = client.upload_part(Bucket=BUCKET, Key=key, PartNumber=1, UploadId=up["UploadId"], Body=body)
+    client.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=up["UploadId"],
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    return client.head_object(Bucket=BUCKET, Key=key)["ETag"]
+
+
+def test_s3_another_etag_falls_back_to_the_fingerprint(s3, tmp_path, monkeypatch):
+    """The ETag recorded with an index only spares reading: the same bytes
+    uploaded again in other parts (another ETag) still use the index (its
+    fingerprint, first and last 64 KiB, checked); so does an index stored
+    before the ETag was (no ``binlog_etag``); other bytes of the same size
+    make it stale (a scan answers). Content decides, never the ETag alone."""
+    key = f"etag/{BIG.name}"
+    data = BIG.read_bytes()
+    s3.client.put_object(Bucket=BUCKET, Key=key, Body=data)
+    url = f"s3://{BUCKET}/{key}"
+    [r] = list(gtidx.build(url))
+    assert r.action == "built"
+    local = tmp_path / BIG.name
+    shutil.copy(BIG, local)
+    offset = [g.end for g in api.scan(str(local))[1]][1000]
+    want = gtidx.state_at(str(local), offset).position
+    ranges = _counted(monkeypatch)
+    size = len(data)
+
+    def lookup():
+        ranges.clear()
+        got = gtidx.state_at(url, offset)
+        assert got.position == want
+        return got.via, [(start, end) for p, start, end, _ in ranges if p == url]
+
+    via, read = lookup()
+    assert via == "index" and (size - 65536, size) not in read
+    old = s3.client.head_object(Bucket=BUCKET, Key=key)["ETag"]
+    assert _multipart_copy(s3.client, key, data) != old
+    via, read = lookup()
+    assert via == "index" and (size - 65536, size) in read, read        # the fingerprint decided
+    # an index stored before the ETag was: its sidecar without binlog_etag
+    sidecar_key = f"etag/.{BIG.name}.idx.gtidx"
+    sidecar = json.loads(s3.client.get_object(Bucket=BUCKET, Key=sidecar_key)["Body"].read())
+    del sidecar["binlog_etag"]
+    s3.client.put_object(Bucket=BUCKET, Key=sidecar_key, Body=json.dumps(sidecar).encode())
+    s3.client.put_object(Bucket=BUCKET, Key=key, Body=data)                    # its first ETag again
+    via, read = lookup()
+    assert via == "index" and (size - 65536, size) in read, read
+    # other bytes of the same size (its end rewritten): the index is stale, a scan answers
+    s3.client.put_object(Bucket=BUCKET, Key=key, Body=data[:-70000] + bytes(70000))
+    via, read = lookup()
+    assert via == "scan"
 
 
 def test_s3_build_reads_in_large_ranges(s3, monkeypatch):
@@ -457,8 +523,9 @@ def test_s3_an_object_replaced_while_read_is_never_mixed(s3):
 def test_s3_catalog_makes_a_multi_file_seek_a_handful_of_requests(s3, tmp_path):
     """A ``seek`` over a 5-file prefix with indexes: without a catalog every
     file's preamble is read for its start state; with one (one GET) only
-    the newest file (its end state, checked against the catalog) and the
-    file holding the GTID are opened. Counted on the server."""
+    the file holding the GTID is opened: the LIST that names the binlogs
+    shows every object's size and ETag as the catalog has them, so the
+    newest file's end state is its entry's, unread. Counted on the server."""
     for f in MULTI.iterdir():
         if f.name.startswith("master-bin.0"):
             s3.client.put_object(Bucket=BUCKET, Key=f"cat/{f.name}", Body=f.read_bytes())
@@ -480,6 +547,12 @@ def test_s3_catalog_makes_a_multi_file_seek_a_handful_of_requests(s3, tmp_path):
     print(f"seek {target} on {url}: without a catalog {len(without)} requests ({len(gets(without))} GETs), "
           f"with {len(with_catalog)} ({len(gets(with_catalog))} GETs)")
     assert len(with_catalog) <= len(without) // 2, (without, with_catalog)
+    # one LIST, the catalog, then the file holding the GTID and its index only: 9 requests
+    assert [p for _, p, _ in with_catalog if "list-type" in p] == [f"/{BUCKET}?list-type=2&prefix=cat/&delimiter=/"
+                                                                   "&encoding-type=url"]
+    opened = {p.split("/")[-1] for _, p, _ in with_catalog if "master-bin" in p}
+    assert opened == {Path(after.file).name, Path(after.file).name + ".idx", f".{Path(after.file).name}.idx.gtidx"}
+    assert len(with_catalog) <= 9, with_catalog
     assert sum(1 for _, p, _ in with_catalog if p.endswith("gtidx-catalog.json")) == 1
     shown = _cli("catalog", "show", "--json", url)
     assert shown.returncode == 0, shown.stderr
@@ -502,6 +575,80 @@ def test_s3_catalog_makes_a_multi_file_seek_a_handful_of_requests(s3, tmp_path):
     assert r.returncode == 0 and "history 1 of these binlogs" in r.stdout, r.stderr
     r = _cli("seek", "--replica", target, url)        # a replica's start over both: refused
     assert r.returncode == 2 and "2 histories" in r.stderr
+
+
+HISTORY_118 = [FIXTURES / "mariadb-11.8" / "multifile" / "master-bin.000022",     # ends at C
+               FIXTURES / "mariadb-11.8" / "multifile" / "master-bin.000023",     # 487 bytes: C, no group
+               FIXTURES / "mariadb-11.8" / "manydomains" / "master-bin.000025"]   # starts at C
+SAME_SIZE_118 = FIXTURES / "mariadb-11.8" / "empty" / "master-bin.000017"          # 487 bytes, an older state
+
+
+def test_s3_catalog_entries_are_checked_with_one_list(s3, tmp_path, caplog):
+    """With a catalog, the files a lookup does not open are checked against
+    the LIST that names them (size and ETag per object): one binlog replaced
+    by another of the same size (real ones: two empty binlogs of one server,
+    487 bytes each, other GTID_LISTs) is noticed although the lookup never
+    opens it (its entry is not taken: a warning, the file read instead), and
+    the answer is the one a catalog-less lookup over the same bytes gives.
+    The same bytes uploaded again in other parts (another ETag, same size)
+    are checked by their fingerprint and still trusted: content decides."""
+    import logging
+    prefix = "listed/"
+    names = ["master-bin.000022", "master-bin.000023", "master-bin.000024"]
+    here = tmp_path / "same-bytes"
+    here.mkdir()
+    for name, src in zip(names, HISTORY_118):
+        s3.client.put_object(Bucket=BUCKET, Key=prefix + name, Body=src.read_bytes())
+        shutil.copy(src, here / name)
+    url = f"s3://{BUCKET}/{prefix}"
+    assert all(not isinstance(r, Exception) for r in gtidx.build(url))
+    cat, _ = gtidx.build_catalog(url)
+    assert len(cat.histories) == 1
+    assert all(e["etag"] == s3.client.head_object(Bucket=BUCKET, Key=prefix + e["name"])["ETag"] for e in cat.files)
+    with Binlog(str(here / names[2])) as b:
+        late = [g.gtid for g in b.groups()][5]
+    with Binlog(str(here / names[0])) as b:
+        early = [g.gtid for g in b.groups()][-3]
+    caplog.set_level(logging.WARNING, logger="gtidx")
+
+    def seek(g):
+        s3.requests()
+        caplog.clear()
+        got = api.seek(str(g), url)
+        want = api.seek(str(g), str(here))           # no catalog there: every file read
+        assert (Path(got.file).name, got.start, got.end) == (Path(want.file).name, want.start, want.end)
+        return Path(got.file).name, s3.requests(), caplog.text
+
+    for g, holder in ((late, names[2]), (early, names[0])):
+        name, reqs, said = seek(g)
+        assert name == holder and "stale" not in said
+        assert not [p for _, p, _ in reqs if names[1] in p], reqs             # the empty one is never opened
+    # the same bytes again in one multipart part: another ETag; opened, fingerprint checked, still trusted
+    _multipart_copy(s3.client, prefix + names[0], HISTORY_118[0].read_bytes())
+    name, reqs, said = seek(late)
+    assert name == names[2] and "stale" not in said
+    assert [p for _, p, _ in reqs if p.endswith(names[0])], reqs
+    cat, counts = gtidx.build_catalog(url)             # kept (same content), its new ETag recorded
+    assert counts == {"kept": 3, "walked": 0, "failed": 0}
+    assert cat.files[0]["etag"] == s3.client.head_object(Bucket=BUCKET, Key=prefix + names[0])["ETag"]
+    name, reqs, said = seek(late)
+    assert not [p for _, p, _ in reqs if p.endswith(names[0])], reqs
+    # another binlog of the same size under the empty one's name: noticed, read, answered right
+    s3.client.put_object(Bucket=BUCKET, Key=prefix + names[1], Body=SAME_SIZE_118.read_bytes())
+    shutil.copy(SAME_SIZE_118, here / names[1])
+    assert SAME_SIZE_118.stat().st_size == HISTORY_118[1].stat().st_size
+    for g, other in ((late, names[0]), (early, names[2])):
+        name, reqs, said = seek(g)
+        assert f"{names[1]}: catalog entry is stale" in said, said
+        lists = [p for _, p, _ in reqs if "list-type" in p]
+        print(f"seek {g} on {url} with one entry replaced: {len(reqs)} requests, {len(lists)} LIST")
+        assert len(lists) == 1 and not [p for _, p, _ in reqs if other in p], reqs
+    # the LIST, the catalog, the replaced file checked (its 487 bytes: HEAD, GET) and read for what it
+    # holds (with its index's sidecar), the file holding the GTID and its index: 14 requests. (The GTID
+    # early in the series is looked for in all of its file now: the replaced file's older GTID_LIST makes
+    # seq_nos go down, so a GTID may be there twice.)
+    name, reqs, said = seek(late)
+    assert len(reqs) <= 14, reqs
 
 
 def test_s3_readme_archives_story(s3):
