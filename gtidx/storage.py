@@ -33,9 +33,11 @@ import stat
 from . import filebuf, safefile
 from .errors import BadInputError, GtidxError, GtidxIOError
 
-# a PreadBuffer over an object fills 16 KiB per GET: the preamble is one GET
-# (at 64 KiB chunks a lookup read 64 KiB for it)
-REMOTE_CHUNK_SHIFT = 14
+# a PreadBuffer over an object fills 4 KiB chunks, one GET per run of them:
+# the preamble is one GET (two when a GTID_LIST of hundreds of domains
+# crosses a chunk), an event header at an index record (--time) one; at
+# 64 KiB chunks a lookup read 64 KiB for the preamble alone
+REMOTE_CHUNK_SHIFT = 12
 REMOTE_WINDOW_FIRST = 64 << 10   # a walk over an object: first GET of 64 KiB (a lookup's walk: one GET)
 REMOTE_WINDOW = 8 << 20          # then 8 MiB per GET
 REMOTE_GROWTH = 4                # 64 KiB, 256 KiB, 1 MiB, 4 MiB, 8 MiB: a walk stopped early reads little
@@ -325,8 +327,8 @@ class RemoteFile(filebuf.Source):
     open; every read is one ranged GET of exactly what is asked, unless the
     bytes are among the last few ranges read (their last MiB each: an
     index record's check and the walk from it, a fingerprint and the end of
-    a walk read the same bytes twice); a read that starts inside one of
-    them asks only for the bytes after it."""
+    a walk read the same bytes twice); a read that starts or ends inside
+    one of them asks only for the bytes it lacks."""
 
     CHUNK_SHIFT = REMOTE_CHUNK_SHIFT
     CHECK_AHEAD = REMOTE_CHECK_AHEAD
@@ -347,7 +349,7 @@ class RemoteFile(filebuf.Source):
         end = min(offset + n, self.size)
         if offset >= end:
             return b""
-        head = b""                  # held bytes the range starts with: only the rest is asked for
+        head = tail = b""           # held bytes the range starts or ends with: only the rest is asked for
         for start, data in self._held:
             if start <= offset < start + len(data):
                 if end <= start + len(data):
@@ -355,11 +357,15 @@ class RemoteFile(filebuf.Source):
                 if len(data) - (offset - start) > len(head):
                     head = data[offset - start:]
         lo = offset + len(head)
-        data = self.store.cat(self.path, lo, end, self.etag)
+        for start, data in self._held:
+            if lo < start < end <= start + len(data) and end - start > len(tail):
+                tail = data[:end - start]
+        hi = end - len(tail)
+        data = self.store.cat(self.path, lo, hi, self.etag)
         keep = data[-self.HELD_BYTES:] if len(data) > self.HELD_BYTES else data
         self._held.insert(0, (lo + len(data) - len(keep), keep))
         del self._held[self.HELD:]
-        return head + data if head else data
+        return head + data + tail if head or tail else data
 
     def read_exact(self, offset: int, n: int) -> bytes:
         data = self.pread(n, offset) if offset + n <= self.size else b""

@@ -217,10 +217,11 @@ def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
     most 4 GETs (the binlog's preamble, the index's fingerprint sidecar, the
     index page, and one GET from the index record the lookup starts from:
     its check and the walk to the target) and 2 HEADs (the binlog's and the
-    index's size and ETag); at most 96 KiB of the binlog read: its first
-    16 KiB and 64 KiB from the record (plus, past a record's span, the rest
-    of a big last group). The binlog's ETag recorded with the index stands
-    for the fingerprint: its first and last 64 KiB are not read."""
+    index's size and ETag); at most 84 KiB of the binlog read: its first
+    4 KiB (the preamble) and 64 KiB from the record (plus, past a record's
+    span, the rest of a big last group). The binlog's ETag recorded with
+    the index stands for the fingerprint: its first and last 64 KiB are not
+    read. A ``seek`` reads the file's end too (its end state)."""
     url = f"s3://{BUCKET}/big/{BIG.name}"
     [r] = list(gtidx.build(url))
     assert r.action == "built" and r.records > 30
@@ -245,13 +246,46 @@ def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
         assert len(gets) <= 4 and len(heads) <= 2 and len(reqs) == len(gets) + len(heads), reqs
         read = [(start, end) for p, start, end, _ in ranges if p == url]
         binlog_bytes = sum(n for p, _, _, n in ranges if p == url)
-        assert binlog_bytes <= 16384 + 65536 + 16384 <= 128 << 10, (offset, read)
-        assert read[0] == (0, 16384) and len(read) <= 3 and (size - 65536, size) not in read, read
+        assert binlog_bytes <= 4096 + 65536 + 16384 <= 128 << 10, (offset, read)
+        assert read[0] == (0, 4096) and len(read) <= 3 and (size - 65536, size) not in read, read
         most = max(most, (binlog_bytes, len(gets)))
     print(f"state_at on {url}: at most {most[1]} GETs, {most[0]} bytes of the binlog per lookup")
+    # seek of a GTID in the one file: at most 6 GETs and 3 HEADs (the URL's kind too); its end state
+    # is read as well (64 KiB from its last record: the walk to its end), so 4 KiB + 2 x 64 KiB
+    most = (0, 0)
+    for g in list(api.scan(str(local))[1])[::97]:
+        ranges.clear()
+        got = api.seek(str(g.gtid), url)
+        assert (got.start, got.end, got.via) == (g.start, g.end, "index")
+        reqs = s3.requests()
+        gets = [r for r in reqs if r[0] == "GET"]
+        heads = [r for r in reqs if r[0] == "HEAD"]
+        read = [(start, end) for p, start, end, _ in ranges if p == url]
+        binlog_bytes = sum(n for p, _, _, n in ranges if p == url)
+        assert len(gets) <= 6 and len(heads) <= 3 and len(reqs) == len(gets) + len(heads), reqs
+        assert binlog_bytes <= 4096 + 2 * 65536 and (size - 65536, size) not in read, (g.gtid, read)
+        most = max(most, (binlog_bytes, len(gets)))
+    print(f"seek on {url}: at most {most[1]} GETs, {most[0]} bytes of the binlog per lookup")
     # the whole file is never read, nor more than 8 MiB in one GET
     assert all(end - start <= 8 << 20 for _, start, end, _ in ranges)
     assert size > 3 << 20
+
+
+def test_s3_a_read_overlapping_held_bytes_asks_only_for_the_rest(s3, monkeypatch):
+    """``RemoteFile`` keeps its last ranges: a read that starts or ends
+    inside one GETs only the bytes it lacks (an index record's check reads
+    the 64 KiB a walk from it reads first; the walk goes on from there)."""
+    data = BIG.read_bytes()
+    store, path = storage.resolve(f"s3://{BUCKET}/big/{BIG.name}")
+    ranges = _counted(monkeypatch)
+    with store.open(path) as f:
+        assert f.pread(1000, 10_000) == data[10_000:11_000]
+        assert f.pread(1000, 10_500) == data[10_500:11_500]          # starts inside: [11000, 11500) asked
+        assert f.pread(1000, 20_000) == data[20_000:21_000]
+        assert f.pread(1500, 19_500) == data[19_500:21_000]          # ends inside: [19500, 20000) asked
+        assert f.pread(800, 10_100) == data[10_100:10_900]           # inside: nothing asked
+    assert [(start, end) for _, start, end, _ in ranges] == [(10_000, 11_000), (11_000, 11_500),
+                                                             (20_000, 21_000), (19_500, 20_000)]
 
 
 def _multipart_copy(client, key: str, body: bytes) -> str:
@@ -633,7 +667,9 @@ def test_s3_catalog_entries_are_checked_with_one_list(s3, tmp_path, caplog):
     assert cat.files[0]["etag"] == s3.client.head_object(Bucket=BUCKET, Key=prefix + names[0])["ETag"]
     name, reqs, said = seek(late)
     assert not [p for _, p, _ in reqs if p.endswith(names[0])], reqs
-    # another binlog of the same size under the empty one's name: noticed, read, answered right
+    # another binlog of the same size under the empty one's name: noticed, read, answered right (its
+    # IndexMeta fingerprint equals the first one's: a CRC32 over whole events that end with their own
+    # CRC32 depends on their lengths only; its GTID_LIST tells it apart)
     s3.client.put_object(Bucket=BUCKET, Key=prefix + names[1], Body=SAME_SIZE_118.read_bytes())
     shutil.copy(SAME_SIZE_118, here / names[1])
     assert SAME_SIZE_118.stat().st_size == HISTORY_118[1].stat().st_size
