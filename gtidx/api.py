@@ -645,9 +645,16 @@ class BinlogSeries:
                 size, etag = None, None
         else:
             directory, name = self.store.split(path)
-            listing = listings.get(directory)
+            if directory not in listings:
+                try:
+                    listings[directory] = self.store.listing(directory)
+                except GtidxError as x:          # LIST denied (a master-bin.index read without it)
+                    log.warning("%s: cannot list the prefix to check the catalog's entries (%s); each is "
+                                "checked when its file is opened", directory, x.message)
+                    listings[directory] = None
+            listing = listings[directory]
             if listing is None:
-                listing = listings[directory] = self.store.listing(directory)
+                return ""
             size, etag = listing.get(name, (None, None))
         if size is None:
             return f"the catalog has {e.raw.get('size')} bytes, the file is gone"

@@ -455,6 +455,36 @@ def test_s3_wrong_credentials(s3_auth):
     assert sorted(_objects(s3_auth.client, "auth/")) == ["master-bin.000018"]
 
 
+def test_s3_catalog_without_list_permission(s3_auth, caplog):
+    """A reader allowed to get objects but not to list the prefix, naming
+    the binlogs by ``master-bin.index``: the catalog's entries cannot be
+    checked with a LIST; the lookup says so once and goes on as before
+    (each entry checked when its file is opened), the answer right."""
+    import logging
+    full = {"endpoint_url": s3_auth.url, "key": s3_auth.key[0], "secret": s3_auth.key[1]}
+    prefix = "nolist/"
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin"):
+            s3_auth.client.put_object(Bucket=BUCKET, Key=prefix + f.name, Body=f.read_bytes())
+    url = f"s3://{BUCKET}/{prefix}"
+    assert all(not isinstance(r, Exception) for r in gtidx.build(url, storage_options=full))
+    gtidx.build_catalog(url, storage_options=full)
+    iam = boto3.client("iam", endpoint_url=s3_auth.url, region_name="us-east-1",
+                       aws_access_key_id=s3_auth.key[0], aws_secret_access_key=s3_auth.key[1])
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(UserName="reader", PolicyName="get", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}))
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    reader = {"endpoint_url": s3_auth.url, "key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
+    with pytest.raises(gtidx.GtidxError):
+        api.list_binlogs(url, storage_options=reader)             # no LIST for this reader
+    gtid, start, end = json.loads((MULTI / "oracle.json").read_text())["files"][1]["groups"][7]
+    caplog.set_level(logging.WARNING, logger="gtidx")
+    got = api.seek(gtid, url + "master-bin.index", storage_options=reader)
+    assert (Path(got.file).name, got.start, got.end) == ("master-bin.000019", start, end)
+    assert caplog.text.count("cannot list the prefix to check the catalog's entries") == 1, caplog.text
+
+
 # -- indexes apart from the binlogs ---------------------------------------------------------
 
 def test_s3_index_dir_local_for_an_archive(s3, tmp_path):
