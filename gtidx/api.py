@@ -660,9 +660,10 @@ class BinlogSeries:
             return f"the catalog has {e.raw.get('size')} bytes, the file is gone"
         if size != e.raw.get("size"):
             return f"the catalog has {e.raw.get('size')} bytes, the file {size}"
-        if etag is None or e.raw.get("etag") is None:
+        fingerprint = e.fingerprint()
+        if etag is None or fingerprint.binlog_etag is None:
             return ""
-        if etag == e.raw["etag"]:
+        if fingerprint.is_object(size, etag):
             self._listed_same.add(path)         # the very object described: its entry answers unopened
             return ""
         try:

@@ -77,9 +77,14 @@ def sidecar_path(index: str) -> str:
 
 def object_etag(b: Binlog) -> str | None:
     """The ETag of the object ``b`` was opened from when it may stand for
-    its content: a strong one (a weak ``W/...`` validator promises
-    equivalent content, not the same bytes); None for a local file."""
-    etag = b.etag
+    its content (``strong_etag``); None for a local file."""
+    return strong_etag(b.etag)
+
+
+def strong_etag(etag) -> str | None:
+    """An ETag (as a HEAD or a LIST gives it) that names one content: a
+    strong one (a weak ``W/...`` validator promises equivalent content, not
+    the same bytes); else None."""
     return etag if isinstance(etag, str) and etag and not etag.startswith("W/") else None
 
 
@@ -130,7 +135,12 @@ class IndexMeta:
     def same_object(self, b: Binlog) -> bool:
         """Is ``b`` the very object fingerprinted (its size and ETag the
         recorded ones)? False says nothing: compare the content."""
-        return self.binlog_etag is not None and self.size == b.size and object_etag(b) == self.binlog_etag
+        return self.is_object(b.size, b.etag)
+
+    def is_object(self, size: int, etag) -> bool:
+        """Is an object of this ``size`` and ``etag`` (from a HEAD or a
+        LIST) the very object fingerprinted? False says nothing."""
+        return self.binlog_etag is not None and self.size == size and strong_etag(etag) == self.binlog_etag
 
     @property
     def partial(self) -> bool:
