@@ -616,18 +616,23 @@ class BinlogSeries:
         elif groups:
             self.history = groups[0][0]
         listings = dict(listings or {})
+        opened = []
         for path, e in listed:
             if e is None:
                 continue
-            why = self._entry_problem(path, e, listings)
+            why = self._entry_problem(path, e, listings, opened)
             if why:
                 log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
                 continue
             self._catalog[path] = e
             self._start[path] = e.start.copy()
             self.teach(path, e.seq_ranges())
+        if opened:
+            log.warning("%d binlog object(s) have another ETag than their catalog entry but the same content "
+                        "(uploaded again?), first %s: each lookup opens them to compare; gtidx catalog build "
+                        "records their ETags", len(opened), opened[0])
 
-    def _entry_problem(self, path: str, e: "catalog.Entry", listings: dict) -> str:
+    def _entry_problem(self, path: str, e: "catalog.Entry", listings: dict, opened: list) -> str:
         """Why the catalog entry ``e`` does not describe the file at ``path``
         as it is now ('' when it may): a file grown, cut, replaced by one of
         another size or gone since the catalog was made is read, not taken
@@ -636,8 +641,9 @@ class BinlogSeries:
         directory and kept) gives every object's size and ETag: an object
         whose ETag is no longer the entry's but whose size is may hold the
         same bytes uploaded again (in other parts): it is opened and its
-        fingerprint decides (``Entry.matches``). An entry without an ETag
-        (a local file's, or from an older catalog) is checked by size."""
+        fingerprint decides (``Entry.matches``; ``path`` is added to
+        ``opened`` when it still matches). An entry without an ETag (a local
+        file's, or from an older catalog) is checked by size."""
         if not self.store.remote:
             try:
                 size, etag = os.stat(path).st_size, None
@@ -671,6 +677,8 @@ class BinlogSeries:
                 why = e.matches(b)
                 if why:
                     self._start[path] = b.start_state.copy()    # read instead: what it holds now
+                else:
+                    opened.append(path)
                 return why
         except GtidxError as x:
             return f"cannot read it: {x.message}"
