@@ -297,12 +297,17 @@ class IndexMeta:
             return None
         return cls.from_json(json.dumps(d).encode())
 
-    def write_object(self, store, index: str) -> None:
-        """Store this beside the index object just written at ``index``."""
+    def write_object(self, store, index: str, index_etag: str | None = None) -> bool:
+        """Store this beside the index object just written at ``index``
+        (with ``index_etag``: only while it is still that object; False if not)."""
         info = store.info(index)
+        etag = info.get("ETag") or info.get("etag")
+        if index_etag is not None and etag != index_etag:
+            return False
         d = json.loads(self.to_json())
-        d.update(etag=info.get("ETag") or info.get("etag"), index_size=int(info["size"]))
+        d.update(etag=etag, index_size=int(info["size"]))
         store.put(sidecar_path(index), json.dumps(d, separators=(",", ":")).encode())
+        return True
 
     @classmethod
     def read_of(cls, f) -> "IndexMeta | None":

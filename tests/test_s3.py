@@ -302,8 +302,9 @@ def test_s3_another_etag_falls_back_to_the_fingerprint(s3, tmp_path, monkeypatch
     """The ETag recorded with an index only spares reading: the same bytes
     uploaded again in other parts (another ETag) still use the index (its
     fingerprint, first and last 64 KiB, checked); so does an index stored
-    before the ETag was (no ``binlog_etag``); other bytes of the same size
-    make it stale (a scan answers). Content decides, never the ETag alone."""
+    before the ETag was (no ``binlog_etag``: ``build`` then records it,
+    one PUT of the sidecar); other bytes of the same size make it stale (a
+    scan answers). Content decides, never the ETag alone."""
     key = f"etag/{BIG.name}"
     data = BIG.read_bytes()
     s3.client.put_object(Bucket=BUCKET, Key=key, Body=data)
@@ -337,6 +338,14 @@ def test_s3_another_etag_falls_back_to_the_fingerprint(s3, tmp_path, monkeypatch
     s3.client.put_object(Bucket=BUCKET, Key=key, Body=data)                    # its first ETag again
     via, read = lookup()
     assert via == "index" and (size - 65536, size) in read, read
+    # build again: the index is kept (valid and current), its sidecar gains the ETag: one PUT
+    s3.requests()
+    [r] = list(gtidx.build(url))
+    assert r.action == "skipped" and "ETag recorded" in r.reason, r
+    assert [p for m, p, _ in s3.requests() if m == "PUT"] == [f"/{BUCKET}/{sidecar_key}"]
+    assert json.loads(s3.client.get_object(Bucket=BUCKET, Key=sidecar_key)["Body"].read())["binlog_etag"] == old
+    via, read = lookup()
+    assert via == "index" and (size - 65536, size) not in read, read
     # other bytes of the same size (its end rewritten): the index is stale, a scan answers
     s3.client.put_object(Bucket=BUCKET, Key=key, Body=data[:-70000] + bytes(70000))
     via, read = lookup()
