@@ -479,15 +479,28 @@ def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None
     path = _path(path)
     if store is None:
         store, path = storage.resolve(path, storage_options)
+    return _list_binlogs(path, store, {})
+
+
+def _list_binlogs(path: str, store, listings: dict) -> list[str]:
+    """``list_binlogs``; the LIST of a prefix it makes (an object store's
+    directory) is kept in ``listings`` ({directory: {name: (size, ETag)}},
+    ``FsspecStore.listing``): ``use_catalog`` checks the catalog's entries
+    against it without listing again."""
     kind = store.kind(path)
     if kind == "directory":
         try:
-            names = store.listdir(path)
+            if store.remote:
+                listing = store.listing(path)
+                listings[store.split(store.join(path, "x"))[0]] = listing
+                names = list(listing)
+            else:
+                names = store.listdir(path)
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
         indexes = sorted(f for f in names if f.endswith(".index"))
         if len(indexes) == 1:
-            return list_binlogs(store.join(path, indexes[0]), store=store)
+            return _list_binlogs(store.join(path, indexes[0]), store, listings)
         if len(indexes) > 1:
             raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
                                 path=path, hint="name one of them")
@@ -568,14 +581,19 @@ class BinlogSeries:
         self._catalog: dict[str, catalog.Entry] = {}   # path -> its catalog entry, while trusted
         self.history: int | None = None        # the catalog's history these files are (use_catalog)
         self._distrusted = 0                   # catalog entries found stale so far
+        self._listed_same: set = set()         # files whose object a LIST showed to be the entry's (size, ETag)
 
-    def use_catalog(self, cat: "catalog.Catalog | None", history: int | None = None) -> None:
+    def use_catalog(self, cat: "catalog.Catalog | None", history: int | None = None, *,
+                    listings: dict | None = None) -> None:
         """Take what the catalog says of these files: their start states (no
         file opened for them), the end state of the newest (once it is seen
         to be the file the catalog describes), and each file's seq_no ranges
         (``teach``: the planner knows which file holds a GTID without a walk).
-        An entry is trusted until its file, opened, differs from it (size,
-        fingerprint, GTID_LIST): then it is dropped and the file is read.
+        Every entry is checked first against what is there now, cheaply
+        (``_entry_problem``: a stat, or one LIST of an object-store prefix;
+        ``listings``: LISTs already made, see ``_list_binlogs``); then it is
+        trusted until its file, opened, differs from it (size, fingerprint,
+        GTID_LIST): then it is dropped and the file is read.
 
         The files must be one history (``catalog.assign_histories``): with
         several, ``history`` picks one (its files only are answered from);
@@ -603,52 +621,90 @@ class BinlogSeries:
                 groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
         elif groups:
             self.history = groups[0][0]
-        self.trust({path: e for path, e in listed if e is not None})
+        self.trust({path: e for path, e in listed if e is not None}, listings=listings)
 
-    def trust(self, entries: dict[str, "catalog.Entry"]) -> None:
+    def trust(self, entries: dict[str, "catalog.Entry"], *, listings: dict | None = None) -> None:
         """Take catalog entries ({path: entry}, of one history; ``use_catalog``
         picks them) as what these files are: their start states and seq_no
-        ranges without opening them, each until its file, opened, differs
-        (size, fingerprint, GTID_LIST). On a local directory a file of
-        another size than its entry is not taken from it (a stat); on an
-        object store an entry made while its file was written (``in_use``)
-        is compared with its file first."""
-        local = not getattr(self.store, "remote", False)
+        ranges without opening them, each after a cheap check against what
+        is there now (``_entry_problem``: a stat, or one LIST of an
+        object-store prefix; ``listings``: LISTs already made), then until
+        its file, opened, differs (size, fingerprint, GTID_LIST)."""
+        listings = dict(listings or {})
+        opened = []
         mine, newest = set(self.files), self.files[-1]
         for path, e in entries.items():
             if path not in mine:
                 continue
-            if local:
-                # a size is free to check here (a stat): a file grown, cut or
-                # replaced by another of another size since the catalog was
-                # made is read, not taken from its entry (on an object store
-                # an entry is checked when its file is opened)
-                try:
-                    size = os.stat(path).st_size
-                except OSError:
-                    size = None
-                if size != e.raw.get("size"):
-                    log.warning("%s: catalog entry is stale (the catalog has %s bytes, the file %s); "
-                                "reading the file", path, e.raw.get("size"), size)
-                    continue
-            elif e.raw.get("in_use") and path != newest:
-                # an entry made while its binlog was written (gtidx tail's
-                # growing file) describes what it held then: on an object
-                # store, where nothing is free to check, it is taken only
-                # once its file is compared with it (it may since have grown
-                # and been copied whole, while the catalog was not). The
-                # newest file is compared whenever it is read (its end state)
-                try:
-                    with Binlog(path, self.store) as b:
-                        why = e.matches(b)
-                except GtidxError as err:
-                    why = str(err)
-                if why:
-                    log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
-                    continue
+            why = self._entry_problem(path, e, listings, opened, path == newest)
+            if why:
+                log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
+                continue
             self._catalog[path] = e
             self._start[path] = e.start.copy()
             self.teach(path, e.seq_ranges())
+        if opened:
+            log.warning("%d binlog object(s) have another ETag than their catalog entry but the same content "
+                        "(uploaded again?), first %s: each lookup opens them to compare; gtidx catalog build "
+                        "records their ETags", len(opened), opened[0])
+
+    def _entry_problem(self, path: str, e: "catalog.Entry", listings: dict, opened: list,
+                       newest: bool = False) -> str:
+        """Why the catalog entry ``e`` does not describe the file at ``path``
+        as it is now ('' when it may): a file grown, cut, replaced by one of
+        another size or gone since the catalog was made is read, not taken
+        from its entry. Locally its size is free to check (a stat). In an
+        object store one LIST of the prefix (``listings``, made once per
+        directory and kept) gives every object's size and ETag: an object
+        whose ETag is no longer the entry's but whose size is may hold the
+        same bytes uploaded again (in other parts): it is opened and its
+        fingerprint decides (``Entry.matches``; ``path`` is added to
+        ``opened`` when it still matches). An entry without an ETag (a local
+        file's, or from an older catalog) is checked by size."""
+        if not self.store.remote:
+            try:
+                size, etag = os.stat(path).st_size, None
+            except OSError:
+                size, etag = None, None
+        else:
+            directory, name = self.store.split(path)
+            if directory not in listings:
+                try:
+                    listings[directory] = self.store.listing(directory)
+                except GtidxError as x:          # LIST denied (a master-bin.index read without it)
+                    log.warning("%s: cannot list the prefix to check the catalog's entries (%s); each is "
+                                "checked when its file is opened", directory, x.message)
+                    listings[directory] = None
+            listing = listings[directory]
+            if listing is None:
+                return ""
+            size, etag = listing.get(name, (None, None))
+        if size is None:
+            return f"the catalog has {e.raw.get('size')} bytes, the file is gone"
+        if size != e.raw.get("size"):
+            return f"the catalog has {e.raw.get('size')} bytes, the file {size}"
+        fingerprint = e.fingerprint()
+        if etag is not None and fingerprint.binlog_etag is not None and fingerprint.is_object(size, etag):
+            self._listed_same.add(path)         # the very object described: its entry answers unopened
+            return ""
+        if etag is None or fingerprint.binlog_etag is None:
+            if not (self.store.remote and e.raw.get("in_use") and not newest):
+                return ""
+            # an entry made while its binlog was written (gtidx tail's
+            # growing file) describes what it held then: in an object store,
+            # with no ETag to tell, it is taken only once its file is
+            # compared with it (the file may since have grown and been copied
+            # whole, the catalog not). The newest is compared whenever read.
+        try:
+            with Binlog(path, self.store) as b:
+                why = e.matches(b)
+                if why:
+                    self._start[path] = b.start_state.copy()    # read instead: what it holds now
+                elif etag is not None and fingerprint.binlog_etag is not None:
+                    opened.append(path)         # another ETag, the same bytes
+                return why
+        except GtidxError as x:
+            return f"cannot read it: {x.message}"
 
     def cataloged(self, path: str, *, check: bool = False) -> "catalog.Entry | None":
         """The catalog entry ``path`` is answered from (None: it has none, or
@@ -671,6 +727,9 @@ class BinlogSeries:
         """The file at ``path`` is not what its catalog entry describes: forget the entry."""
         log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
         del self._catalog[path]
+        self._listed_same.discard(path)
+        if self._end is not None and self._end[0][0] == path:
+            self._end = None
         self._distrusted += 1
         self._start.pop(path, None)
         self._learned.discard(path)
@@ -688,7 +747,8 @@ class BinlogSeries:
         indexes are used, is read once: see ``use_catalog``. ``history``: the
         catalog's history to answer within (needed when it has several)."""
         store, path = storage.resolve(_path(path), storage_options)
-        files = list_binlogs(path, store=store)
+        listings: dict = {}
+        files = _list_binlogs(path, store, listings)
         found = None
         if kw.get("use_index", True) and files != [path]:
             directory = store.split(files[0])[0]
@@ -699,7 +759,7 @@ class BinlogSeries:
         series = cls(files, store=store, storage_options=storage_options, **kw)
         if found is not None or history is not None:
             try:
-                series.use_catalog(found, history)
+                series.use_catalog(found, history, listings=listings)
             except BaseException:
                 series.close()
                 raise
@@ -763,7 +823,14 @@ class BinlogSeries:
         return self._end_of(self.files[-1]).copy()
 
     def _end_of(self, path: str) -> BinlogState:
-        """The end state of ``path`` (cached; not a copy: do not change it)."""
+        """The end state of ``path`` (cached; not a copy: do not change it).
+        An object a LIST showed to be its catalog entry's is not opened."""
+        entry = self._catalog.get(path)
+        if entry is not None and path in self._listed_same:
+            key = (path, entry.raw["size"])
+            if self._end is None or self._end[0] != key:
+                self._end = (key, entry.end.copy())
+            return self._end[1]
         f = self._file(path)
         b = f.binlog
         if self._end is None or self._end[0] != (b.path, b.size):

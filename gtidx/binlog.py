@@ -198,6 +198,18 @@ _TERMINATING_QUERIES = (b"COMMIT", b"ROLLBACK")
 _TERMINATING_XA = (b"XA COMMIT", b"XA ROLLBACK")
 
 
+def _crcs(event, etype: int) -> tuple[int, int]:
+    """(stored, computed) CRC32 of a whole event with a checksum (the bytes
+    from its header on); a FORMAT_DESCRIPTION's with its IN_USE flag cleared,
+    as the server computes it."""
+    stored = U32.unpack_from(event, len(event) - CRC_LEN)[0]
+    if etype == FORMAT_DESCRIPTION:
+        body = bytearray(event[:len(event) - CRC_LEN])
+        body[17] &= ~IN_USE_FLAG & 0xFF
+        return stored, zlib.crc32(body)
+    return stored, zlib.crc32(event[:len(event) - CRC_LEN])
+
+
 def is_group_terminator(event_type: int, body, standalone: bool) -> bool:
     """Does an event of this type (and body) end the event group it is in?
 
@@ -297,6 +309,12 @@ class Binlog:
         """The file's bytes, for slicing and indexing (read-only): a view that
         reads each slice from the file first (``filebuf.FillingView``)."""
         return self._private.view()
+
+    @property
+    def etag(self) -> str | None:
+        """The object's ETag as the HEAD that opened it saw it (every read
+        is pinned to it); None for a local file."""
+        return getattr(self._file, "etag", None)
 
     @property
     def growing(self) -> bool:
@@ -464,13 +482,7 @@ class Binlog:
         self._fill(off, off + ln)
         if ln < HEADER_LEN + CRC_LEN:
             raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
-        stored = U32.unpack_from(mm, off + ln - CRC_LEN)[0]
-        if etype == FORMAT_DESCRIPTION:
-            event = bytearray(mm[off:off + ln - CRC_LEN])
-            event[17] &= ~IN_USE_FLAG & 0xFF
-            computed = zlib.crc32(event)
-        else:
-            computed = zlib.crc32(memoryview(mm)[off:off + ln - CRC_LEN])
+        stored, computed = _crcs(memoryview(mm)[off:off + ln], etype)
         if computed != stored:
             raise self._corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
                                 f"(stored {stored:08x}, computed {computed:08x})", off)
@@ -479,20 +491,23 @@ class Binlog:
         """Is there a complete event at ``offset`` (and does its CRC32 check
         out, when the binlog has checksums)? A cheap test that an offset
         taken from elsewhere (an index record) really is an event boundary:
-        a random offset passes with probability 2**-32."""
+        a random offset passes with probability 2**-32. Read straight from
+        the file: the event, or, of an object, the ``CHECK_AHEAD`` bytes from
+        ``offset`` a walk from there reads first (one GET serves both: the
+        object keeps the range, ``storage.RemoteFile``)."""
         if offset < 4 or offset + HEADER_LEN > self.size:
             return False
-        self._fill(offset, offset + HEADER_LEN)
-        etype, ln = TYPE_LENGTH.unpack_from(self._mm, offset)
+        src = self._file
+        if src is None:
+            self._read_after_close(offset)
+        head = src.read_exact(offset, min(max(HEADER_LEN, src.CHECK_AHEAD), self.size - offset))
+        etype, ln = TYPE_LENGTH.unpack_from(head, 0)
         if ln < HEADER_LEN + self.checksum_len or offset + ln > self.size:
             return False
-        self._fill(offset, offset + ln)
-        if self.checksum_len:
-            try:
-                self._verify_crc(offset, ln, etype)
-            except CorruptBinlogError:
-                return False
-        return True
+        if not self.checksum_len:
+            return True
+        stored, computed = _crcs(memoryview(head if len(head) >= ln else src.read_exact(offset, ln))[:ln], etype)
+        return stored == computed
 
     # -- groups ------------------------------------------------------------
     def groups(self, start: int | None = None) -> Iterator[Group]:

@@ -15,7 +15,7 @@ Format (``"v": 1``)::
 
     {"v": 1, "histories": [{"id", "first", "last", "files", "start_state",
                             "end_state", "gaps": [name, ...]}],
-     "files": [{"name", "size", "fingerprint": {"head_crc32", "tail_crc32"},
+     "files": [{"name", "size", "etag", "fingerprint": {"head_crc32", "tail_crc32"},
                 "server_version", "checksum", "in_use", "start_state",
                 "end_state", "end", "groups", "server_ids",
                 "first_timestamp", "last_timestamp", "max_timestamp",
@@ -29,7 +29,12 @@ without groups); ``ranges``/``repeats`` are what ``IndexMeta`` stores (per
 pairs whose seq_no does not always grow): what lets a lookup plan without
 opening the file. ``fingerprint`` is ``IndexMeta``'s (size and the CRC32 of
 the first and last 64 KiB): an entry is current while the file's size and
-fingerprint match; a file replaced under a reused name does not.
+fingerprint match; a file replaced under a reused name does not. ``etag``
+(only for a binlog in an object store; absent for a local file and in
+catalogs made before it was recorded) is the object's ETag when the entry
+was made: an object with that ETag and size is the one described, unread
+(``IndexMeta.matches``); a lookup checks every entry's size and ETag against
+one LIST of the prefix (``BinlogSeries.use_catalog``).
 
 Histories (``assign_histories``, the one owner of the rule): files are taken
 in binlog order; a file continues a history when that history's end state
@@ -50,7 +55,7 @@ from .binlog import CHECKSUM_CRC32, Binlog
 from .errors import GtidxError, GtidxIOError
 from .gtid import BinlogState, LatestGtids, SeqRanges
 from .indexfile import IndexRoot, open_index
-from .indexmeta import IndexMeta
+from .indexmeta import IndexMeta, object_etag
 
 NAME = "gtidx-catalog.json"
 VERSION = 1
@@ -105,7 +110,9 @@ class Entry(NamedTuple):
 
     def fingerprint(self) -> IndexMeta:
         fp = self.raw["fingerprint"]
-        return IndexMeta(self.raw["size"], fp["head_crc32"], fp["tail_crc32"])
+        etag = self.raw.get("etag")
+        return IndexMeta(self.raw["size"], fp["head_crc32"], fp["tail_crc32"],
+                         binlog_etag=etag if isinstance(etag, str) else None)
 
     def matches(self, b: Binlog) -> str:
         """Why this entry does not describe ``b`` as it is now ('' if it does)."""
@@ -223,6 +230,8 @@ class Catalog:
                             # the fingerprint masks IN_USE: a server clears it after a
                             # binlog's last event, at the same size
                             entry = dict(prev, in_use=b.growing)
+                            entry.pop("etag", None)        # the object's as it is now (content matched)
+                            entry.update(_etag_of(b))
                             counts["kept"] += 1
                     if entry is None:
                         walker = (walkers or {}).get(path)
@@ -310,7 +319,7 @@ class Describer:
         fp = IndexMeta.of(b)
         ranges = self.seen.ranges
         return {
-            "name": None, "size": b.size,
+            "name": None, "size": b.size, **_etag_of(b),
             "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32},
             "server_version": b.fde.server_version,
             "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
@@ -322,6 +331,12 @@ class Describer:
             "ranges": sorted([d, s, lo, hi] for (d, s), (lo, hi) in ranges.items()),
             "repeats": sorted([d, s] for d, s in self.seen.repeats),
         }
+
+
+def _etag_of(b: Binlog) -> dict:
+    """{"etag": ...} of a binlog in an object store (see ``IndexMeta.of``), {} for a local file."""
+    etag = object_etag(b)
+    return {"etag": etag} if etag is not None else {}
 
 
 def _index_of(b: Binlog, index_root: IndexRoot | None) -> dict:

@@ -54,6 +54,7 @@ class Source:
 
     fd = None                    # a local file's descriptor; None for an object
     CHUNK_SHIFT = CHUNK_SHIFT    # PreadBuffer's chunks
+    CHECK_AHEAD = 0              # bytes from an offset an event check reads (``Binlog.event_ok``) beyond the event
 
     def windows(self) -> tuple[int, int, int]:
         """(first, largest, growth factor) of a walk's ``Window`` over this file."""

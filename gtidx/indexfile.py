@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import idxformat as fmt
@@ -36,7 +36,7 @@ from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
 from .filebuf import Source
 from .gtid import LatestGtids
-from .indexmeta import XATTR, IndexMeta, IndexState, Progress, seen_fields
+from .indexmeta import XATTR, IndexMeta, IndexState, Progress, object_etag, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
@@ -133,6 +133,7 @@ class IndexStatus:
     owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
     partial: bool = False            # complete pages of an index still being written
     meta: IndexMeta | None = None    # what gtidx stored with it (None: a server's index)
+    index_etag: str | None = None    # an index object's ETag as opened (None: a local file)
     _file: object = field(default=None, repr=False)   # the open .idx the reader reads
 
     @property
@@ -184,7 +185,8 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
         f.close()
         return IndexStatus(path, IndexState.INCOMPLETE, "empty index file (a writer has not flushed a page yet)")
     meta = IndexMeta.read_of(f)
-    status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", meta=meta, _file=f)
+    status = IndexStatus(path, IndexState.OK, owner="gtidx" if meta else "server/unknown", meta=meta,
+                         index_etag=getattr(f, "etag", None), _file=f)
     try:
         _judge(status, b, f, path, meta, check_tail, deep)
     except MemoryError:
@@ -452,6 +454,8 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             # is made again: lookups would walk its binlog for them
             if status.usable and (status.meta is None or status.meta.seen() is not None):
                 result.action, result.reason = "skipped", "index is valid and current"
+                if _record_etag(b, store, target, status):
+                    result.reason += " (its binlog's ETag recorded with it)"
                 return result
         records = policy.records(b, progress)
         pages = write_records(records, page_size)
@@ -473,6 +477,20 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     store.write_index(target, b"".join(pages), meta)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _record_etag(b: Binlog, store, target: str, status: IndexStatus) -> bool:
+    """An index object of ours, valid and current, stored before the
+    binlog object's ETag was (no ``binlog_etag``): its fingerprint, just
+    checked by content, gains it (one PUT of its sidecar, bound to the index
+    object as it was checked), so lookups need not read the binlog's first
+    and last 64 KiB. False when there is nothing to do."""
+    etag = object_etag(b)
+    meta = status.meta
+    if meta is None or meta.binlog_etag is not None or etag is None or not store.remote \
+            or status.index_etag is None or meta.partial or meta.size != b.size:
+        return False
+    return replace(meta, binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
 
 
 def verify_index(binlog_path, index: str | None = None) -> dict:

@@ -2,7 +2,13 @@
 
 ``IndexMeta`` is the one owner of the fingerprint: the binlog prefix an
 index was made for (its size and the CRC32 of its first and last 64 KiB,
-the FDE's IN_USE flag masked) and, for ``gtidx tail``, its progress. It is
+the FDE's IN_USE flag masked) and, for ``gtidx tail``, its progress. Of
+a binlog in an object store it also records the object's ETag
+(``binlog_etag``): while the object has that ETag and size it holds the
+bytes fingerprinted (an ETag names one object's content), so ``matches``
+trusts it without reading the first and last 64 KiB; another ETag (the same
+bytes uploaded again, in other parts) or none falls back to the CRCs:
+content decides. It is
 kept in the index's ``user.gtidx`` xattr, set through the open file
 descriptor (so it lands on the inode that was written, whatever has been
 renamed over the name since). On a filesystem without user xattrs (ramfs,
@@ -69,6 +75,19 @@ def sidecar_path(index: str) -> str:
     return os.path.join(d, f".{name}.gtidx")
 
 
+def object_etag(b: Binlog) -> str | None:
+    """The ETag of the object ``b`` was opened from when it may stand for
+    its content (``strong_etag``); None for a local file."""
+    return strong_etag(b.etag)
+
+
+def strong_etag(etag) -> str | None:
+    """An ETag (as a HEAD or a LIST gives it) that names one content: a
+    strong one (a weak ``W/...`` validator promises equivalent content, not
+    the same bytes); else None."""
+    return etag if isinstance(etag, str) and etag and not etag.startswith("W/") else None
+
+
 @dataclass(frozen=True)
 class IndexMeta:
     """The fingerprint of the binlog prefix an index covers, and progress."""
@@ -86,23 +105,42 @@ class IndexMeta:
     # seq_no does not grow; None: unknown
     ranges: tuple[tuple[int, int, int, int], ...] | None = None
     repeats: tuple[tuple[int, int], ...] | None = None
+    # the binlog object's ETag when the fingerprint was taken of all of an
+    # object (``object_etag``); None: a local file, or not recorded
+    binlog_etag: str | None = None
 
     @classmethod
     def of(cls, b: Binlog, size: int | None = None, **progress) -> "IndexMeta":
-        """Fingerprint ``b`` up to ``size`` (default: all of it)."""
+        """Fingerprint ``b`` up to ``size`` (default: all of it; then an
+        object's ETag is recorded with it)."""
         size = b.size if size is None else size
         mm = b.buffer
         head = crc_masked(mm, 0, min(size, FINGERPRINT_SPAN))
         tail = crc_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
+        if size == b.size and "binlog_etag" not in progress:
+            progress["binlog_etag"] = object_etag(b)
         return cls(size, head, tail, **progress)
 
     def matches(self, b: Binlog) -> bool:
         """Is ``b``, up to this fingerprint's size, the binlog it was taken
-        of? (Progress fields are not compared.)"""
+        of? An object of the recorded size and ETag is, unread; else the
+        CRC32s decide. (Progress fields are not compared.)"""
         if self.size > b.size:
             return False
-        other = IndexMeta.of(b, self.size)
+        if self.same_object(b):
+            return True
+        other = IndexMeta.of(b, self.size, binlog_etag=None)
         return (other.head_crc32, other.tail_crc32) == (self.head_crc32, self.tail_crc32)
+
+    def same_object(self, b: Binlog) -> bool:
+        """Is ``b`` the very object fingerprinted (its size and ETag the
+        recorded ones)? False says nothing: compare the content."""
+        return self.is_object(b.size, b.etag)
+
+    def is_object(self, size: int, etag) -> bool:
+        """Is an object of this ``size`` and ``etag`` (from a HEAD or a
+        LIST) the very object fingerprinted? False says nothing."""
+        return self.binlog_etag is not None and self.size == size and strong_etag(etag) == self.binlog_etag
 
     @property
     def partial(self) -> bool:
@@ -143,6 +181,10 @@ class IndexMeta:
                     extra[k] = d[k]
             if d.get("updated") is not None:
                 extra["updated"] = float(d["updated"])
+            if d.get("binlog_etag") is not None:
+                if not isinstance(d["binlog_etag"], str):
+                    return None
+                extra["binlog_etag"] = d["binlog_etag"]
             if d.get("ranges") is not None and d.get("repeats") is not None:
                 extra["ranges"] = _ints(d["ranges"], 4)
                 extra["repeats"] = _ints(d["repeats"], 2)
@@ -255,12 +297,17 @@ class IndexMeta:
             return None
         return cls.from_json(json.dumps(d).encode())
 
-    def write_object(self, store, index: str) -> None:
-        """Store this beside the index object just written at ``index``."""
+    def write_object(self, store, index: str, index_etag: str | None = None) -> bool:
+        """Store this beside the index object just written at ``index``
+        (with ``index_etag``: only while it is still that object; False if not)."""
         info = store.info(index)
+        etag = info.get("ETag") or info.get("etag")
+        if index_etag is not None and etag != index_etag:
+            return False
         d = json.loads(self.to_json())
-        d.update(etag=info.get("ETag") or info.get("etag"), index_size=int(info["size"]))
+        d.update(etag=etag, index_size=int(info["size"]))
         store.put(sidecar_path(index), json.dumps(d, separators=(",", ":")).encode())
+        return True
 
     @classmethod
     def read_of(cls, f) -> "IndexMeta | None":

@@ -33,10 +33,17 @@ import stat
 from . import filebuf, safefile
 from .errors import BadInputError, GtidxError, GtidxIOError
 
-REMOTE_CHUNK_SHIFT = 16          # a PreadBuffer over an object fills 64 KiB per GET (preamble: 1 GET)
+# a PreadBuffer over an object fills 4 KiB chunks, one GET per run of them:
+# the preamble is one GET (two when a GTID_LIST of hundreds of domains
+# crosses a chunk), an event header at an index record (--time) one; at
+# 64 KiB chunks a lookup read 64 KiB for the preamble alone
+REMOTE_CHUNK_SHIFT = 12
 REMOTE_WINDOW_FIRST = 64 << 10   # a walk over an object: first GET of 64 KiB (a lookup's walk: one GET)
 REMOTE_WINDOW = 8 << 20          # then 8 MiB per GET
 REMOTE_GROWTH = 4                # 64 KiB, 256 KiB, 1 MiB, 4 MiB, 8 MiB: a walk stopped early reads little
+# the check of the event at an index record reads what the walk from there
+# reads first (REMOTE_WINDOW_FIRST): a lookup's check and walk are one GET
+REMOTE_CHECK_AHEAD = REMOTE_WINDOW_FIRST
 
 
 def is_url(path) -> bool:
@@ -211,8 +218,14 @@ class FsspecStore:
 
     def listdir(self, path: str) -> list[str]:
         """Names of the objects directly under the prefix ``path``: one LIST."""
+        return list(self.listing(path))
+
+    def listing(self, path: str) -> dict[str, tuple[int, str | None]]:
+        """{name: (size, ETag)} of the objects directly under the prefix
+        ``path``: one LIST request per 1,000 keys (S3's page)."""
         entries = self._call(path, self.fs.ls, path.rstrip("/") + "/", detail=True)
-        return [posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") == "file"]
+        return {posixpath.basename(e["name"].rstrip("/")): (int(e.get("size") or 0), e.get("ETag") or e.get("etag"))
+                for e in entries if e.get("type") == "file"}
 
     def kind(self, path: str) -> str | None:
         """"directory" (a URL ending in "/": a prefix, listed to see), "file" or None: one HEAD."""
@@ -314,9 +327,11 @@ class RemoteFile(filebuf.Source):
     open; every read is one ranged GET of exactly what is asked, unless the
     bytes are among the last few ranges read (their last MiB each: an
     index record's check and the walk from it, a fingerprint and the end of
-    a walk read the same bytes twice)."""
+    a walk read the same bytes twice); a read that starts or ends inside
+    one of them asks only for the bytes it lacks."""
 
     CHUNK_SHIFT = REMOTE_CHUNK_SHIFT
+    CHECK_AHEAD = REMOTE_CHECK_AHEAD
     HELD = 4                        # ranges kept
     HELD_BYTES = 1 << 20            # of each, at most its last MiB
 
@@ -334,14 +349,23 @@ class RemoteFile(filebuf.Source):
         end = min(offset + n, self.size)
         if offset >= end:
             return b""
+        head = tail = b""           # held bytes the range starts or ends with: only the rest is asked for
         for start, data in self._held:
-            if start <= offset and end <= start + len(data):
-                return data[offset - start:end - start]
-        data = self.store.cat(self.path, offset, end, self.etag)
+            if start <= offset < start + len(data):
+                if end <= start + len(data):
+                    return data[offset - start:end - start]
+                if len(data) - (offset - start) > len(head):
+                    head = data[offset - start:]
+        lo = offset + len(head)
+        for start, data in self._held:
+            if lo < start < end <= start + len(data) and end - start > len(tail):
+                tail = data[:end - start]
+        hi = end - len(tail)
+        data = self.store.cat(self.path, lo, hi, self.etag)
         keep = data[-self.HELD_BYTES:] if len(data) > self.HELD_BYTES else data
-        self._held.insert(0, (offset + len(data) - len(keep), keep))
+        self._held.insert(0, (lo + len(data) - len(keep), keep))
         del self._held[self.HELD:]
-        return data
+        return head + data + tail if head or tail else data
 
     def read_exact(self, offset: int, n: int) -> bytes:
         data = self.pread(n, offset) if offset + n <= self.size else b""

@@ -646,3 +646,24 @@ def test_tail_keeps_going_when_it_cannot_replace_the_catalog(tmp_path):
     cat.unlink()
     assert subprocess.run(cli("catalog", "build", "."), cwd=d, capture_output=True).returncode == 0
     assert show() == kept
+
+
+def test_index_meta_binlog_etag_round_trip():
+    """The binlog object's ETag (``binlog_etag``, stored with indexes of
+    binlogs in an object store) is read back; a fingerprint without it (a
+    local binlog's, an index stored before it was) is read as before and
+    matches by content; one that is not a string is no fingerprint. A local
+    binlog's fingerprint records none."""
+    m = IndexMeta(7, 8, 9, binlog_etag='"0123abcd-2"')
+    import json
+    assert json.loads(m.to_json())["binlog_etag"] == '"0123abcd-2"'
+    assert IndexMeta.from_json(m.to_json()) == m
+    assert IndexMeta.from_json(b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9}').binlog_etag is None
+    assert IndexMeta.from_json(b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9,"binlog_etag":5}') is None
+    from gtidx.binlog import Binlog
+    with Binlog(str(FIXTURES / "mariadb-10.11" / "multifile" / "master-bin.000018")) as b:
+        local = IndexMeta.of(b)
+        assert local.binlog_etag is None and b"binlog_etag" not in local.to_json() and local.matches(b)
+        # a recorded ETag a local file cannot have: the content decides, as without one
+        assert IndexMeta(local.size, local.head_crc32, local.tail_crc32, binlog_etag='"x"').matches(b)
+        assert not IndexMeta(local.size, local.head_crc32 ^ 1, local.tail_crc32, binlog_etag='"x"').matches(b)
