@@ -1207,7 +1207,7 @@ class BinlogSeries:
 
     def _end_bound(self, key: tuple) -> int | None | str:
         try:
-            stored = self._stored_end(self.files[-1])
+            stored = None if self.files[-1] in self._catalog else self._stored_end(self.files[-1])
             if stored is not None and key not in stored[1]:
                 # the pair only grew in the newest binlog: its last seq_no is
                 # its highest (or, not logged there, the start state's)
