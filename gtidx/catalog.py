@@ -15,7 +15,8 @@ Format (``"v": 1``)::
 
     {"v": 1, "histories": [{"id", "first", "last", "files", "start_state",
                             "end_state", "gaps": [name, ...]}],
-     "files": [{"name", "size", "etag", "fingerprint": {"head_crc32", "tail_crc32"},
+     "files": [{"name", "size", "etag", "fingerprint": {"head_crc32", "tail_crc32", "head_adler32",
+                                                          "tail_adler32"},
                 "server_version", "checksum", "in_use", "start_state",
                 "end_state", "end", "groups", "server_ids",
                 "first_timestamp", "last_timestamp", "max_timestamp",
@@ -111,14 +112,19 @@ class Entry(NamedTuple):
     def fingerprint(self) -> IndexMeta:
         fp = self.raw["fingerprint"]
         etag = self.raw.get("etag")
+        adlers = [fp.get(k) if type(fp.get(k)) is int else None for k in ("head_adler32", "tail_adler32")]
         return IndexMeta(self.raw["size"], fp["head_crc32"], fp["tail_crc32"],
-                         binlog_etag=etag if isinstance(etag, str) else None)
+                         binlog_etag=etag if isinstance(etag, str) else None,
+                         head_adler32=adlers[0], tail_adler32=adlers[1])
 
     def matches(self, b: Binlog) -> str:
         """Why this entry does not describe ``b`` as it is now ('' if it does)."""
         if b.size != self.raw["size"]:
             return f"the catalog has {self.raw['size']} bytes, the file {b.size}"
-        if not self.fingerprint().matches(b):
+        fingerprint = self.fingerprint()
+        if not fingerprint.matches(b):
+            if fingerprint.legacy and not fingerprint.same_object(b):
+                return "its fingerprint is from an older gtidx (CRC32s only: they cannot tell the content)"
             return "its content differs from the catalog's fingerprint (a replaced file or a reused name)"
         if b.start_state != self.start:
             return "its GTID_LIST differs from the catalog's"
@@ -320,7 +326,8 @@ class Describer:
         ranges = self.seen.ranges
         return {
             "name": None, "size": b.size, **_etag_of(b),
-            "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32},
+            "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32,
+                            "head_adler32": fp.head_adler32, "tail_adler32": fp.tail_adler32},
             "server_version": b.fde.server_version,
             "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
             "in_use": b.growing,

@@ -249,7 +249,7 @@ def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bo
     last = r.last_offset()
     if last > b.size:
         return f"last record at offset {last} lies past the end of the binlog ({b.size} bytes)"
-    if meta is not None:
+    if meta is not None and not meta.legacy:
         if meta.size != b.size:
             return f"made for a binlog of {meta.size} bytes, this one has {b.size}"
         if not meta.matches(b):
@@ -288,7 +288,7 @@ def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = Fal
             if meta is not None:
                 break
         checked = False
-    if meta is None or meta.covers > b.size or (not meta.partial and meta.size != b.size) \
+    if meta is None or meta.legacy or meta.covers > b.size or (not meta.partial and meta.size != b.size) \
             or not (checked or meta.matches(b)):
         return None
     seen = meta.seen()
@@ -452,7 +452,8 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             status.close()
             # an index of ours from before gtidx stored the seq ranges it saw
             # is made again: lookups would walk its binlog for them
-            if status.usable and (status.meta is None or status.meta.seen() is not None):
+            if status.usable and (status.meta is None or (status.meta.seen() is not None and
+                                                          not status.meta.legacy)):
                 result.action, result.reason = "skipped", "index is valid and current"
                 if _record_etag(b, store, target, status):
                     result.reason += " (its binlog's ETag recorded with it)"

@@ -1,7 +1,7 @@
 """What gtidx stores with the indexes it writes, and the states of an index.
 
 ``IndexMeta`` is the one owner of the fingerprint: the binlog prefix an
-index was made for (its size and the CRC32 of its first and last 64 KiB,
+index was made for (its size and the CRC32 and Adler-32 of its first and last 64 KiB,
 the FDE's IN_USE flag masked) and, for ``gtidx tail``, its progress. Of
 a binlog in an object store it also records the object's ETag
 (``binlog_etag``): while the object has that ETag and size it holds the
@@ -61,13 +61,22 @@ class Progress(StrEnum):
 _IN_USE_BYTE = 4 + 17
 
 
-def crc_masked(mm, lo: int, hi: int) -> int:
-    """CRC32 of ``mm[lo:hi]`` of a binlog, its FDE's IN_USE flag masked."""
+def digest_masked(mm, lo: int, hi: int) -> tuple[int, int]:
+    """(CRC32, Adler-32) of ``mm[lo:hi]`` of a binlog, its FDE's IN_USE flag
+    masked. Both, because a CRC32 alone is blind here: in a binlog with
+    checksums every event ends with the CRC32 of its own bytes, and
+    CRC32(M + CRC32(M)) is a constant, so a CRC32 over whole events depends
+    on their lengths only (a GTID's seq_no changed, its event's CRC fixed,
+    and the CRC32 of the span is the same). Adler-32 sums the bytes
+    themselves."""
     if not lo <= _IN_USE_BYTE < hi:
-        return zlib.crc32(mm[lo:hi])
-    crc = zlib.crc32(mm[lo:_IN_USE_BYTE])
-    crc = zlib.crc32(bytes([mm[_IN_USE_BYTE] & ~IN_USE_FLAG & 0xFF]), crc)
-    return zlib.crc32(mm[_IN_USE_BYTE + 1:hi], crc)
+        part = mm[lo:hi]
+        return zlib.crc32(part), zlib.adler32(part)
+    crc = adler = None
+    for part in (mm[lo:_IN_USE_BYTE], bytes([mm[_IN_USE_BYTE] & ~IN_USE_FLAG & 0xFF]), mm[_IN_USE_BYTE + 1:hi]):
+        crc = zlib.crc32(part) if crc is None else zlib.crc32(part, crc)
+        adler = zlib.adler32(part) if adler is None else zlib.adler32(part, adler)
+    return crc, adler
 
 
 def sidecar_path(index: str) -> str:
@@ -105,6 +114,11 @@ class IndexMeta:
     # seq_no does not grow; None: unknown
     ranges: tuple[tuple[int, int, int, int], ...] | None = None
     repeats: tuple[tuple[int, int], ...] | None = None
+    # the Adler-32s of the same spans (see ``digest_masked``): without them
+    # (a fingerprint from a gtidx before they were kept) the content cannot
+    # be told, only the event lengths: ``legacy``
+    head_adler32: int | None = None
+    tail_adler32: int | None = None
     # the binlog object's ETag when the fingerprint was taken of all of an
     # object (``object_etag``); None: a local file, or not recorded
     binlog_etag: str | None = None
@@ -115,22 +129,33 @@ class IndexMeta:
         object's ETag is recorded with it)."""
         size = b.size if size is None else size
         mm = b.buffer
-        head = crc_masked(mm, 0, min(size, FINGERPRINT_SPAN))
-        tail = crc_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
+        head, head_adler = digest_masked(mm, 0, min(size, FINGERPRINT_SPAN))
+        tail, tail_adler = digest_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
         if size == b.size and "binlog_etag" not in progress:
             progress["binlog_etag"] = object_etag(b)
-        return cls(size, head, tail, **progress)
+        return cls(size, head, tail, head_adler32=head_adler, tail_adler32=tail_adler, **progress)
 
     def matches(self, b: Binlog) -> bool:
         """Is ``b``, up to this fingerprint's size, the binlog it was taken
         of? An object of the recorded size and ETag is, unread; else the
-        CRC32s decide. (Progress fields are not compared.)"""
+        CRC32s and Adler-32s decide. (Progress fields are not compared.)"""
         if self.size > b.size:
             return False
         if self.same_object(b):
             return True
+        if self.legacy:
+            return False            # its CRC32s alone cannot tell the content
         other = IndexMeta.of(b, self.size, binlog_etag=None)
-        return (other.head_crc32, other.tail_crc32) == (self.head_crc32, self.tail_crc32)
+        return (other.head_crc32, other.tail_crc32, other.head_adler32, other.tail_adler32) == \
+            (self.head_crc32, self.tail_crc32, self.head_adler32, self.tail_adler32)
+
+    @property
+    def legacy(self) -> bool:
+        """A fingerprint from before gtidx kept Adler-32s: the CRC32s of a
+        binlog with checksums depend on its event lengths only, so it cannot
+        tell the content (an index with one is judged as a server's, and
+        ``build`` makes it again)."""
+        return self.head_adler32 is None or self.tail_adler32 is None
 
     def same_object(self, b: Binlog) -> bool:
         """Is ``b`` the very object fingerprinted (its size and ETag the
@@ -174,7 +199,7 @@ class IndexMeta:
             if not all(type(i) is int and i >= 0 for i in ints):
                 return None
             extra = {}
-            for k in ("page_size", "span_min", "processed", "records"):
+            for k in ("page_size", "span_min", "processed", "records", "head_adler32", "tail_adler32"):
                 if d.get(k) is not None:
                     if type(d[k]) is not int:
                         return None

@@ -69,7 +69,7 @@ from .binlog import Binlog
 from .errors import CorruptIndexError, GtidxError
 from .gtid import SeqRanges
 from .indexfile import DEFAULT_MAX_RATIO, build_index, index_path, open_index, still_written
-from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, crc_masked, now, seen_fields
+from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, digest_masked, now, seen_fields
 from .filebuf import ReadFile
 from .reader import PartialIndex
 from .writer import IndexWriter, RecordPolicy
@@ -335,9 +335,9 @@ class IncrementalIndex:
         """The binlog is read up to here (a group boundary)."""
         return self.policy.walked
 
-    def _guard(self, b: Binlog) -> tuple[int, int]:
+    def _guard(self, b: Binlog) -> tuple:
         # the server clears the FDE's IN_USE flag when it rotates: masked
-        return self.processed, crc_masked(b.buffer, max(0, self.processed - FINGERPRINT_SPAN), self.processed)
+        return self.processed, digest_masked(b.buffer, max(0, self.processed - FINGERPRINT_SPAN), self.processed)
 
     def unchanged(self, b: Binlog) -> bool:
         """Is what we have read of the binlog still there, the same? False

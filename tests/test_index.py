@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from gtidx.binlog import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
 from gtidx.indexfile import (build_index, coarsen, open_index, server_records, stored_seen, verify_index)
-from gtidx.indexmeta import IndexMeta
+from gtidx.indexmeta import IndexMeta, IndexState
 from gtidx.reader import IndexReader, Record
 from gtidx.writer import IndexWriter, RecordPolicy, write_records
 
@@ -336,8 +337,7 @@ def test_build_stores_seq_ranges_and_upgrades_an_index_without_them(tmp_path):
     assert build_index(binlog, max_ratio=None).action == "skipped"
     meta = IndexMeta.read(idx)
     with open(idx, "rb+") as f:       # what an older gtidx stored: no ranges
-        IndexMeta(meta.size, meta.head_crc32, meta.tail_crc32, page_size=meta.page_size,
-                  span_min=meta.span_min).write(f.fileno(), idx)
+        replace(meta, ranges=None, repeats=None).write(f.fileno(), idx)
     assert build_index(binlog, max_ratio=None).action == "built"
     assert os.stat(idx).st_ino != before and IndexMeta.read(idx).seen() is not None
 
@@ -593,3 +593,61 @@ def test_index_file_with_absolute_paths_of_another_root(tmp_path):
     d = files[0].parent
     (d / "master-bin.index").write_text("".join(f"/srv/m118/binlog/{f.name}\n" for f in files))
     assert api.list_binlogs(d) == [str(f) for f in files]
+
+
+def _gtid_event_in_head(path) -> int:
+    with Binlog(path) as b:
+        for g in b.groups():
+            if g.start > b.body_start:
+                return g.start
+    raise AssertionError("no group")
+
+
+def test_the_fingerprint_sees_content_behind_event_checksums(tmp_path):
+    """In a binlog with checksums each event ends with the CRC32 of its own
+    bytes, so a CRC32 over whole events depends on their lengths only: a
+    GTID's seq_no changed (its event's CRC fixed) leaves the CRC32s of the
+    fingerprint as they were. The Adler-32s see it: the index is stale, and
+    lookups do not answer from it."""
+    import zlib
+    (binlog,) = [p for p in copy_set(tmp_path, M1011 / "multifile") if p.name.endswith("000020")]
+    build_index(binlog, max_ratio=None)
+    meta = IndexMeta.read(str(binlog) + ".idx")
+    data = bytearray(binlog.read_bytes())
+    at = _gtid_event_in_head(binlog)
+    ln = int.from_bytes(data[at + 9:at + 13], "little")
+    seq = int.from_bytes(data[at + 19:at + 27], "little")
+    data[at + 19:at + 27] = (seq + 1000).to_bytes(8, "little")
+    data[at + ln - 4:at + ln] = zlib.crc32(bytes(data[at:at + ln - 4])).to_bytes(4, "little")
+    binlog.write_bytes(bytes(data))
+    with Binlog(binlog) as b:
+        assert b.event_ok(at)                       # a well-formed event: only the content tells
+        now = IndexMeta.of(b)
+        assert (now.head_crc32, now.tail_crc32) == (meta.head_crc32, meta.tail_crc32)   # CRC32s: blind
+        assert now.head_adler32 != meta.head_adler32 and not meta.matches(b)
+        status = open_index(b)
+        assert status.state is IndexState.STALE and "content differs" in status.reason
+        status.close()
+        assert stored_seen(b) is None
+
+
+def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path):
+    """An index stored by a gtidx that kept CRC32s only (``legacy``): it
+    cannot tell the content, so the index is judged as a server's (record 0
+    and the tail past the last record), its stored ranges are not used, and
+    ``build`` makes it again."""
+    (binlog,) = copy_set(tmp_path, M118 / "xa")
+    idx = str(binlog) + ".idx"
+    build_index(binlog, max_ratio=None)
+    meta = IndexMeta.read(idx)
+    with open(idx, "rb+") as f:
+        replace(meta, head_adler32=None, tail_adler32=None).write(f.fileno(), idx)
+    assert IndexMeta.read(idx).legacy
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.usable
+        status.close()
+        assert stored_seen(b) is None
+    before = os.stat(idx).st_ino
+    assert build_index(binlog, max_ratio=None).action == "built"
+    assert os.stat(idx).st_ino != before and not IndexMeta.read(idx).legacy
