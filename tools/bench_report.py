@@ -874,7 +874,10 @@ def write(report: dict, readme: bool) -> None:
     md = markdown(report)
     (RESULTS / "report.md").write_text(md)
     if "lookups" in report:
-        chart(report, RESULTS / "report.png")
+        try:
+            chart(report, RESULTS / "report.png")
+        except ImportError as e:            # the chart needs the bench extra; the figures do not
+            print(f"report.png not made ({e.name} is missing: pip install -e '.[bench]')", file=sys.stderr)
     print(md)
     if readme:
         update_readme(md)
