@@ -419,7 +419,7 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
         _batch(inputs, api.states_at(pairs, **kw), as_json, _state_json, lambda r: f"{r.position}\n")
         return
     if file is None or offset is None:
-        raise click.UsageError("give FILE and OFFSET (or --from FILE|-)")
+        raise click.UsageError(f"Missing argument '{'FILE' if file is None else 'OFFSET'}' (or --from FILE|-)")
     r = api.state_at(file, offset, **kw)
     if as_json:
         _emit_json(_state_json(r))
