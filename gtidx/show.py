@@ -193,9 +193,11 @@ class _Lib:
     def event(self, raw: bytes, table_map: dict):
         """mysql-replication's event object for one whole event (header,
         body, 4 checksum bytes), or None for a type it is not asked about."""
-        return self.Wrapper(self.MysqlPacket(PACKET_OK + raw, "utf8"), table_map, self.conn, (0, 0, 0),
-                            True, self.classes, None, None, None, None, False, False, False, True,
-                            False).event
+        return self.Wrapper(self.MysqlPacket(PACKET_OK + raw, "utf8"), table_map, self.conn,
+                            mysql_version=(0, 0, 0), use_checksum=True, allowed_events=self.classes,
+                            only_tables=None, ignored_tables=None, only_schemas=None, ignored_schemas=None,
+                            freeze_schema=False, ignore_decode_errors=False, verify_checksum=False,
+                            optional_meta_data=True, enable_logging=False).event
 
 
 _lib = None

@@ -45,3 +45,200 @@ def test_every_fixture_group_equals_mariadb_binlog(path):
         decoded += bool(mine["rows"])
     b.close()
     assert decoded == len(with_rows)
+
+
+# -- a live 10.11 server: binlog_row_metadata x binlog_row_image ---------------------------
+
+COLUMNS = ["id", "big", "neg", "name", "amount", "dt", "dt6", "ts", "d", "tm", "b", "j", "f", "l1"]
+CREATE = ("CREATE TABLE sh.{t} (id INT UNSIGNED PRIMARY KEY, big BIGINT UNSIGNED, neg INT, "
+          "name VARCHAR(64) CHARACTER SET utf8mb4, amount DECIMAL(12,3), dt DATETIME, dt6 DATETIME(6), "
+          "ts TIMESTAMP(3) NULL, d DATE, tm TIME, b BLOB, j JSON, f DOUBLE, l1 VARCHAR(10) CHARACTER SET latin1)")
+ROW1 = ("(1, 18446744073709551615, -5, 'héllo 🐬 it''s', -1234.5, '2024-01-02 03:04:05', "
+        "'2024-01-02 03:04:05.123456', '2024-05-06 07:08:09.120', '2024-02-29', '-12:34:56', "
+        "X'00ff27415c0a', '{\"a\": [1, 2]}', 1.5, 'café')")
+# ROW1 as `gtidx show --json` gives it (binlog_row_metadata=FULL: names and character sets known)
+ROW1_JSON = {"id": 1, "big": 18446744073709551615, "neg": -5, "name": "héllo 🐬 it's", "amount": "-1234.500",
+             "dt": "2024-01-02 03:04:05", "dt6": "2024-01-02 03:04:05.123456", "ts": "2024-05-06T07:08:09.120Z",
+             "d": "2024-02-29", "tm": "-12:34:56", "b": {"hex": "00ff27415c0a"}, "j": '{"a": [1, 2]}', "f": 1.5,
+             "l1": "café"}
+
+
+@pytest.fixture(scope="module")
+def row_server(tmp_path_factory):
+    """A private 10.11 of this module's own: binlog_row_metadata is a global setting."""
+    from tools.mariadb import MariaDB
+    srv = MariaDB(tmp_path_factory.mktemp("show-mariadb"))
+    try:
+        srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start the private MariaDB server: {e}", pytrace=False)
+    srv.sql("CREATE DATABASE sh")
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def run_workload(srv, meta: str, image: str) -> tuple[Path, dict]:
+    """The scenario's transactions in a binlog file of their own: (its path, {name: GTID})."""
+    t = f"t_{meta}_{image}".lower()
+    srv.sql(f"SET GLOBAL binlog_row_metadata = {meta}")
+    conn = srv.connect(charset="utf8mb4")
+    gtids = {}
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SET SESSION binlog_row_image = {image}")
+            cur.execute("SET time_zone = '+00:00'")
+            cur.execute(CREATE.format(t=t))
+            cur.execute("FLUSH BINARY LOGS")
+            cur.execute("SHOW MASTER STATUS")
+            name = cur.fetchone()[0]
+
+            def trx(label, *statements):
+                for s in statements:
+                    cur.execute(s)
+                cur.execute("SELECT @@last_gtid")
+                gtids[label] = cur.fetchone()[0]
+            trx("insert", f"INSERT INTO sh.{t} VALUES {ROW1}, (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+                          f"NULL, NULL, NULL, NULL, NULL), (3, 7, 0, '', 0.001, NULL, NULL, NULL, '1999-12-31', "
+                          f"'00:00:01', X'', '[]', -0.25, '')")
+            trx("update", f"UPDATE sh.{t} SET name = 'x', amount = amount + 1 WHERE id IN (1, 2)")
+            trx("blob", f"UPDATE sh.{t} SET b = X'0102', f = f * 2 WHERE id = 1")
+            trx("delete", f"DELETE FROM sh.{t} WHERE id = 2")
+            trx("multi", "BEGIN", f"INSERT INTO sh.{t} (id, big, name) VALUES (4, 0, 'four')",
+                f"UPDATE sh.{t} SET big = 4294967296, dt = '2030-01-01 00:00:00' WHERE id = 4",
+                f"DELETE FROM sh.{t} WHERE id = 3", "COMMIT")
+            cur.execute("SET SESSION binlog_format = STATEMENT")
+            trx("statement", f"INSERT INTO sh.{t} (id, name) VALUES (5, 'stmt')")
+            cur.execute("SET SESSION binlog_format = ROW")
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    return srv.binlog_dir / name, gtids
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("meta,image", [("FULL", "FULL"), ("FULL", "MINIMAL"), ("MINIMAL", "FULL"),
+                                        ("MINIMAL", "MINIMAL"), ("NO_LOG", "FULL"), ("FULL", "NOBLOB")])
+def test_live_groups_equal_mariadb_binlog(row_server, meta, image):
+    path, gtids = run_workload(row_server, meta, image)
+    t = f"sh.t_{meta}_{image}".lower()
+    theirs = binlog_rows(path)
+    named = meta == "FULL"
+    key = (lambda c: c) if named else (lambda c: f"@{COLUMNS.index(c) + 1}")
+    encodings = {key("l1"): "cp1252"} if meta != "NO_LOG" else {}
+    shown = {}
+    for label, g in gtids.items():
+        mine = api.show(row_server.binlog_dir, gtid=g).as_dict()      # the directory: looked up like seek
+        shown[label] = mine
+        assert (mine["gtid"], mine["file"]) == (g, str(path))
+        assert not differences(mine["rows"], theirs[mine["start"]], COLUMNS if named else None, encodings), label
+        assert mine["column_names"] == ("none" if label == "statement" else "metadata" if named else "positional")
+        assert all(r["table"] == t for r in mine["rows"])
+        assert "foreign-key cascades" in mine["note"]
+    assert [r["op"] for r in shown["multi"]["rows"]] == ["insert", "update", "delete"]
+    assert [r["op"] for r in shown["insert"]["rows"]] == ["insert"] * 3
+    stmt = shown["statement"]
+    assert stmt["rows"] == [] and stmt["statements"] == [f"INSERT INTO {t} (id, name) VALUES (5, 'stmt')"]
+    upd = shown["update"]["rows"][0]
+    if image == "FULL":
+        assert all(r["unknown"] == [] for s in shown.values() for r in s["rows"])
+        assert upd["changed"] == [key("name"), key("amount")]
+        assert shown["blob"]["rows"][0]["changed"] == [key("b"), key("f")]
+        assert shown["update"]["rows"][1]["changed"] == [key("name")]     # NULL + 1 stays NULL
+    elif image == "MINIMAL":
+        # the before image is the primary key, the after image the columns the statement set:
+        # the others are unknown, not guessed
+        assert list(upd["before"]) == [key("id")] and set(upd["after"]) == {key("name"), key("amount")}
+        assert upd["changed"] == []
+        assert set(upd["unknown"]) == {key(c) for c in COLUMNS}
+        assert list(shown["delete"]["rows"][0]["before"]) == [key("id")]
+    else:                   # NOBLOB: every column but the BLOB/TEXT ones that did not change
+        assert key("b") in upd["unknown"] and key("j") in upd["unknown"] and key("b") not in upd["after"]
+        assert shown["blob"]["rows"][0]["after"][key("b")] == {"hex": "0102"}
+    if meta == "FULL" and image == "FULL":
+        assert shown["insert"]["rows"][0]["after"] == ROW1_JSON
+        assert shown["insert"]["rows"][0]["before"] is None
+    if meta == "MINIMAL" and image == "FULL":     # MINIMAL metadata: signedness and character sets, no names
+        assert shown["insert"]["rows"][0]["after"] == {f"@{COLUMNS.index(k) + 1}": v for k, v in ROW1_JSON.items()}
+    if meta == "NO_LOG":      # no charset in the binlog: latin1 bytes that are not UTF-8 come as bytes
+        assert shown["insert"]["rows"][0]["after"]["@14"] == {"hex": "café".encode("latin1").hex()}
+        assert shown["insert"]["rows"][0]["after"]["@2"] == "-1 (18446744073709551615)"
+    # the command line: --json is api.show's document; the text names the columns and the changes
+    g = gtids["update"]
+    out = subprocess.run([PY, "-m", "gtidx", "show", "--json", "--gtid", g, str(row_server.binlog_dir)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == shown["update"]
+    out = subprocess.run([PY, "-m", "gtidx", "show", str(path), str(shown["update"]["start"])],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert f"### UPDATE `{t.replace('.', '`.`')}`" in out.stdout and "foreign-key cascades" in out.stdout
+    if image == "FULL":
+        assert f"# changed: {key('name')}, {key('amount')}" in out.stdout
+
+
+# -- mysql-replication is imported by show only ------------------------------------------------
+
+_IMPORTED = """
+import sys
+from gtidx.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print(code, 'pymysqlreplication' in sys.modules, 'pymysql' in sys.modules)
+"""
+
+
+def test_seek_does_not_import_mysql_replication():
+    path = str(FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002")
+    r = subprocess.run([PY, "-c", "import sys, gtidx.cli; print('pymysqlreplication' in sys.modules)"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.split() == ["False"], r.stderr
+    for args, imported in ((["seek", "--gtid", "0-1-9", path], "False"), (["pos", path, "1520"], "False"),
+                           (["show", path, "1520"], "True")):      # the check sees an import where there is one
+        r = subprocess.run([PY, "-c", _IMPORTED, *args], capture_output=True, text=True, cwd=ROOT)
+        assert r.stdout.split()[-3:] == ["0", imported, imported], (args, r.stdout, r.stderr)
+
+
+# -- the command line: usage and errors are one line and an exit code --------------------------
+
+MIXED = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
+
+
+def gtidx(*args):
+    return subprocess.run([PY, "-m", "gtidx", *map(str, args)], capture_output=True, text=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("args,code,says", [
+    (["show"], 2, "give --gtid GTID [PATH], or FILE OFFSET"),
+    (["show", MIXED], 2, "give --gtid GTID [PATH], or FILE OFFSET"),
+    (["show", "--gtid", "0-1-9", MIXED, MIXED], 2, "at most one PATH"),
+    (["show", MIXED, "12x"], 2, "12x"),
+    (["show", "--gtid", "0-1", MIXED], 2, "0-1"),
+    (["show", MIXED, 1521], 1, "not an event boundary"),
+    (["show", MIXED, 300], 1, "no event group at this offset"),
+    (["show", "--gtid", "0-1-99999", MIXED], 1, "0-1-99999"),
+    (["show", "/nonexistent/master-bin.000001", 4], 3, "/nonexistent"),
+])
+def test_show_errors(args, code, says):
+    r = gtidx(*args)
+    assert r.returncode == code, (r.stdout, r.stderr)
+    assert says in r.stderr and "Traceback" not in r.stderr
+    r = gtidx(*args, "--json")
+    assert r.returncode == code
+    assert json.loads(r.stdout)["error"]["exit_code"] == code
+
+
+def test_show_statement_group_and_text():
+    """A group with a QUERY event (DDL here) shows its statement; no rows."""
+    r = gtidx("show", "--json", MIXED, 387)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["gtid"] == "0-1-5" and doc["rows"] == []
+    assert doc["statements"] == ["CREATE TABLE fx.ddl_1 (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB"]
+    r = gtidx("show", MIXED, 614)      # an event inside the group 0-1-6: that group
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].startswith(f"# GTID 0-1-6 in {MIXED} start 572 end 871 at ")
+    assert "###   @2='202df092 row offset commit domain rollba'" in r.stdout
