@@ -408,6 +408,7 @@ def format_text(g: GroupChanges, when: str) -> str:
              f"# note: {FK_NOTE}"]
     for s in g.statements:
         lines.append(s.rstrip() + ";")
+    lines.extend(f"#Q> {a}" for a in g.annotations)       # the SQL behind the rows, as mariadb-binlog -v shows it
     if g.rows and g.column_names in ("positional", "mixed"):
         lines.append("# columns without names are @1, @2, ... (the server wrote no binlog_row_metadata=FULL names)")
     for r in g.rows:
