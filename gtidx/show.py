@@ -147,6 +147,7 @@ class _Table:
         charsets = list(meta.charset_collation_list or ())
         FT = lib.FIELD_TYPE
         self.keys, self.types, self.signed_known, self.encodings, self.fsp = [], [], [], [], []
+        self.set_mask = []       # a SET column whose member names the binlog does not give: its bitmask
         pos = 0
         for i, c in enumerate(cols):
             key = names[i] if names else f"@{i + 1}"
@@ -166,6 +167,9 @@ class _Table:
                 c.character_set_name = _RAW      # bytes back: decoded here (_value)
             if c.type == FT.ENUM and not c.enum_values:
                 c.enum_values = _EnumIndex()
+            self.set_mask.append(c.type == FT.SET and not c.set_values)
+            if self.set_mask[-1]:
+                c.set_values = range(64)         # the members' bit numbers: the mask again (_value)
             self.encodings.append(enc)
 
 
@@ -287,12 +291,35 @@ def _value(v, t: _Table, i: int, lib: _Lib):
         return v.isoformat()
     if isinstance(v, _dt.timedelta):
         sign, v = ("-", -v) if v < _dt.timedelta(0) else ("", v)
+        if sign and v.microseconds and t.types[i] == FT.TIME2:
+            # mysql-replication 1.0.17 reads a negative TIME2 with a fraction as -(A + 1 - F)
+            # for the value -(A + F) (the fraction of a negative value is stored as its
+            # complement and the integer part one lower): undone here. The live test
+            # (tests/test_show.py) holds this against the server.
+            v = _dt.timedelta(days=v.days, seconds=v.seconds, microseconds=1_000_000 - v.microseconds)
         secs = v.days * 86400 + v.seconds
         digits = t.fsp[i] or 0
         return (f"{sign}{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
                 + (f".{v.microseconds:06d}"[:digits + 1] if digits else ""))
     if isinstance(v, set):
+        if t.set_mask[i]:
+            return sum(1 << n for n in v)
         return ",".join(sorted(v))
+    if isinstance(v, float) and t.types[i] == FT.FLOAT:
+        return _float32(v)
+    return v
+
+
+_FLOAT32 = struct.Struct("<f")
+
+
+def _float32(v: float) -> float:
+    """A FLOAT column's value as its shortest decimal (0.1, not 0.10000000149011612)."""
+    packed = _FLOAT32.pack(v)
+    for digits in range(1, 10):
+        short = float(f"{v:.{digits}g}")
+        if _FLOAT32.pack(short) == packed:
+            return short
     return v
 
 
@@ -307,7 +334,7 @@ def _image(values: dict, nones: dict, t: _Table, lib: _Lib) -> tuple[dict, list]
                 absent.append(key)
                 continue
             if why == lib.NONE_SOURCE.EMPTY_SET:
-                v = ""
+                v = 0 if t.set_mask[i] else ""
             elif why != lib.NONE_SOURCE.NULL:
                 v = "0000-00-00" if why == lib.NONE_SOURCE.OUT_OF_DATE_RANGE else "0000-00-00 00:00:00"
         out[key] = _value(v, t, i, lib) if v is not None else None

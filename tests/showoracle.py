@@ -7,7 +7,12 @@ How values compare (``same_value``), ours (JSON) against the server's text:
 * integers: a JSON number against ``N`` or ``N (U)`` (mariadb-binlog prints a
   negative value with its unsigned reading in parentheses: ours must be one
   of the two); our ``"N (U)"`` (signedness not in the binlog) as the same text.
-* DOUBLE/FLOAT: a JSON number equal to the server's ``%.20g`` text read as a float.
+* DOUBLE/FLOAT: a JSON number equal to the server's text read as a float
+  (DOUBLE: ``%.20g``; FLOAT: its shortest decimal, as ours).
+* BIT: our ``"0101"`` against ``b'0101'``; SET: our bitmask (members not
+  named in the binlog) against ``b'...'``, or with names (``named``) the
+  members of the bitmask; ENUM: our index against the server's, or with
+  names the member at that index.
 * DECIMAL: our exact text equal to the server's as decimal numbers (``12.50``).
 * strings, TEXT, JSON: our text, encoded in its column's character set (given,
   else UTF-8, else cp1252/latin1), escaped as mariadb-binlog escapes (bytes
@@ -63,7 +68,8 @@ def binlog_rows(path) -> dict[int, list]:
             continue
         m = _COL.match(line)
         if m:
-            image[int(m.group(1))] = m.group(2)
+            value = m.group(2)
+            image[int(m.group(1))] = value if value.endswith(b"'") else value.rstrip(b" ")   # FLOAT is padded
     return {k: [tuple(r) for r in v] for k, v in groups.items()}
 
 
@@ -90,12 +96,15 @@ def same_value(ours, theirs: bytes, encoding: str | None = None) -> bool:
         return False
     if isinstance(ours, bool):
         return False
+    bits = re.fullmatch(rb"b'([01]+)'", theirs)       # BIT, and a SET as its bitmask
+    if bits:
+        return ours == bits.group(1).decode() if isinstance(ours, str) else ours == int(bits.group(1), 2)
     if isinstance(ours, int):
         m = re.fullmatch(rb"(-?\d+)(?: \((\d+)\))?", theirs)
         return bool(m) and ours in {int(g) for g in m.groups() if g is not None}
     if isinstance(ours, float):
         try:
-            return float(theirs) == ours
+            return float(theirs) == ours       # FLOAT: both the shortest decimal of the float32
         except ValueError:
             return False
     if isinstance(ours, dict):
@@ -123,12 +132,15 @@ def same_value(ours, theirs: bytes, encoding: str | None = None) -> bool:
 
 
 def differences(ours_rows: list, theirs_rows: list, order: list | None = None,
-                encodings: dict | None = None) -> list:
+                encodings: dict | None = None, named: dict | None = None) -> list:
     """Where ``show``'s rows (JSON dicts) and mariadb-binlog's differ: [] when
     they agree on tables, operations, which columns each image has and every
     value. ``order``: the column names in table order (named columns), else
-    the keys are positional ``@N``."""
+    the keys are positional ``@N``. ``named``: for ENUM and SET columns whose
+    members the binlog names (binlog_row_metadata=FULL), column -> members:
+    mariadb-binlog prints the index or the bitmask."""
     encodings = encodings or {}
+    named = named or {}
     wrong = []
     if len(ours_rows) != len(theirs_rows):
         return [f"{len(ours_rows)} rows, mariadb-binlog {len(theirs_rows)}"]
@@ -147,6 +159,14 @@ def differences(ours_rows: list, theirs_rows: list, order: list | None = None,
                 wrong.append((i, side, "columns", sorted(positions), sorted(theirs)))
                 continue
             for n, k in positions.items():
+                if k in named and theirs[n] != b"NULL":
+                    members = named[k]
+                    m = re.fullmatch(rb"b'([01]+)'", theirs[n])
+                    want = (",".join(x for b, x in enumerate(members) if int(m.group(1), 2) >> b & 1) if m
+                            else ([""] + members)[int(theirs[n])])
+                    if mine[k] != want:
+                        wrong.append((i, side, k, mine[k], theirs[n]))
+                    continue
                 if not same_value(mine[k], theirs[n], encodings.get(k)):
                     wrong.append((i, side, k, mine[k], theirs[n]))
     return wrong

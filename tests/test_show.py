@@ -53,6 +53,19 @@ COLUMNS = ["id", "big", "neg", "name", "amount", "dt", "dt6", "ts", "d", "tm", "
 CREATE = ("CREATE TABLE sh.{t} (id INT UNSIGNED PRIMARY KEY, big BIGINT UNSIGNED, neg INT, "
           "name VARCHAR(64) CHARACTER SET utf8mb4, amount DECIMAL(12,3), dt DATETIME, dt6 DATETIME(6), "
           "ts TIMESTAMP(3) NULL, d DATE, tm TIME, b BLOB, j JSON, f DOUBLE, l1 VARCHAR(10) CHARACTER SET latin1)")
+# the other types, in a table of their own; zero dates need sql_mode=''
+XCOLUMNS = ["id", "e", "s", "bt", "y", "t1", "t3", "t6", "zd", "zdt", "m", "mu", "fl", "ch", "sm", "ts0", "bin"]
+XCREATE = ("CREATE TABLE sh.{t} (id TINYINT UNSIGNED PRIMARY KEY, e ENUM('a','b','c'), s SET('x','y','z'), "
+           "bt BIT(10), y YEAR, t1 TIME(1), t3 TIME(3), t6 TIME(6), zd DATE, zdt DATETIME, m MEDIUMINT, "
+           "mu MEDIUMINT UNSIGNED, fl FLOAT, ch CHAR(5), sm SMALLINT, ts0 TIMESTAMP NULL, bin VARBINARY(8))")
+XROWS = ("(200, 'b', 'x,z', b'1000000101', 2024, '-00:00:00.5', '-01:02:03.456', '-838:59:58.999999', "
+         "'0000-00-00', '0000-00-00 00:00:00', -8388608, 16777215, 0.1, 'ab', -32768, '1970-01-01 00:00:01', "
+         "X'00410a'), (1, NULL, '', NULL, NULL, '12:00:00.1', '00:00:00.001', '-00:00:01.000001', NULL, NULL, "
+         "NULL, NULL, -3.25, NULL, NULL, NULL, NULL)")
+XROW200 = {"id": 200, "e": "b", "s": "x,z", "bt": "1000000101", "y": 2024, "t1": "-00:00:00.5",
+           "t3": "-01:02:03.456", "t6": "-838:59:58.999999", "zd": "0000-00-00", "zdt": "0000-00-00 00:00:00",
+           "m": -8388608, "mu": 16777215, "fl": 0.1, "ch": "ab", "sm": -32768, "ts0": "1970-01-01T00:00:01Z",
+           "bin": {"hex": "00410a"}}
 ROW1 = ("(1, 18446744073709551615, -5, 'héllo 🐬 it''s', -1234.5, '2024-01-02 03:04:05', "
         "'2024-01-02 03:04:05.123456', '2024-05-06 07:08:09.120', '2024-02-29', '-12:34:56', "
         "X'00ff27415c0a', '{\"a\": [1, 2]}', 1.5, 'café')")
@@ -90,6 +103,8 @@ def run_workload(srv, meta: str, image: str) -> tuple[Path, dict]:
             cur.execute(f"SET SESSION binlog_row_image = {image}")
             cur.execute("SET time_zone = '+00:00'")
             cur.execute(CREATE.format(t=t))
+            cur.execute(XCREATE.format(t="x" + t[1:]))
+            cur.execute("SET sql_mode = ''")
             cur.execute("FLUSH BINARY LOGS")
             cur.execute("SHOW MASTER STATUS")
             name = cur.fetchone()[0]
@@ -108,6 +123,9 @@ def run_workload(srv, meta: str, image: str) -> tuple[Path, dict]:
             trx("multi", "BEGIN", f"INSERT INTO sh.{t} (id, big, name) VALUES (4, 0, 'four')",
                 f"UPDATE sh.{t} SET big = 4294967296, dt = '2030-01-01 00:00:00' WHERE id = 4",
                 f"DELETE FROM sh.{t} WHERE id = 3", "COMMIT")
+            trx("types", "BEGIN", f"INSERT INTO sh.x{t[1:]} VALUES {XROWS}",
+                f"UPDATE sh.x{t[1:]} SET e = 'c', s = 'y', bt = b'1', t3 = '-00:00:00.999' WHERE id = 200",
+                "COMMIT")
             cur.execute("SET SESSION binlog_format = STATEMENT")
             trx("statement", f"INSERT INTO sh.{t} (id, name) VALUES (5, 'stmt')")
             cur.execute("SET SESSION binlog_format = ROW")
@@ -128,13 +146,16 @@ def test_live_groups_equal_mariadb_binlog(row_server, meta, image):
     key = (lambda c: c) if named else (lambda c: f"@{COLUMNS.index(c) + 1}")
     encodings = {key("l1"): "cp1252"} if meta != "NO_LOG" else {}
     shown = {}
+    members = {"e": ["a", "b", "c"], "s": ["x", "y", "z"]} if named else {}
     for label, g in gtids.items():
         mine = api.show(row_server.binlog_dir, gtid=g).as_dict()      # the directory: looked up like seek
         shown[label] = mine
         assert (mine["gtid"], mine["file"]) == (g, str(path))
-        assert not differences(mine["rows"], theirs[mine["start"]], COLUMNS if named else None, encodings), label
+        order = (XCOLUMNS if label == "types" else COLUMNS) if named else None
+        wrong = differences(mine["rows"], theirs[mine["start"]], order, encodings, members)
+        assert not wrong, (label, wrong)
         assert mine["column_names"] == ("none" if label == "statement" else "metadata" if named else "positional")
-        assert all(r["table"] == t for r in mine["rows"])
+        assert all(r["table"] == (t if label != "types" else "sh.x" + t[4:]) for r in mine["rows"])
         assert "foreign-key cascades" in mine["note"]
     assert [r["op"] for r in shown["multi"]["rows"]] == ["insert", "update", "delete"]
     assert [r["op"] for r in shown["insert"]["rows"]] == ["insert"] * 3
@@ -159,6 +180,15 @@ def test_live_groups_equal_mariadb_binlog(row_server, meta, image):
     if meta == "FULL" and image == "FULL":
         assert shown["insert"]["rows"][0]["after"] == ROW1_JSON
         assert shown["insert"]["rows"][0]["before"] is None
+    xkey = (lambda c: c) if named else (lambda c: f"@{XCOLUMNS.index(c) + 1}")
+    types = shown["types"]["rows"]
+    if image == "FULL":
+        assert types[2]["changed"] == [xkey("e"), xkey("s"), xkey("bt"), xkey("t3")]
+    if meta == "FULL" and image == "FULL":
+        assert types[0]["after"] == XROW200
+        assert types[1]["after"][xkey("s")] == ""
+    elif image == "FULL":     # members not named: the ENUM index, the SET bitmask
+        assert (types[0]["after"][xkey("e")], types[0]["after"][xkey("s")], types[1]["after"][xkey("s")]) == (2, 5, 0)
     if meta == "MINIMAL" and image == "FULL":     # MINIMAL metadata: signedness and character sets, no names
         assert shown["insert"]["rows"][0]["after"] == {f"@{COLUMNS.index(k) + 1}": v for k, v in ROW1_JSON.items()}
     if meta == "NO_LOG":      # no charset in the binlog: latin1 bytes that are not UTF-8 come as bytes
