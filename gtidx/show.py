@@ -23,8 +23,12 @@ Rules of the output (docs in README "What a GTID did"):
   the metadata; without it, UTF-8 when the bytes are valid UTF-8); binary
   data (a ``binary`` character set, or bytes that are not text) as
   ``{"hex": "..."}``; DATETIME ``"YYYY-MM-DD HH:MM:SS[.ffffff]"`` (the
-  column's fractional digits), DATE ``"YYYY-MM-DD"``, TIME ``"[-]HH:MM:SS[.f]"``,
-  TIMESTAMP as UTC ``"YYYY-MM-DDTHH:MM:SS[.f]Z"``; NULL as null. An integer
+  column's fractional digits), DATE ``"YYYY-MM-DD"``, TIME ``"[-]HH:MM:SS[.f]"``
+  (these three decoded here from their stored bytes: zero and invalid dates
+  as stored), TIMESTAMP as UTC ``"YYYY-MM-DDTHH:MM:SS[.f]Z"``; FLOAT as the
+  shortest decimal of its 4-byte value; BIT ``"0101"``; ENUM its member, or
+  its index when the binlog does not name the members; SET its members
+  joined by commas, or its bitmask as a number; NULL as null. An integer
   whose signedness the binlog does not say (no ``binlog_row_metadata``) and
   whose top bit is set is the text ``"-1 (18446744073709551615)"``: both
   readings, as ``mariadb-binlog -v`` prints it.
@@ -170,6 +174,16 @@ class _Table:
             self.set_mask.append(c.type == FT.SET and not c.set_values)
             if self.set_mask[-1]:
                 c.set_values = range(64)         # the members' bit numbers: the mask again (_value)
+            # Dates and times: their stored bytes back (mysql-replication turns a zero or
+            # invalid date into None, and misreads a negative TIME with a fraction), as an
+            # unsigned integer of their width or, for widths no integer type has, as a BIT
+            # column of as many bytes (a '0101...' string): decoded in _temporal.
+            if c.type in (FT.DATETIME2, FT.TIME2):
+                n = (5 if c.type == FT.DATETIME2 else 3) + (c.fsp + 1) // 2
+                c.type, c.bits, c.bytes = FT.BIT, 8 * n, n
+            elif c.type in (FT.DATE, FT.TIME, FT.DATETIME):
+                c.type = FT.LONGLONG if c.type == FT.DATETIME else FT.INT24
+                c.unsigned = c.type == FT.LONGLONG or self.types[-1] == FT.DATE
             self.encodings.append(enc)
 
 
@@ -263,6 +277,9 @@ def _plain_rows_event(ev: bl.Event, path) -> tuple[int, bytes]:
 
 def _value(v, t: _Table, i: int, lib: _Lib):
     """One column value as the output shows it (see the module docstring)."""
+    temporal = _temporal(v, t.types[i], t.fsp[i] or 0, lib.FIELD_TYPE)
+    if temporal is not None:
+        return temporal
     if isinstance(v, (bytes, bytearray)):
         enc = t.encodings[i]
         if enc == "binary":
@@ -287,20 +304,6 @@ def _value(v, t: _Table, i: int, lib: _Lib):
         if t.types[i] in (FT.TIMESTAMP2, FT.TIMESTAMP):
             return text.replace(" ", "T") + "Z"
         return text
-    if isinstance(v, _dt.date):
-        return v.isoformat()
-    if isinstance(v, _dt.timedelta):
-        sign, v = ("-", -v) if v < _dt.timedelta(0) else ("", v)
-        if sign and v.microseconds and t.types[i] == FT.TIME2:
-            # mysql-replication 1.0.17 reads a negative TIME2 with a fraction as -(A + 1 - F)
-            # for the value -(A + F) (the fraction of a negative value is stored as its
-            # complement and the integer part one lower): undone here. The live test
-            # (tests/test_show.py) holds this against the server.
-            v = _dt.timedelta(days=v.days, seconds=v.seconds, microseconds=1_000_000 - v.microseconds)
-        secs = v.days * 86400 + v.seconds
-        digits = t.fsp[i] or 0
-        return (f"{sign}{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
-                + (f".{v.microseconds:06d}"[:digits + 1] if digits else ""))
     if isinstance(v, set):
         if t.set_mask[i]:
             return sum(1 << n for n in v)
@@ -308,6 +311,51 @@ def _value(v, t: _Table, i: int, lib: _Lib):
     if isinstance(v, float) and t.types[i] == FT.FLOAT:
         return _float32(v)
     return v
+
+
+DATETIME2_OFS = 0x8000000000       # the stored integer part of DATETIME2 (5 bytes) is offset by this
+TIME2_INT_OFS = 0x800000           # TIME2's 3-byte integer part
+TIME2_OFS = 0x800000000000         # TIME2 with 3 fraction bytes, read as one 6-byte number
+
+
+def _fraction(us: int, fsp: int) -> str:
+    return f".{us:06d}"[:fsp + 1] if fsp else ""
+
+
+def _temporal(v, typ: int, fsp: int, FT) -> str | None:
+    """DATE, DATETIME, TIME (both formats) from their stored bytes (see _Table), as
+    MySQL's my_datetime/my_time_packed_from_binary read them; None for other types."""
+    if typ == FT.DATE:
+        return f"{v >> 9:04d}-{v >> 5 & 15:02d}-{v & 31:02d}"
+    if typ == FT.DATETIME:                           # the old format: YYYYMMDDhhmmss as a number
+        d, t = divmod(v, 1_000_000)
+        return f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} {t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}"
+    if typ == FT.TIME:                               # the old format: [-]HHMMSS as a signed number
+        a = abs(v)
+        return f"{'-' if v < 0 else ''}{a // 10000:02d}:{a // 100 % 100:02d}:{a % 100:02d}"
+    if typ not in (FT.DATETIME2, FT.TIME2):
+        return None
+    raw = int(v, 2)
+    fbytes = (fsp + 1) // 2
+    if typ == FT.DATETIME2:
+        frac = raw & ((1 << 8 * fbytes) - 1)
+        intpart = (raw >> 8 * fbytes) - DATETIME2_OFS
+        ymd, hms = intpart >> 17, intpart & 0x1FFFF
+        year, month = divmod(ymd >> 5, 13)
+        return (f"{year:04d}-{month:02d}-{ymd & 31:02d} {hms >> 12:02d}:{hms >> 6 & 63:02d}:{hms & 63:02d}"
+                + _fraction(frac * 100 ** (3 - fbytes), fsp))
+    if fbytes == 3:
+        packed = raw - TIME2_OFS
+    else:
+        unit = 1 << 8 * fbytes
+        intpart, frac = (raw >> 8 * fbytes) - TIME2_INT_OFS, raw & (unit - 1)
+        if intpart < 0 and frac:      # a negative value's fraction is stored as its complement
+            intpart, frac = intpart + 1, frac - unit
+        packed = (intpart << 24) + frac * 100 ** (3 - fbytes)
+    a = abs(packed)
+    hms, us = a >> 24, a & 0xFFFFFF
+    return (f"{'-' if packed < 0 else ''}{hms >> 12 & 0x3FF:02d}:{hms >> 6 & 63:02d}:{hms & 63:02d}"
+            + _fraction(us, fsp))
 
 
 _FLOAT32 = struct.Struct("<f")
@@ -335,8 +383,9 @@ def _image(values: dict, nones: dict, t: _Table, lib: _Lib) -> tuple[dict, list]
                 continue
             if why == lib.NONE_SOURCE.EMPTY_SET:
                 v = 0 if t.set_mask[i] else ""
-            elif why != lib.NONE_SOURCE.NULL:
-                v = "0000-00-00" if why == lib.NONE_SOURCE.OUT_OF_DATE_RANGE else "0000-00-00 00:00:00"
+            elif why != lib.NONE_SOURCE.NULL:     # a value mysql-replication did not return: not guessed
+                absent.append(key)
+                continue
         out[key] = _value(v, t, i, lib) if v is not None else None
     return out, absent
 

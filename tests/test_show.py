@@ -54,18 +54,20 @@ CREATE = ("CREATE TABLE sh.{t} (id INT UNSIGNED PRIMARY KEY, big BIGINT UNSIGNED
           "name VARCHAR(64) CHARACTER SET utf8mb4, amount DECIMAL(12,3), dt DATETIME, dt6 DATETIME(6), "
           "ts TIMESTAMP(3) NULL, d DATE, tm TIME, b BLOB, j JSON, f DOUBLE, l1 VARCHAR(10) CHARACTER SET latin1)")
 # the other types, in a table of their own; zero dates need sql_mode=''
-XCOLUMNS = ["id", "e", "s", "bt", "y", "t1", "t3", "t6", "zd", "zdt", "m", "mu", "fl", "ch", "sm", "ts0", "bin"]
+XCOLUMNS = ["id", "e", "s", "bt", "y", "t1", "t3", "t6", "zd", "zdt", "m", "mu", "fl", "ch", "sm", "ts0", "bin", "dt2"]
 XCREATE = ("CREATE TABLE sh.{t} (id TINYINT UNSIGNED PRIMARY KEY, e ENUM('a','b','c'), s SET('x','y','z'), "
            "bt BIT(10), y YEAR, t1 TIME(1), t3 TIME(3), t6 TIME(6), zd DATE, zdt DATETIME, m MEDIUMINT, "
-           "mu MEDIUMINT UNSIGNED, fl FLOAT, ch CHAR(5), sm SMALLINT, ts0 TIMESTAMP NULL, bin VARBINARY(8))")
+           "mu MEDIUMINT UNSIGNED, fl FLOAT, ch CHAR(5), sm SMALLINT, ts0 TIMESTAMP NULL, bin VARBINARY(8), "
+           "dt2 DATETIME(2))")
 XROWS = ("(200, 'b', 'x,z', b'1000000101', 2024, '-00:00:00.5', '-01:02:03.456', '-838:59:58.999999', "
          "'0000-00-00', '0000-00-00 00:00:00', -8388608, 16777215, 0.1, 'ab', -32768, '1970-01-01 00:00:01', "
-         "X'00410a'), (1, NULL, '', NULL, NULL, '12:00:00.1', '00:00:00.001', '-00:00:01.000001', NULL, NULL, "
-         "NULL, NULL, -3.25, NULL, NULL, NULL, NULL)")
+         "X'00410a', '2024-01-02 03:04:05.07'), (1, NULL, '', NULL, NULL, '12:00:00.1', '00:00:00.001', "
+         "'-00:00:01.000001', '2024-00-15', '2024-02-00 10:00:00', NULL, NULL, -3.25, NULL, NULL, NULL, NULL, "
+         "'9999-12-31 23:59:59.99')")
 XROW200 = {"id": 200, "e": "b", "s": "x,z", "bt": "1000000101", "y": 2024, "t1": "-00:00:00.5",
            "t3": "-01:02:03.456", "t6": "-838:59:58.999999", "zd": "0000-00-00", "zdt": "0000-00-00 00:00:00",
            "m": -8388608, "mu": 16777215, "fl": 0.1, "ch": "ab", "sm": -32768, "ts0": "1970-01-01T00:00:01Z",
-           "bin": {"hex": "00410a"}}
+           "bin": {"hex": "00410a"}, "dt2": "2024-01-02 03:04:05.07"}
 ROW1 = ("(1, 18446744073709551615, -5, 'héllo 🐬 it''s', -1234.5, '2024-01-02 03:04:05', "
         "'2024-01-02 03:04:05.123456', '2024-05-06 07:08:09.120', '2024-02-29', '-12:34:56', "
         "X'00ff27415c0a', '{\"a\": [1, 2]}', 1.5, 'café')")
@@ -187,6 +189,7 @@ def test_live_groups_equal_mariadb_binlog(row_server, meta, image):
     if meta == "FULL" and image == "FULL":
         assert types[0]["after"] == XROW200
         assert types[1]["after"][xkey("s")] == ""
+        assert (types[1]["after"]["zd"], types[1]["after"]["zdt"]) == ("2024-00-15", "2024-02-00 10:00:00")
     elif image == "FULL":     # members not named: the ENUM index, the SET bitmask
         assert (types[0]["after"][xkey("e")], types[0]["after"][xkey("s")], types[1]["after"][xkey("s")]) == (2, 5, 0)
     if meta == "MINIMAL" and image == "FULL":     # MINIMAL metadata: signedness and character sets, no names
