@@ -392,6 +392,22 @@ def _image(values: dict, nones: dict, t: _Table, lib: _Lib) -> tuple[dict, list]
 
 # -- the group ---------------------------------------------------------------------
 
+def _undecodable(b: bl.Binlog, ev: bl.Event, what: str, err: Exception):
+    """The error for an event mysql-replication could not decode. Its CRC32 was
+    right (a binlog with checksums): the bytes are the server's, a layout the
+    decoder does not know (exit 2). Without checksums it may be damage (exit 3)."""
+    why = f"{what}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
+    if b.checksum_len:
+        return UnsupportedBinlogError(
+            why, path=b.path, offset=ev.offset,
+            hint="its CRC32 is right: a column type gtidx show cannot decode, such as the fractional "
+                 "DATETIME/TIME/TIMESTAMP of tables made with mysql56_temporal_format=OFF "
+                 "(mariadb-binlog -v cannot either)")
+    return CorruptBinlogError(why, path=b.path, offset=ev.offset,
+                              hint="the binlog has no checksums: damaged bytes, or a column type "
+                                   "gtidx show cannot decode")
+
+
 def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
     """Decode the event group ``group`` of the open binlog ``b``."""
     lib = None
@@ -426,9 +442,8 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
             e = lib.event(bytes(raw), table_map)
         except CorruptBinlogError:
             raise
-        except Exception as err:        # the library's decoding failed: the bytes are not what they say
-            raise CorruptBinlogError(f"cannot decode {ev.name} event: {type(err).__name__}: {err}",
-                                     path=path, offset=ev.offset) from None
+        except Exception as err:        # the library's decoding failed
+            raise _undecodable(b, ev, f"cannot decode {ev.name} event", err) from None
         if etype == TABLE_MAP:
             if e is None:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
@@ -442,9 +457,12 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
         op = _ROWS_OP[etype]
         try:
             decoded = e.rows
+            if e.packet.read_bytes != e.event_size:
+                # rows must end where the event does: a decoder that read more or less
+                # than the body misread some column's layout (its values are wrong)
+                raise ValueError(f"the rows take {e.packet.read_bytes} bytes of the event's {e.event_size}")
         except Exception as err:
-            raise CorruptBinlogError(f"cannot decode the rows of {ev.name} event on {t.name}: "
-                                     f"{type(err).__name__}: {err}", path=path, offset=ev.offset) from None
+            raise _undecodable(b, ev, f"cannot decode the rows of {ev.name} event on {t.name}", err) from None
         for r in decoded:
             if op == "update":
                 before, gone_b = _image(r["before_values"], r["before_none_sources"], t, lib)

@@ -36,12 +36,13 @@ _COL = re.compile(rb"^###   @(\d+)=(.*)$")
 _OPS = {b"INSERT INTO": "insert", b"UPDATE": "update", b"DELETE FROM": "delete"}
 
 
-def binlog_rows(path) -> dict[int, list]:
+def binlog_rows(path, check: bool = True) -> dict[int, list]:
     """{group start offset: [(table, op, before {N: text} | None, after {N: text} | None)]}
-    for every group of the file, as mariadb-binlog -v prints them."""
+    for every group of the file, as mariadb-binlog -v prints them (``check``:
+    its exit code must be 0)."""
     out = subprocess.run(["mariadb-binlog", "-v", "--base64-output=DECODE-ROWS", "--skip-gtid-strict-mode",
                           str(path)],
-                         capture_output=True, check=True).stdout
+                         capture_output=True, check=check).stdout
     groups: dict[int, list] = {}
     at = None
     rows = None

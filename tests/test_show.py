@@ -275,3 +275,62 @@ def test_show_statement_group_and_text():
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].startswith(f"# GTID 0-1-6 in {MIXED} start 572 end 871 at ")
     assert "###   @2='202df092 row offset commit domain rollba'" in r.stdout
+
+
+@pytest.mark.live
+def test_live_old_temporal_formats(row_server):
+    """Tables made with mysql56_temporal_format=OFF: DATETIME, TIME, TIMESTAMP in
+    the pre-10.1 formats (no fraction) are decoded as mariadb-binlog -v reads them;
+    with a fraction (a layout neither mariadb-binlog nor mysql-replication reads)
+    the answer is one line and exit 2, not a wrong value."""
+    conn = row_server.connect(charset="utf8mb4")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+            cur.execute("SET sql_mode = ''")
+            cur.execute("SET GLOBAL binlog_row_metadata = FULL")
+            cur.execute("SET GLOBAL mysql56_temporal_format = OFF")
+            try:
+                cur.execute("CREATE TABLE sh.old0 (id INT PRIMARY KEY, dt DATETIME, t TIME, ts TIMESTAMP NULL)")
+                cur.execute("CREATE TABLE sh.old6 (id INT PRIMARY KEY, dt DATETIME(3))")
+            finally:
+                cur.execute("SET GLOBAL mysql56_temporal_format = ON")
+            cur.execute("FLUSH BINARY LOGS")
+            cur.execute("SHOW MASTER STATUS")
+            path = row_server.binlog_dir / cur.fetchone()[0]
+            cur.execute("INSERT INTO sh.old0 VALUES (1, '2024-01-02 03:04:05', '-12:34:56', '2024-05-06 07:08:09'), "
+                        "(2, '0000-00-00 00:00:00', '838:59:59', NULL), (3, '2024-02-00 00:00:01', '00:00:00', "
+                        "'1970-01-01 00:00:01')")
+            cur.execute("SELECT @@last_gtid")
+            plain = cur.fetchone()[0]
+            cur.execute("INSERT INTO sh.old6 VALUES (1, '2024-01-02 03:04:05.123')")
+            cur.execute("SELECT @@last_gtid")
+            hires = cur.fetchone()[0]
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    theirs = binlog_rows(path, check=False)     # it stops at the fractional table's rows, exit 1
+    mine = api.show(path, gtid=plain).as_dict()
+    assert len(mine["rows"]) == 3 and not differences(mine["rows"], theirs[mine["start"]], ["id", "dt", "t", "ts"])
+    assert [r["after"]["dt"] for r in mine["rows"]] == ["2024-01-02 03:04:05", "0000-00-00 00:00:00",
+                                                         "2024-02-00 00:00:01"]
+    r = subprocess.run([PY, "-m", "gtidx", "show", "--gtid", hires, str(path)], capture_output=True, text=True,
+                       cwd=ROOT)
+    errors = [x for x in r.stderr.splitlines() if not x.startswith("gtidx: warning: ")]   # no index: a scan
+    assert r.returncode == 2 and r.stdout == "" and len(errors) == 1, r.stderr
+    assert "cannot decode the rows of WRITE_ROWS_V1 event on sh.old6" in r.stderr
+    assert "mysql56_temporal_format=OFF" in r.stderr
+
+
+def test_damaged_rows_event_is_exit_3(tmp_path):
+    """A byte changed inside a rows event (a copy of a fixture): its CRC32 says so,
+    one line and exit 3, never values decoded from damaged bytes."""
+    copy = tmp_path / MIXED.name
+    data = bytearray(MIXED.read_bytes())
+    data[800] ^= 0x20                      # inside the Write_rows event at 761-840 of group 0-1-6
+    copy.write_bytes(bytes(data))
+    r = gtidx("show", copy, 572)
+    assert r.returncode == 3 and r.stdout == "", r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert r.stderr.startswith(f"gtidx: {copy}, offset 761: CRC32 mismatch in WRITE_ROWS_V1 event (stored ")
+    assert gtidx("show", copy, 387).returncode == 0        # the other groups are still shown
