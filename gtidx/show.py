@@ -69,6 +69,9 @@ _FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a trans
 ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows events)
 ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
 EVENT_LENGTH_AT = struct.Struct("<9xI")         # the length field of an event header
+COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GROUP_COMMIT_ID)
+GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
+XA_PREPARE_HEAD = struct.Struct("<BiII")        # one_phase, formatID, gtrid and bqual lengths
 PACKET_OK = b"\x00"                             # mysql-replication's packets start with the OK byte
 CHARSET_BINARY = 63
 
@@ -392,6 +395,36 @@ def _image(values: dict, nones: dict, t: _Table, lib: _Lib) -> tuple[dict, list]
 
 # -- the group ---------------------------------------------------------------------
 
+def _xid_text(format_id: int, data: bytes, gtrid_len: int) -> str:
+    """An XA transaction id as mariadb-binlog -v prints it: X'gtrid',X'bqual',formatID."""
+    return f"X'{data[:gtrid_len].hex()}',X'{data[gtrid_len:].hex()}',{format_id}"
+
+
+def _gtid_xid(body) -> str | None:
+    """The XID a GTID event of an XA PREPARE group carries (FL_PREPARED_XA), or None."""
+    flags2 = body[bl.GTID_BODY.size - 1]
+    if not flags2 & bl.FL_PREPARED_XA:
+        return None
+    at = bl.GTID_BODY.size + (COMMIT_ID.size if flags2 & bl.FL_GROUP_COMMIT_ID else 0)
+    try:
+        format_id, gtrid_len, bqual_len = GTID_XID.unpack_from(body, at)
+    except struct.error:
+        return None
+    at += GTID_XID.size
+    return _xid_text(format_id, bytes(body[at:at + gtrid_len + bqual_len]), gtrid_len)
+
+
+def _xa_prepare(ev: bl.Event, path) -> str:
+    """XA_PREPARE event: ``XA PREPARE xid`` (``XA COMMIT xid ONE PHASE`` when one-phase)."""
+    try:
+        one_phase, format_id, gtrid_len, bqual_len = XA_PREPARE_HEAD.unpack_from(ev.body, 0)
+    except struct.error:
+        raise CorruptBinlogError("XA_PREPARE event too short", path=path, offset=ev.offset) from None
+    data = bytes(ev.body[XA_PREPARE_HEAD.size:XA_PREPARE_HEAD.size + gtrid_len + bqual_len])
+    xid = _xid_text(format_id, data, gtrid_len)
+    return f"XA COMMIT {xid} ONE PHASE" if one_phase else f"XA PREPARE {xid}"
+
+
 def _undecodable(b: bl.Binlog, ev: bl.Event, what: str, err: Exception):
     """The error for an event mysql-replication could not decode. Its CRC32 was
     right (a binlog with checksums): the bytes are the server's, a layout the
@@ -426,6 +459,14 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
             continue
         if etype == bl.ANNOTATE_ROWS:
             annotations.append(bytes(ev.body).decode("utf-8", "replace"))
+            continue
+        if etype == bl.GTID and ev.offset == group.start:
+            xid = _gtid_xid(ev.body)
+            if xid is not None:           # XA START is not logged: the GTID event of the XA PREPARE group carries it
+                statements.append(f"XA START {xid}")
+            continue
+        if etype == bl.XA_PREPARE:
+            statements.append(_xa_prepare(ev, path))
             continue
         if etype != TABLE_MAP and etype not in _ROWS_OP and etype not in _UNCOMPRESSED:
             continue
