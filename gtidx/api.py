@@ -1626,7 +1626,7 @@ def _group_at(b: Binlog, offset: int) -> Group:
         if g.start > offset:
             break
         if offset < g.end:
-            if offset == g.start or any(off == offset for off, _, _, _ in b._headers_between(g.start, g.end)):
+            if offset == g.start or any(ev.offset == offset for ev in b.events_between(g.start, g.end)):
                 return g
             raise NotFoundError(f"offset {offset} is not an event boundary (it is inside the event group "
                                 f"{g.gtid} at {g.start}-{g.end})", path=b.path, offset=offset,
