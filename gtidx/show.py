@@ -49,9 +49,6 @@ FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, S
            "ROW binlog: only the statement's own rows are; the engine applies the cascades again on a replica")
 
 # Event types gtidx decodes here (MariaDB's log_event.h numbering).
-INTVAR = 5
-RAND = 13
-USER_VAR = 14
 TABLE_MAP = 19
 WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1 = 23, 24, 25
 WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2 = 30, 31, 32
@@ -68,7 +65,6 @@ _FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a trans
 
 ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows events)
 ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
-EVENT_LENGTH_AT = struct.Struct("<9xI")         # the length field of an event header
 COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GROUP_COMMIT_ID)
 GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
 XA_PREPARE_HEAD = struct.Struct("<BiII")        # one_phase, formatID, gtrid and bqual lengths
@@ -332,7 +328,8 @@ def _temporal(v, typ: int, fsp: int, FT) -> str | None:
         return f"{v >> 9:04d}-{v >> 5 & 15:02d}-{v & 31:02d}"
     if typ == FT.DATETIME:                           # the old format: YYYYMMDDhhmmss as a number
         d, t = divmod(v, 1_000_000)
-        return f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} {t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}"
+        return (f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} "
+                f"{t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}")
     if typ == FT.TIME:                               # the old format: [-]HHMMSS as a signed number
         a = abs(v)
         return f"{'-' if v < 0 else ''}{a // 10000:02d}:{a // 100 % 100:02d}:{a % 100:02d}"
@@ -490,7 +487,7 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
             tables[e.table_id] = _Table(e, lib)
             continue
-        table_id = int.from_bytes(bytes(body[:6]), "little")
+        table_id = int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
         t = tables.get(table_id)
         if e is None or t is None:
             raise CorruptBinlogError(f"rows event for table_id {table_id} with no TABLE_MAP before it "
