@@ -1833,6 +1833,49 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
         return logs.replica_start(pos, strict=strict)
 
 
+def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_options: dict | None = None,
+         index_root=None, history: int | None = None) -> "show_module.GroupChanges":
+    """What one event group did (``gtidx show``): its statements and row
+    changes (``show.GroupChanges``). Either ``gtid``: the group of that GTID
+    in the binlogs of ``path`` (a file, directory, master-bin.index or URL,
+    found as ``seek`` finds it), or ``offset``: the group of the binlog
+    ``path`` that starts at ``offset`` or has an event starting there."""
+    from . import show as show_module
+    if (gtid is None) == (offset is None):
+        raise BadInputError("give exactly one of a GTID and an offset")
+    kw = {"storage_options": storage_options, "index_root": index_root}
+    if offset is not None:
+        offset = parse_offset(offset) if isinstance(offset, str) else _int(offset, "offset", 0)
+        with BinlogSeries([_path(path)], use_index=False, **kw) as logs:     # a walk: no index needed
+            b = logs._file(logs.files[0]).binlog
+            return show_module.decode_group(b, _group_at(b, offset))
+    g = _gtid(gtid)
+    try:
+        logs = BinlogSeries.from_path(path, history=history, **kw)
+    except SeveralHistories as e:
+        found = _locate_in_histories(g, path, e, False, kw)
+        logs = BinlogSeries.from_path(path, history=found.history, **kw)
+    with logs:
+        loc = logs.locate(g)
+        return show_module.decode_group(logs._file(loc.file).binlog, loc)
+
+
+def _group_at(b: Binlog, offset: int) -> Group:
+    """The event group of ``b`` that starts at ``offset`` or has an event starting there."""
+    for g in b.groups():
+        if g.start > offset:
+            break
+        if offset < g.end:
+            if offset == g.start or any(ev.offset == offset for ev in b.events_between(g.start, g.end)):
+                return g
+            raise NotFoundError(f"offset {offset} is not an event boundary (it is inside the event group "
+                                f"{g.gtid} at {g.start}-{g.end})", path=b.path, offset=offset,
+                                hint=f"the group starts at {g.start}")
+    raise NotFoundError("no event group at this offset (before the first group, between groups "
+                        "or past the last one)", path=b.path, offset=offset,
+                        hint="gtidx scan FILE lists the groups")
+
+
 def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, kw: dict) -> Location:
     """A GTID in binlogs of several histories: looked up in each (with what
     their catalog says, each a BinlogSeries of its own files); the answer

@@ -477,6 +477,20 @@ class Binlog:
                 raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
             yield Event(off, etype, server_id, ln, ts, flags, memoryview(mm)[off + HEADER_LEN:body_end])
 
+    def events_between(self, start: int, end: int) -> Iterator[Event]:
+        """The events of [start, end), both event boundaries (a group's start
+        and end), with their bodies; each one's CRC32 checked when the binlog
+        has checksums."""
+        mm, crc, fill = self._mm, self.checksum_len, self._fill
+        for off, etype, server_id, ln in self._headers_between(start, end):
+            if ln < HEADER_LEN + crc or off + ln > end:
+                raise self._corrupt(f"event length {ln} does not fit in [{start}, {end})", off)
+            fill(off, off + ln)
+            if crc:
+                self._verify_crc(off, ln, etype)
+            ts, _, _, _, _, flags = EVENT_HEADER.unpack_from(mm, off)
+            yield Event(off, etype, server_id, ln, ts, flags, memoryview(mm)[off + HEADER_LEN:off + ln - crc])
+
     def _verify_crc(self, off: int, ln: int, etype: int) -> None:
         mm = self._mm
         self._fill(off, off + ln)

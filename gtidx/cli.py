@@ -527,6 +527,44 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
             out.write(_seek_text(r))
 
 
+@cli.command("show")
+@click.option("--gtid", metavar="GTID", help="The GTID whose event group to show, looked up in PATH "
+              "(a binlog, a directory of binlogs, a master-bin.index or a URL; default: the current directory).")
+@click.argument("args", nargs=-1, type=_PATH, metavar="[PATH | FILE OFFSET]")
+@_json_option("One JSON object: {gtid, file, start, end, timestamp, statements, annotations, column_names, "
+              "rows: [{table, op, before, after, changed, unknown}], note}.")
+@_storage_option
+@_index_dir_option
+@click.option("--history", type=_Count(1), metavar="N",
+              help="With --gtid, when the catalog of PATH shows binlogs of several histories: look in history N.")
+def show_group(gtid, args, as_json, storage_options, index_root, history):
+    """What one event group did: its statements and its row changes (tables, operations, column
+    values before and after, changed columns), decoded from the binlog alone, in the spirit of
+    mariadb-binlog -v. `gtidx show --gtid GTID [PATH]` or `gtidx show FILE OFFSET` (the group that
+    starts at OFFSET, or has an event starting there). Columns are named from the binlog when the
+    server wrote binlog_row_metadata=FULL, else @1, @2, ... like mariadb-binlog -v."""
+    ctx = click.get_current_context()
+    if gtid is not None and len(args) > 1:
+        raise click.UsageError("with --gtid, give at most one PATH", ctx=ctx)
+    if gtid is None and len(args) != 2:
+        raise click.UsageError("give --gtid GTID [PATH], or FILE OFFSET", ctx=ctx)
+    if gtid is None and history is not None:
+        raise click.UsageError("--history goes with --gtid", ctx=ctx)
+    from . import api
+    if gtid is not None:
+        g = api.show(args[0] if args else ".", gtid=gtid, storage_options=storage_options,
+                     index_root=index_root, history=history)
+    else:
+        g = api.show(args[0], offset=api.parse_offset(args[1]), storage_options=storage_options,
+                     index_root=index_root)
+    if as_json:
+        _emit_json(g.as_dict())
+        return
+    from .show import format_text
+    with _Output() as out:
+        out.write(format_text(g, api.format_time(g.timestamp)))
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=_PATH)
 @_page_size_option

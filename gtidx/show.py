@@ -1,0 +1,560 @@
+"""What one event group did (``gtidx show``): its statements and its row changes.
+
+The bytes are located by the rest of gtidx (a group's ``start`` and ``end``);
+this module decodes them. Row events are decoded by mysql-replication's event
+classes (package ``pymysqlreplication``), fed the event bytes read here: no
+server connection. It is imported here only, when a group is decoded, so that
+``gtidx seek`` and the other commands never pay for it.
+
+Rules of the output (docs in README "What a GTID did"):
+
+* ``table_id`` is mapped through the TABLE_MAP events of the group being
+  decoded (MariaDB writes them in every group before its rows events; a
+  table_id is per file and may be reused): never across groups or files.
+* Column names come from the TABLE_MAP's optional metadata when the server
+  wrote them (``binlog_row_metadata=FULL``), else they are positional,
+  ``@1``, ``@2``, ... as ``mariadb-binlog -v`` names them.
+* A column absent from a row image (``binlog_row_image=MINIMAL`` or
+  ``NOBLOB``) is not guessed: it is left out of ``before``/``after`` and
+  listed in ``unknown``. ``changed`` (updates only) lists the columns present
+  in both images whose values differ.
+* Values: integers and floats as numbers; DECIMAL as its exact text
+  (``"12.50"``); strings as text in their column's character set (known from
+  the metadata; without it, UTF-8 when the bytes are valid UTF-8); binary
+  data (a ``binary`` character set, or bytes that are not text) as
+  ``{"hex": "..."}``; DATETIME ``"YYYY-MM-DD HH:MM:SS[.ffffff]"`` (the
+  column's fractional digits), DATE ``"YYYY-MM-DD"``, TIME ``"[-]HH:MM:SS[.f]"``
+  (these three decoded here from their stored bytes: zero and invalid dates
+  as stored), TIMESTAMP as UTC ``"YYYY-MM-DDTHH:MM:SS[.f]Z"``; FLOAT as the
+  shortest decimal of its 4-byte value; BIT ``"0101"``; ENUM its member, or
+  its index when the binlog does not name the members; SET its members
+  joined by commas, or its bitmask as a number; NULL as null. An integer
+  whose signedness the binlog does not say (no ``binlog_row_metadata``) and
+  whose top bit is set is the text ``"-1 (18446744073709551615)"``: both
+  readings, as ``mariadb-binlog -v`` prints it.
+"""
+from __future__ import annotations
+
+import binascii
+import datetime as _dt
+import decimal
+import struct
+import zlib
+from typing import NamedTuple
+
+from . import binlog as bl
+from .errors import CorruptBinlogError, UnsupportedBinlogError
+
+FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, SET NULL) are not in a "
+           "ROW binlog: only the statement's own rows are; the engine applies the cascades again on a replica")
+
+# Event types gtidx decodes here (MariaDB's log_event.h numbering).
+TABLE_MAP = 19
+WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1 = 23, 24, 25
+WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2 = 30, 31, 32
+WRITE_ROWS_COMPRESSED_V1, UPDATE_ROWS_COMPRESSED_V1, DELETE_ROWS_COMPRESSED_V1 = 166, 167, 168  # log_bin_compress
+WRITE_ROWS_COMPRESSED_V2, UPDATE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 = 169, 170, 171
+_ROWS_OP = {WRITE_ROWS_V1: "insert", UPDATE_ROWS_V1: "update", DELETE_ROWS_V1: "delete",
+            WRITE_ROWS_V2: "insert", UPDATE_ROWS_V2: "update", DELETE_ROWS_V2: "delete"}
+# A compressed rows event and the plain type it stands for.
+_UNCOMPRESSED = {**{t: WRITE_ROWS_V1 + t - WRITE_ROWS_COMPRESSED_V1
+                    for t in range(WRITE_ROWS_COMPRESSED_V1, DELETE_ROWS_COMPRESSED_V1 + 1)},
+                 **{t: WRITE_ROWS_V2 + t - WRITE_ROWS_COMPRESSED_V2
+                    for t in range(WRITE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 + 1)}}
+_FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a transaction
+
+ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows events)
+ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
+COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GROUP_COMMIT_ID)
+GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
+XA_PREPARE_HEAD = struct.Struct("<BiII")        # one_phase, formatID, gtrid and bqual lengths
+PACKET_OK = b"\x00"                             # mysql-replication's packets start with the OK byte
+CHARSET_BINARY = 63
+
+
+class RowChange(NamedTuple):
+    """One changed row, in binlog order."""
+    table: str              # "db.tbl"
+    op: str                 # "insert", "update", "delete"
+    before: dict | None     # column -> value (delete, update); absent columns left out
+    after: dict | None      # column -> value (insert, update)
+    changed: list | None    # updates: the columns known in both images whose values differ
+    unknown: list           # columns absent from the image(s): not in the binlog, not guessed
+    offset: int             # the rows event's offset
+
+
+class GroupChanges(NamedTuple):
+    """What one event group did."""
+    gtid: object            # gtid.Gtid
+    file: str
+    start: int
+    end: int
+    timestamp: int
+    statements: list        # QUERY texts (BEGIN/COMMIT framing left out), in binlog order
+    annotations: list       # ANNOTATE_ROWS texts: the SQL that made the rows events after it
+    rows: list              # RowChange, in binlog order
+    column_names: str       # "metadata" (all tables' names from the binlog), "positional", "mixed" or "none"
+
+    def as_dict(self) -> dict:
+        """The ``--json`` document."""
+        return {"gtid": str(self.gtid), "file": self.file, "start": self.start, "end": self.end,
+                "timestamp": self.timestamp, "statements": self.statements,
+                "annotations": self.annotations, "column_names": self.column_names,
+                "rows": [{"table": r.table, "op": r.op, "before": _jsonable(r.before),
+                          "after": _jsonable(r.after), "changed": r.changed, "unknown": r.unknown}
+                         for r in self.rows],
+                "note": FK_NOTE}
+
+
+def _jsonable(image: dict | None) -> dict | None:
+    if image is None:
+        return None
+    return {k: {"hex": v.hex()} if isinstance(v, bytes) else str(v) if isinstance(v, decimal.Decimal) else v
+            for k, v in image.items()}
+
+
+# -- mysql-replication, fed bytes -----------------------------------------------
+
+class _NoServer:
+    """The 'control connection' mysql-replication's events ask: there is none."""
+    charset = "utf8mb4"
+
+    def _get_dbms(self) -> str:
+        return "mariadb"
+
+
+class _EnumIndex:
+    """An ENUM column's values when the binlog does not name them: the index itself
+    (as mariadb-binlog prints it)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+_RAW = "gtidx-raw"      # a character set name Python does not know: mysql-replication then returns bytes
+
+
+class _Table:
+    """What the group's TABLE_MAP said about one table_id, for rendering."""
+
+    def __init__(self, event, lib):
+        self.name = f"{event.schema}.{event.table}"
+        meta = event.optional_metadata
+        cols = event.columns
+        names = meta.column_name_list if len(meta.column_name_list or ()) == len(cols) else None
+        self.named = names is not None
+        signed = meta.unsigned_column_list if len(meta.unsigned_column_list or ()) == len(cols) else None
+        charsets = list(meta.charset_collation_list or ())
+        FT = lib.FIELD_TYPE
+        self.keys, self.types, self.signed_known, self.encodings, self.fsp = [], [], [], [], []
+        self.set_mask = []       # a SET column whose member names the binlog does not give: its bitmask
+        pos = 0
+        for i, c in enumerate(cols):
+            key = names[i] if names else f"@{i + 1}"
+            c.name = key
+            self.keys.append(key)
+            self.types.append(c.type)
+            self.fsp.append(getattr(c, "fsp", 0))
+            self.signed_known.append(signed is not None)
+            if signed is not None:
+                c.unsigned = bool(signed[i])
+            enc = None
+            if lib.TableMapEvent._is_character_column(c.type, dbms="mariadb"):
+                if pos < len(charsets):
+                    cs = lib.CHARSET.charset_by_id(str(charsets[pos]), "mariadb")
+                    enc = "binary" if charsets[pos] == CHARSET_BINARY else (cs.encoding if cs else None)
+                pos += 1
+                c.character_set_name = _RAW      # bytes back: decoded here (_value)
+            if c.type == FT.ENUM and not c.enum_values:
+                c.enum_values = _EnumIndex()
+            self.set_mask.append(c.type == FT.SET and not c.set_values)
+            if self.set_mask[-1]:
+                c.set_values = range(64)         # the members' bit numbers: the mask again (_value)
+            # Dates and times: their stored bytes back (mysql-replication turns a zero or
+            # invalid date into None, and misreads a negative TIME with a fraction), as an
+            # unsigned integer of their width or, for widths no integer type has, as a BIT
+            # column of as many bytes (a '0101...' string): decoded in _temporal.
+            if c.type in (FT.DATETIME2, FT.TIME2):
+                n = (5 if c.type == FT.DATETIME2 else 3) + (c.fsp + 1) // 2
+                c.type, c.bits, c.bytes = FT.BIT, 8 * n, n
+            elif c.type in (FT.DATE, FT.TIME, FT.DATETIME):
+                c.type = FT.LONGLONG if c.type == FT.DATETIME else FT.INT24
+                c.unsigned = c.type == FT.LONGLONG or self.types[-1] == FT.DATE
+            self.encodings.append(enc)
+
+
+class _Lib:
+    """mysql-replication's pieces, imported on first use."""
+
+    def __init__(self):
+        try:
+            from pymysql.protocol import MysqlPacket
+            from pymysqlreplication import row_event
+            from pymysqlreplication.constants import CHARSET, FIELD_TYPE, NONE_SOURCE
+            from pymysqlreplication.packet import BinLogPacketWrapper
+        except ImportError as e:    # pragma: no cover - a broken install
+            raise UnsupportedBinlogError(f"gtidx show needs mysql-replication ({e})",
+                                         hint="pip install mysql-replication") from None
+        self.MysqlPacket, self.Wrapper = MysqlPacket, BinLogPacketWrapper
+        self.TableMapEvent = row_event.TableMapEvent
+        self.classes = {row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent,
+                        row_event.DeleteRowsEvent}
+        self.CHARSET, self.FIELD_TYPE, self.NONE_SOURCE = CHARSET, FIELD_TYPE, NONE_SOURCE
+        FT = FIELD_TYPE
+        self.int_bits = {FT.TINY: 8, FT.SHORT: 16, FT.INT24: 24, FT.LONG: 32, FT.LONGLONG: 64}
+        self.conn = _NoServer()
+
+    def event(self, raw: bytes, table_map: dict):
+        """mysql-replication's event object for one whole event (header,
+        body, 4 checksum bytes), or None for a type it is not asked about."""
+        return self.Wrapper(self.MysqlPacket(PACKET_OK + raw, "utf8"), table_map, self.conn,
+                            mysql_version=(0, 0, 0), use_checksum=True, allowed_events=self.classes,
+                            only_tables=None, ignored_tables=None, only_schemas=None, ignored_schemas=None,
+                            freeze_schema=False, ignore_decode_errors=False, verify_checksum=False,
+                            optional_meta_data=True, enable_logging=False).event
+
+
+_lib = None
+
+
+def _library() -> _Lib:
+    global _lib
+    if _lib is None:
+        _lib = _Lib()
+    return _lib
+
+
+# -- compressed events (log_bin_compress) ---------------------------------------
+
+def _uncompress(blob, *, path, offset) -> bytes:
+    """MariaDB's compressed payload: a byte 0x80 | n, the uncompressed length in
+    n big-endian bytes, then a zlib stream."""
+    if not blob or blob[0] & 0xE0 != 0x80:
+        raise CorruptBinlogError("compressed event without its compression header", path=path, offset=offset)
+    n = blob[0] & 0x07
+    want = int.from_bytes(bytes(blob[1:1 + n]), "big")
+    try:
+        out = zlib.decompressobj().decompress(bytes(blob[1 + n:]))
+    except zlib.error as e:
+        raise CorruptBinlogError(f"compressed event does not decompress: {e}", path=path, offset=offset) from None
+    if len(out) != want:
+        raise CorruptBinlogError(f"compressed event decompresses to {len(out)} bytes, its header says {want}",
+                                 path=path, offset=offset)
+    return out
+
+
+def _length_coded(buf, at: int) -> tuple[int, int]:
+    """A packed integer (MySQL's net_field_length) at ``at``: (value, its end)."""
+    first = buf[at]
+    if first < 251:
+        return first, at + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None:
+        raise ValueError("bad packed integer")
+    return int.from_bytes(bytes(buf[at + 1:at + 1 + width]), "little"), at + 1 + width
+
+
+def _plain_rows_event(ev: bl.Event, path) -> tuple[int, bytes]:
+    """A compressed rows event as the plain one it stands for: (type, body)."""
+    body = ev.body
+    try:
+        at = ROWS_POST_HEADER_V1.size
+        if ev.type >= WRITE_ROWS_COMPRESSED_V2:
+            at += ROWS_VAR_HEADER_LEN.unpack_from(body, at)[0]
+        width, at = _length_coded(body, at)
+        at += (width + 7) // 8 * (2 if ev.type in (UPDATE_ROWS_COMPRESSED_V1, UPDATE_ROWS_COMPRESSED_V2) else 1)
+        head = bytes(body[:at])
+    except (IndexError, ValueError, struct.error):
+        raise CorruptBinlogError("compressed rows event too short", path=path, offset=ev.offset) from None
+    return _UNCOMPRESSED[ev.type], head + _uncompress(body[at:], path=path, offset=ev.offset)
+
+
+# -- values ----------------------------------------------------------------------
+
+def _value(v, t: _Table, i: int, lib: _Lib):
+    """One column value as the output shows it (see the module docstring)."""
+    temporal = _temporal(v, t.types[i], t.fsp[i] or 0, lib.FIELD_TYPE)
+    if temporal is not None:
+        return temporal
+    if isinstance(v, (bytes, bytearray)):
+        enc = t.encodings[i]
+        if enc == "binary":
+            return bytes(v)
+        try:
+            return bytes(v).decode(enc or "utf-8")
+        except (UnicodeDecodeError, LookupError):
+            return bytes(v)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        bits = lib.int_bits.get(t.types[i])
+        if bits and v < 0 and not t.signed_known[i]:
+            return f"{v} ({v + (1 << bits)})"
+        return v
+    if isinstance(v, decimal.Decimal):
+        return v                    # exact; JSON: its text
+    FT = lib.FIELD_TYPE
+    if isinstance(v, _dt.datetime):
+        digits = t.fsp[i] or 0
+        text = v.strftime("%Y-%m-%d %H:%M:%S") + (f".{v.microsecond:06d}"[:digits + 1] if digits else "")
+        if t.types[i] in (FT.TIMESTAMP2, FT.TIMESTAMP):
+            return text.replace(" ", "T") + "Z"
+        return text
+    if isinstance(v, set):
+        if t.set_mask[i]:
+            return sum(1 << n for n in v)
+        return ",".join(sorted(v))
+    if isinstance(v, float) and t.types[i] == FT.FLOAT:
+        return _float32(v)
+    return v
+
+
+DATETIME2_OFS = 0x8000000000       # the stored integer part of DATETIME2 (5 bytes) is offset by this
+TIME2_INT_OFS = 0x800000           # TIME2's 3-byte integer part
+TIME2_OFS = 0x800000000000         # TIME2 with 3 fraction bytes, read as one 6-byte number
+
+
+def _fraction(us: int, fsp: int) -> str:
+    return f".{us:06d}"[:fsp + 1] if fsp else ""
+
+
+def _temporal(v, typ: int, fsp: int, FT) -> str | None:
+    """DATE, DATETIME, TIME (both formats) from their stored bytes (see _Table), as
+    MySQL's my_datetime/my_time_packed_from_binary read them; None for other types."""
+    if typ == FT.DATE:
+        return f"{v >> 9:04d}-{v >> 5 & 15:02d}-{v & 31:02d}"
+    if typ == FT.DATETIME:                           # the old format: YYYYMMDDhhmmss as a number
+        d, t = divmod(v, 1_000_000)
+        return (f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} "
+                f"{t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}")
+    if typ == FT.TIME:                               # the old format: [-]HHMMSS as a signed number
+        a = abs(v)
+        return f"{'-' if v < 0 else ''}{a // 10000:02d}:{a // 100 % 100:02d}:{a % 100:02d}"
+    if typ not in (FT.DATETIME2, FT.TIME2):
+        return None
+    raw = int(v, 2)
+    fbytes = (fsp + 1) // 2
+    if typ == FT.DATETIME2:
+        frac = raw & ((1 << 8 * fbytes) - 1)
+        intpart = (raw >> 8 * fbytes) - DATETIME2_OFS
+        ymd, hms = intpart >> 17, intpart & 0x1FFFF
+        year, month = divmod(ymd >> 5, 13)
+        return (f"{year:04d}-{month:02d}-{ymd & 31:02d} {hms >> 12:02d}:{hms >> 6 & 63:02d}:{hms & 63:02d}"
+                + _fraction(frac * 100 ** (3 - fbytes), fsp))
+    if fbytes == 3:
+        packed = raw - TIME2_OFS
+    else:
+        unit = 1 << 8 * fbytes
+        intpart, frac = (raw >> 8 * fbytes) - TIME2_INT_OFS, raw & (unit - 1)
+        if intpart < 0 and frac:      # a negative value's fraction is stored as its complement
+            intpart, frac = intpart + 1, frac - unit
+        packed = (intpart << 24) + frac * 100 ** (3 - fbytes)
+    a = abs(packed)
+    hms, us = a >> 24, a & 0xFFFFFF
+    return (f"{'-' if packed < 0 else ''}{hms >> 12 & 0x3FF:02d}:{hms >> 6 & 63:02d}:{hms & 63:02d}"
+            + _fraction(us, fsp))
+
+
+_FLOAT32 = struct.Struct("<f")
+
+
+def _float32(v: float) -> float:
+    """A FLOAT column's value as its shortest decimal (0.1, not 0.10000000149011612)."""
+    packed = _FLOAT32.pack(v)
+    for digits in range(1, 10):
+        short = float(f"{v:.{digits}g}")
+        if _FLOAT32.pack(short) == packed:
+            return short
+    return v
+
+
+def _image(values: dict, nones: dict, t: _Table, lib: _Lib) -> tuple[dict, list]:
+    """(column -> value for the columns in the image, the columns absent from it)."""
+    out, absent = {}, []
+    for i, key in enumerate(t.keys):
+        v = values.get(key)
+        if v is None:
+            why = nones.get(key, lib.NONE_SOURCE.NULL)
+            if why == lib.NONE_SOURCE.COLS_BITMAP:
+                absent.append(key)
+                continue
+            if why == lib.NONE_SOURCE.EMPTY_SET:
+                v = 0 if t.set_mask[i] else ""
+            elif why != lib.NONE_SOURCE.NULL:     # a value mysql-replication did not return: not guessed
+                absent.append(key)
+                continue
+        out[key] = _value(v, t, i, lib) if v is not None else None
+    return out, absent
+
+
+# -- the group ---------------------------------------------------------------------
+
+def _xid_text(format_id: int, data: bytes, gtrid_len: int) -> str:
+    """An XA transaction id as mariadb-binlog -v prints it: X'gtrid',X'bqual',formatID."""
+    return f"X'{data[:gtrid_len].hex()}',X'{data[gtrid_len:].hex()}',{format_id}"
+
+
+def _gtid_xid(body) -> str | None:
+    """The XID a GTID event of an XA PREPARE group carries (FL_PREPARED_XA), or None."""
+    flags2 = body[bl.GTID_BODY.size - 1]
+    if not flags2 & bl.FL_PREPARED_XA:
+        return None
+    at = bl.GTID_BODY.size + (COMMIT_ID.size if flags2 & bl.FL_GROUP_COMMIT_ID else 0)
+    try:
+        format_id, gtrid_len, bqual_len = GTID_XID.unpack_from(body, at)
+    except struct.error:
+        return None
+    at += GTID_XID.size
+    return _xid_text(format_id, bytes(body[at:at + gtrid_len + bqual_len]), gtrid_len)
+
+
+def _xa_prepare(ev: bl.Event, path) -> str:
+    """XA_PREPARE event: ``XA PREPARE xid`` (``XA COMMIT xid ONE PHASE`` when one-phase)."""
+    try:
+        one_phase, format_id, gtrid_len, bqual_len = XA_PREPARE_HEAD.unpack_from(ev.body, 0)
+    except struct.error:
+        raise CorruptBinlogError("XA_PREPARE event too short", path=path, offset=ev.offset) from None
+    data = bytes(ev.body[XA_PREPARE_HEAD.size:XA_PREPARE_HEAD.size + gtrid_len + bqual_len])
+    xid = _xid_text(format_id, data, gtrid_len)
+    return f"XA COMMIT {xid} ONE PHASE" if one_phase else f"XA PREPARE {xid}"
+
+
+def _undecodable(b: bl.Binlog, ev: bl.Event, what: str, err: Exception):
+    """The error for an event mysql-replication could not decode. Its CRC32 was
+    right (a binlog with checksums): the bytes are the server's, a layout the
+    decoder does not know (exit 2). Without checksums it may be damage (exit 3)."""
+    why = f"{what}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
+    if b.checksum_len:
+        return UnsupportedBinlogError(
+            why, path=b.path, offset=ev.offset,
+            hint="its CRC32 is right: a column type gtidx show cannot decode, such as the fractional "
+                 "DATETIME/TIME/TIMESTAMP of tables made with mysql56_temporal_format=OFF "
+                 "(mariadb-binlog -v cannot either)")
+    return CorruptBinlogError(why, path=b.path, offset=ev.offset,
+                              hint="the binlog has no checksums: damaged bytes, or a column type "
+                                   "gtidx show cannot decode")
+
+
+def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
+    """Decode the event group ``group`` of the open binlog ``b``."""
+    lib = None
+    table_map: dict = {}          # mysql-replication's, for this group only
+    tables: dict = {}             # table_id -> _Table
+    statements, annotations, rows = [], [], []
+    path = b.path
+    for ev in b.events_between(group.start, group.end):
+        etype = ev.type
+        if etype in (bl.QUERY, bl.QUERY_COMPRESSED):
+            text = bl.decode_query_text(ev.body, path=path, offset=ev.offset)
+            if etype == bl.QUERY_COMPRESSED:
+                text = _uncompress(text, path=path, offset=ev.offset)
+            if text.strip().upper() not in _FRAMING:
+                statements.append(text.decode("utf-8", "replace"))
+            continue
+        if etype == bl.ANNOTATE_ROWS:
+            annotations.append(bytes(ev.body).decode("utf-8", "replace"))
+            continue
+        if etype == bl.GTID and ev.offset == group.start:
+            xid = _gtid_xid(ev.body)
+            if xid is not None:           # XA START is not logged: the GTID event of the XA PREPARE group carries it
+                statements.append(f"XA START {xid}")
+            continue
+        if etype == bl.XA_PREPARE:
+            statements.append(_xa_prepare(ev, path))
+            continue
+        if etype != TABLE_MAP and etype not in _ROWS_OP and etype not in _UNCOMPRESSED:
+            continue
+        if lib is None:
+            lib = _library()
+        body = ev.body
+        if etype in _UNCOMPRESSED:
+            etype, body = _plain_rows_event(ev, path)
+        raw = bytearray(bl.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
+                                             bl.HEADER_LEN + len(body) + bl.CRC_LEN, 0, ev.flags))
+        raw += body
+        raw += bytes(bl.CRC_LEN)      # mysql-replication expects a checksum; ours was checked
+        try:
+            e = lib.event(bytes(raw), table_map)
+        except CorruptBinlogError:
+            raise
+        except Exception as err:        # the library's decoding failed
+            raise _undecodable(b, ev, f"cannot decode {ev.name} event", err) from None
+        if etype == TABLE_MAP:
+            if e is None:
+                raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
+            tables[e.table_id] = _Table(e, lib)
+            continue
+        table_id = int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
+        t = tables.get(table_id)
+        if e is None or t is None:
+            raise CorruptBinlogError(f"rows event for table_id {table_id} with no TABLE_MAP before it "
+                                     "in its event group", path=path, offset=ev.offset)
+        op = _ROWS_OP[etype]
+        try:
+            decoded = e.rows
+            if e.packet.read_bytes != e.event_size:
+                # rows must end where the event does: a decoder that read more or less
+                # than the body misread some column's layout (its values are wrong)
+                raise ValueError(f"the rows take {e.packet.read_bytes} bytes of the event's {e.event_size}")
+        except Exception as err:
+            raise _undecodable(b, ev, f"cannot decode the rows of {ev.name} event on {t.name}", err) from None
+        for r in decoded:
+            if op == "update":
+                before, gone_b = _image(r["before_values"], r["before_none_sources"], t, lib)
+                after, gone_a = _image(r["after_values"], r["after_none_sources"], t, lib)
+                changed = [k for k in t.keys if k in before and k in after and before[k] != after[k]]
+                unknown = [k for k in t.keys if k in gone_b or k in gone_a]
+                rows.append(RowChange(t.name, op, before, after, changed, unknown, ev.offset))
+            else:
+                image, gone = _image(r["values"], r["none_sources"], t, lib)
+                rows.append(RowChange(t.name, op, None if op == "insert" else image,
+                                      image if op == "insert" else None, None, gone, ev.offset))
+    named = {t.named for t in tables.values()}
+    column_names = ("none" if not named else "metadata" if named == {True}
+                    else "positional" if named == {False} else "mixed")
+    return GroupChanges(group.gtid, path, group.start, group.end, group.timestamp, statements,
+                        annotations, rows, column_names)
+
+
+# -- text, in the spirit of mariadb-binlog -v -----------------------------------------
+
+def sql_literal(v) -> str:
+    """A value as the text output prints it: NULL, numbers, 'text', X'hex'."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bytes):
+        return f"X'{binascii.hexlify(v).decode()}'"
+    if isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool):
+        return str(v)
+    if isinstance(v, dict):          # pragma: no cover - JSON form, not used in text
+        return str(v)
+    return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def format_text(g: GroupChanges, when: str) -> str:
+    """The text output of ``gtidx show``."""
+    lines = [f"# GTID {g.gtid} in {g.file} start {g.start} end {g.end} at {when}",
+             f"# note: {FK_NOTE}"]
+    for s in g.statements:
+        lines.append(s.rstrip() + ";")
+    lines.extend(f"#Q> {a}" for a in g.annotations)       # the SQL behind the rows, as mariadb-binlog -v shows it
+    if g.rows and g.column_names in ("positional", "mixed"):
+        lines.append("# columns without names are @1, @2, ... (the server wrote no binlog_row_metadata=FULL names)")
+    for r in g.rows:
+        verb = {"insert": "INSERT INTO", "update": "UPDATE", "delete": "DELETE FROM"}[r.op]
+        db, _, tbl = r.table.partition(".")
+        lines.append(f"### {verb} `{db}`.`{tbl}`")
+        for label, image in (("WHERE", r.before), ("SET", r.after)):
+            if image is None:
+                continue
+            lines.append(f"### {label}")
+            lines.extend(f"###   {k}={sql_literal(v)}" for k, v in image.items())
+        if r.changed is not None:
+            lines.append(f"# changed: {', '.join(r.changed) or '(none)'}")
+        if r.unknown:
+            lines.append(f"# not in the row image (unknown): {', '.join(r.unknown)}")
+    lines.append(f"# {len(g.rows)} row{'' if len(g.rows) == 1 else 's'}")
+    return "\n".join(lines) + "\n"
