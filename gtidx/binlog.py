@@ -119,6 +119,7 @@ CHECKSUM_UNDEF = 255
 EVENT_HEADER = struct.Struct("<IBIIIH")   # timestamp, type, server_id, length, next_pos, flags
 TYPE_LENGTH = struct.Struct("<4xB4xI")     # type, length: all the hot loop reads
 TYPE_SERVER_LENGTH = struct.Struct("<4xBII")
+LENGTH_NEXT = struct.Struct("<9xII")      # length, next_pos
 GTID_BODY = struct.Struct("<QIB")          # seq_no, domain_id, flags2
 GTID_BODY_LEN = GTID_BODY.size            # 13
 # A GTID event's header and body fields in one unpack from the event start:
@@ -130,6 +131,37 @@ QUERY_POST_HEADER = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, err
 U32 = struct.Struct("<I")
 
 GTID_LIST_COUNT_MASK = 0x0FFFFFFF         # the top 4 bits are wire-only flags
+
+# Every event type a MariaDB server writes, or one of MySQL's it may pass on
+# (1 .. 41), and MariaDB's own (160 ..): what a header must name to be taken
+# for a real one where the length chain cannot vouch for it (``plausible_header``).
+KNOWN_TYPES = bytes(1 <= t <= 41 or 160 <= t <= 175 for t in range(256))
+_U32_MASK = 0xFFFFFFFF
+
+
+def plausible_header(offset: int, etype: int, length: int, next_pos: int, checksum_len: int) -> bool:
+    """Could the header (type, length, next-position field) read at ``offset``
+    be a real event's? Its type is one a server writes, its length holds a
+    header and a checksum (a GTID event: its fixed body too), and its
+    next-position field is 0 (MariaDB 11.4+ writes that for events from the
+    transaction cache) or the event's end (modulo 2**32: it wraps at 4 GiB).
+    Every event of the fixtures (10.11 and 11.8) passes; a destroyed header
+    almost never does. Whether the event fits in the file is the caller's."""
+    if not KNOWN_TYPES[etype] or length < HEADER_LEN + checksum_len:
+        return False
+    if etype == GTID and length < HEADER_LEN + GTID_BODY_LEN + checksum_len:
+        return False
+    return next_pos == 0 or next_pos == (offset + length) & _U32_MASK
+
+
+def event_crc(event, etype: int) -> int:
+    """The CRC32 an event (its bytes from the header to just before its
+    stored checksum) should carry: a FORMAT_DESCRIPTION's is computed with
+    its IN_USE flag clear."""
+    if etype == FORMAT_DESCRIPTION:
+        event = bytearray(event)
+        event[17] &= ~IN_USE_FLAG & 0xFF
+    return zlib.crc32(event)
 
 
 class FormatDescription(NamedTuple):
@@ -465,12 +497,7 @@ class Binlog:
         if ln < HEADER_LEN + CRC_LEN:
             raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
         stored = U32.unpack_from(mm, off + ln - CRC_LEN)[0]
-        if etype == FORMAT_DESCRIPTION:
-            event = bytearray(mm[off:off + ln - CRC_LEN])
-            event[17] &= ~IN_USE_FLAG & 0xFF
-            computed = zlib.crc32(event)
-        else:
-            computed = zlib.crc32(memoryview(mm)[off:off + ln - CRC_LEN])
+        computed = event_crc(memoryview(mm)[off:off + ln - CRC_LEN], etype)
         if computed != stored:
             raise self._corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
                                 f"(stored {stored:08x}, computed {computed:08x})", off)
