@@ -13,17 +13,20 @@ events (forged events in row data, with valid CRCs) are never looked at while
 the chain holds. Where it breaks (an event fails those checks: a destroyed
 header, a damaged body), the bytes from there on are damaged until the next
 trustworthy boundary: the first offset after the break where a plausible
-event (CRC32 valid, with checksums) starts a chain of ``CHAIN_EVENTS`` such
-events or one that runs to the end of the file (``resync``). The GTID state
-after a damaged range is unknown (a GTID event may have been in it): None.
+event (CRC32 valid, with checksums) starts a chain of such events that runs
+to the end of the file, or for ``CHAIN_EVENTS`` events one of which at least
+carries its own end offset in its next-position field (``_Chain.chains``:
+forged bytes cannot know where they will be logged). The GTID state after a
+damaged range is unknown (a GTID event may have been in it): None.
 
 What no check can tell, and is not claimed: in a binlog without checksums a
 header whose length was changed to another plausible one that still matches
 its next-position field is followed; the break is then seen where the chain
-lands (the damage is reported after the event it is in). A forgery of at
-least ``CHAIN_EVENTS`` chained events, each with a valid CRC and a fitting
-next-position field, inside the very event whose header was destroyed would
-be taken as the chain's continuation (inside that event only).
+lands (the damage is reported after the event it is in). A forgery that
+puts in its events the offsets where the server will log them (known only
+to someone who can predict the binlog position of their own transaction),
+inside the very event whose header was destroyed, would be taken as the
+chain's continuation (inside that event only).
 
 The bytes are read with ``pread`` through ``Binlog.buffer`` (one chunk at a
 time, not kept): a walk from the start of a big file holds at most one
@@ -89,7 +92,7 @@ class _Chain:
         self.crc = b.checksum_len
 
     def event_at(self, off: int):
-        """``(type, length)`` of a checked event at ``off``; PARTIAL when its
+        """``(type, length, next_pos)`` of a checked event at ``off``; PARTIAL when its
         plausible header (or less than a header) runs past the end of the
         file; None when no real event can start there."""
         data, i = self.bytes.at(off, HEADER_LEN)
@@ -106,12 +109,20 @@ class _Chain:
             end = i + ln - CRC_LEN
             if event_crc(data[i:end], etype) != U32.unpack_from(data, end)[0]:
                 return None
-        return etype, ln
+        return etype, ln, next_pos
 
     def chains(self, off: int) -> bool:
-        """Do ``CHAIN_EVENTS`` checked events chain from ``off`` (or fewer
-        up to the end of the file, or to the partial last event of a file
-        still being written)?"""
+        """Do checked events chain from ``off`` to the end of the file (or to
+        the partial last event of a file still being written), or for
+        ``CHAIN_EVENTS`` events of which one at least is anchored: its
+        next-position field holds its end offset in the file, not 0?
+
+        The anchor is what bytes in row data cannot fake blindly: a server
+        writes every event's end there (MariaDB 11.4+ writes 0 for events
+        from the transaction cache, but never for a GTID or XID event), while
+        a forger who does not know where the server will log their bytes can
+        only write 0 (or a wrong offset, which ``plausible_header`` refuses)."""
+        anchored = False
         for _ in range(CHAIN_EVENTS):
             if off == self.size:
                 return True
@@ -120,6 +131,16 @@ class _Chain:
                 return False
             if ev is PARTIAL:
                 return self.b.growing
+            anchored = anchored or ev[2] != 0
+            off += ev[1]
+        return anchored or self.chains_to_end(off)
+
+    def chains_to_end(self, off: int) -> bool:
+        """Do checked events chain from ``off`` to the end of the file?"""
+        while off != self.size:
+            ev = self.event_at(off)
+            if ev is None or ev is PARTIAL:
+                return ev is PARTIAL and self.b.growing
             off += ev[1]
         return True
 
@@ -163,7 +184,7 @@ def walk_to(b: Binlog, start: int, state: BinlogState | None, target: int) -> Bo
             return Boundaries(off, off, state, damaged)
         ev = chain.event_at(off)
         if ev is not None and ev is not PARTIAL:
-            etype, ln = ev
+            etype, ln, _ = ev
             end = off + ln
             if end > target:
                 return Boundaries(off, end, state, damaged)

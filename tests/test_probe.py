@@ -372,7 +372,7 @@ def test_forged_events_do_not_fool_probe(live_server, tmp_path):
     # destroy the header of a rows event holding forged events: the chain
     # resumes at its real end, not on the forgeries
     evs = events(data)
-    for needle in (short, tf.forged_blob(2) * 50):
+    for needle in (short, tf.forged_blob(2) * 50, long_):
         at = data.find(needle)
         x, _, ln = next(e for e in evs if e[0] < at < e[0] + e[2])
         d = tmp_path / f"bad{x}"
