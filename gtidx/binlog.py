@@ -119,7 +119,6 @@ CHECKSUM_UNDEF = 255
 EVENT_HEADER = struct.Struct("<IBIIIH")   # timestamp, type, server_id, length, next_pos, flags
 TYPE_LENGTH = struct.Struct("<4xB4xI")     # type, length: all the hot loop reads
 TYPE_SERVER_LENGTH = struct.Struct("<4xBII")
-LENGTH_NEXT = struct.Struct("<9xII")      # length, next_pos
 GTID_BODY = struct.Struct("<QIB")          # seq_no, domain_id, flags2
 GTID_BODY_LEN = GTID_BODY.size            # 13
 # A GTID event's header and body fields in one unpack from the event start:

@@ -36,13 +36,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .binlog import (CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, LENGTH_NEXT, U32, Binlog,
+from .binlog import (CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, U32, Binlog,
                      event_crc, plausible_header)
 from .errors import CorruptBinlogError
 from .gtid import BinlogState
 
 CHAIN_EVENTS = 32       # a resynchronisation candidate is taken when this many events chain from it
-CHUNK = 1 << 20         # bytes read at a time
+CHUNK = 1 << 20         # bytes read at a time, at most
+FIRST_CHUNK = 64 << 10  # and at first
 
 
 class Boundaries(NamedTuple):
@@ -65,14 +66,18 @@ class _Bytes:
         self.size = b.size
         self.base = 0
         self.data = memoryview(b"")
+        self._want = FIRST_CHUNK
 
     def at(self, off: int, n: int):
         """``(data, i)``: ``data[i:i + n]`` are the file's bytes ``[off, off + n)``
-        (fewer at the end of the file)."""
+        (fewer at the end of the file). A read is ``FIRST_CHUNK`` bytes at first
+        (a walk from an index record is short: one small read, one ranged GET
+        on an object store), twice the last up to ``CHUNK``."""
         i = off - self.base
         if i < 0 or (i + n > len(self.data) and self.base + len(self.data) < self.size):
             self.base, i = off, 0
-            self.data = memoryview(self._view[off:off + max(n, CHUNK)])
+            self.data = memoryview(self._view[off:off + max(n, self._want)])
+            self._want = min(CHUNK, self._want * 2)
         return self.data, i
 
     def get(self, off: int, n: int):
@@ -146,26 +151,20 @@ class _Chain:
 
     def resync(self, lo: int) -> int | None:
         """The first trustworthy boundary after the chain broke at ``lo``
-        (None: none up to the end of the file). A header is tested first by
-        its type byte and next-position field (cheap: most offsets fail
-        there), then whole (``event_at``) and by its chain (``chains``)."""
-        known, length_next = KNOWN_TYPES, LENGTH_NEXT.unpack_from
-        get = self.bytes.get
+        (None: none up to the end of the file): a checked event (``event_at``)
+        that starts a chain (``chains``). Offsets whose type byte no server
+        writes (most of them) are passed over without a call."""
+        known = KNOWN_TYPES
         last = self.size - HEADER_LEN
         c = lo + 1
         while c <= last:
-            block = get(c, CHUNK + HEADER_LEN)
+            block = self.bytes.get(c, CHUNK + HEADER_LEN)
             stop = min(c + len(block) - HEADER_LEN, last)
-            for i in range(0, stop - c + 1):
-                if not known[block[i + 4]]:
-                    continue
-                off = c + i
-                ln, next_pos = length_next(block, i)
-                if next_pos and next_pos != (off + ln) & 0xFFFFFFFF:
-                    continue
-                ev = self.event_at(off)
-                if ev is not None and ev is not PARTIAL and self.chains(off):
-                    return off
+            for i in range(stop - c + 1):
+                if known[block[i + 4]]:
+                    ev = self.event_at(c + i)
+                    if ev is not None and ev is not PARTIAL and self.chains(c + i):
+                        return c + i
             c = stop + 1
         return None
 

@@ -414,3 +414,34 @@ def test_cli_probe(tmp_path):
     assert res.exit_code == 2
     res = run(cli, ["probe", str(path), "12x"])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_probe_through_an_object_store(tmp_path):
+    """A URL goes through the storage layer as for `pos`: the same answers,
+    through the object's index, damaged objects too."""
+    pytest.importorskip("s3fs")
+    from tools.s3server import MotoServer
+    src = M118 / "mixed" / "master-bin.000002"
+    data = src.read_bytes()
+    bad = bytearray(data)
+    x, _, xlen = mid_rows(events(data))
+    bad[x:x + 19] = b"\xff" * 19
+    with MotoServer(tmp_path) as s3:
+        client = s3.bucket("probe")
+        client.put_object(Bucket="probe", Key=f"ok/{src.name}", Body=data)
+        client.put_object(Bucket="probe", Key=f"ok/{src.name}.idx", Body=(src.parent / (src.name + ".idx")).read_bytes())
+        client.put_object(Bucket="probe", Key=f"bad/{src.name}", Body=bytes(bad))
+        opts = s3.storage_options()
+        url = f"s3://probe/ok/{src.name}"
+        bounds = chain(data)
+        with api.BinlogSeries([url], storage_options=opts) as logs, Binlog(src) as b:
+            for o in [5, 1000, len(data) // 2, x + 7, len(data) - 1, len(data)]:
+                r = logs.probe(url, o)
+                assert (r.before, r.after, r.damaged, r.via) == (*expected(bounds, o), None, "index"), o
+                assert r.state == b.state_at(r.before)
+        r = api.probe(f"s3://probe/bad/{src.name}", x + xlen + 1, storage_options=opts)
+        assert (r.before, r.damaged) == (x + xlen, (x, x + xlen))
+        res = CliRunner().invoke(cli, ["probe", f"s3://probe/bad/{src.name}", str(x + 3), "--json",
+                                       *[a for k, v in opts.items() for a in ("--storage-option", f"{k}={v}")]])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout)["damaged"] == [x, x + xlen]
