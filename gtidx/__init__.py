@@ -25,6 +25,7 @@ _LAZY = {
     "binlog_info": "api",
     "Location": "api",
     "StateAt": "api",
+    "Probe": "api",
     "ReplicaStart": "api",
     "TimePoint": "api",
     "at_time": "api",

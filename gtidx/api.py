@@ -33,6 +33,7 @@ from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
                         open_index, stored_seen, verify_index)
+from .probe import walk_to
 
 log = logging.getLogger("gtidx")
 
@@ -169,6 +170,30 @@ class StateAt(NamedTuple):
     def position(self) -> Position:
         """One GTID per domain: what BINLOG_GTID_POS(file, offset) prints."""
         return self.state.position()
+
+
+class Probe(NamedTuple):
+    """The event boundaries around any byte of a binlog (``gtidx probe``):
+    ``before`` is the start of the event holding ``offset`` and ``after``
+    the next boundary (both ``offset`` when it is a boundary; ``after`` is
+    the file size at its end). Offsets 1-3 (the file's magic) lie between
+    0 and 4. ``state``: the GTID state at ``before``, as BINLOG_GTID_POS
+    gives it there (None: unknown, damaged bytes lie between the walk's start
+    and ``before``). ``damaged``: ``(lo, hi)``, the last range of bytes
+    before ``after`` in which no event can be trusted (the chain broke at
+    ``lo``, ``hi`` is the next trustworthy boundary), or None."""
+    file: str
+    offset: int
+    before: int
+    after: int
+    state: BinlogState | None
+    damaged: tuple | None
+    via: str                 # "index" or "scan": where the walk started
+
+    @property
+    def position(self) -> Position | None:
+        """One GTID per domain at ``before``: what BINLOG_GTID_POS(file, before) prints."""
+        return None if self.state is None else self.state.position()
 
 
 class Occurrence(NamedTuple):
@@ -881,6 +906,32 @@ class BinlogSeries:
                                 hint="BINLOG_GTID_POS returns NULL here too")
         return StateAt(b.path, offset, state, via)
 
+    def probe(self, file, offset: int) -> Probe:
+        """The event boundaries around ``offset`` of ``file`` and the state at
+        the one before (see ``Probe``): the walk starts at the index record
+        before ``offset`` (or the file start) and checks every event to it;
+        where the chain of events breaks (a destroyed header) it finds the
+        next trustworthy boundary (``gtidx.probe.walk_to``). An offset past
+        the end of the file is a BadInputError; damaged bytes that no
+        trustworthy boundary follows, a CorruptBinlogError."""
+        offset = parse_offset(offset)
+        f = self._file(self.resolve(file))
+        b = f.binlog
+        if offset > b.size:
+            raise BadInputError(f"offset {offset} is past the end of the file (size {b.size})",
+                                path=b.path, offset=offset, hint="a probe takes a byte of the file")
+        # without a GTID_LIST (its header damaged) no state can be known
+        known = b.gtid_list_offset is not None
+        if offset < b.body_start:
+            start, state = 4, b.start_state.copy()
+            via = "index" if f.reader is not None else "scan"
+        else:
+            start, state, via = f.record(lambda r: r.at_offset(offset))
+        if offset < 4:                 # the magic: before the first event, answered as offset 4
+            return Probe(b.path, offset, 0, 0 if offset == 0 else 4, state if known else None, None, via)
+        r = walk_to(b, start, state if known else None, offset)
+        return Probe(b.path, offset, r.before, r.after, r.state, r.damaged, via)
+
     def _apply(self, f: _File, state: BinlogState, start: int, target: int, via: str):
         """(state at ``target`` or None if it is not a boundary, via)."""
         try:
@@ -1523,6 +1574,14 @@ def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     path = _path(path)
     with BinlogSeries([path], **kw) as logs:
         return logs.state_at(logs.files[0], offset)
+
+
+def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
+    """One-shot: the event boundaries around ``offset`` of one binlog file
+    (a path or a URL), as ``BinlogSeries.probe``."""
+    path = _path(path)
+    with BinlogSeries([path], **kw) as logs:
+        return logs.probe(logs.files[0], offset)
 
 
 class BuildProgress(NamedTuple):

@@ -131,6 +131,37 @@ U32 = struct.Struct("<I")
 
 GTID_LIST_COUNT_MASK = 0x0FFFFFFF         # the top 4 bits are wire-only flags
 
+# Every event type a MariaDB server writes, or one of MySQL's it may pass on
+# (1 .. 41), and MariaDB's own (160 ..): what a header must name to be taken
+# for a real one where the length chain cannot vouch for it (``plausible_header``).
+KNOWN_TYPES = bytes(1 <= t <= 41 or 160 <= t <= 175 for t in range(256))
+_U32_MASK = 0xFFFFFFFF
+
+
+def plausible_header(offset: int, etype: int, length: int, next_pos: int, checksum_len: int) -> bool:
+    """Could the header (type, length, next-position field) read at ``offset``
+    be a real event's? Its type is one a server writes, its length holds a
+    header and a checksum (a GTID event: its fixed body too), and its
+    next-position field is 0 (MariaDB 11.4+ writes that for events from the
+    transaction cache) or the event's end (modulo 2**32: it wraps at 4 GiB).
+    Every event of the fixtures (10.11 and 11.8) passes; a destroyed header
+    almost never does. Whether the event fits in the file is the caller's."""
+    if not KNOWN_TYPES[etype] or length < HEADER_LEN + checksum_len:
+        return False
+    if etype == GTID and length < HEADER_LEN + GTID_BODY_LEN + checksum_len:
+        return False
+    return next_pos == 0 or next_pos == (offset + length) & _U32_MASK
+
+
+def event_crc(event, etype: int) -> int:
+    """The CRC32 an event (its bytes from the header to just before its
+    stored checksum) should carry: a FORMAT_DESCRIPTION's is computed with
+    its IN_USE flag clear."""
+    if etype == FORMAT_DESCRIPTION:
+        event = bytearray(event)
+        event[17] &= ~IN_USE_FLAG & 0xFF
+    return zlib.crc32(event)
+
 
 class FormatDescription(NamedTuple):
     binlog_version: int
@@ -202,12 +233,7 @@ def _crcs(event, etype: int) -> tuple[int, int]:
     """(stored, computed) CRC32 of a whole event with a checksum (the bytes
     from its header on); a FORMAT_DESCRIPTION's with its IN_USE flag cleared,
     as the server computes it."""
-    stored = U32.unpack_from(event, len(event) - CRC_LEN)[0]
-    if etype == FORMAT_DESCRIPTION:
-        body = bytearray(event[:len(event) - CRC_LEN])
-        body[17] &= ~IN_USE_FLAG & 0xFF
-        return stored, zlib.crc32(body)
-    return stored, zlib.crc32(event[:len(event) - CRC_LEN])
+    return U32.unpack_from(event, len(event) - CRC_LEN)[0], event_crc(event[:len(event) - CRC_LEN], etype)
 
 
 def is_group_terminator(event_type: int, body, standalone: bool) -> bool:

@@ -428,6 +428,37 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
             out.write(f"{r.position}\n")
 
 
+@cli.command()
+@click.argument("file", type=_PATH)
+@click.argument("offset", type=Offset())
+@click.option("--no-index", is_flag=True, help="Walk from the start of the binlog, ignoring its .idx.")
+@_json_option("One JSON object: {file, offset, before, after, state, damaged, via}.")
+@_storage_option
+@_index_dir_option
+def probe(file, offset, no_index, as_json, storage_options, index_root):
+    """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
+    (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
+    prints it. Where the event chain is broken (a destroyed header), the damaged bytes and the
+    next trustworthy boundary (exit 0; exit 3 when none follows)."""
+    from . import api
+    r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
+                  index_root=index_root)
+    pos = None if r.position is None else str(r.position)
+    if as_json:
+        _emit_json({"file": r.file, "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
+                    "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
+        return
+    shown = "unknown" if pos is None else pos or "(empty)"
+    where = (f"an event boundary, position {shown}" if r.before == r.after else
+             f"before {r.before}, after {r.after}, position at {r.before}: {shown}")
+    with _Output() as out:
+        out.write(f"{r.file} offset {r.offset}: {where} (via {r.via})\n")
+        if r.damaged is not None:
+            lo, hi = r.damaged
+            out.write(f"damaged: no trustworthy event in bytes {lo} to {hi} (the event chain breaks at {lo} and "
+                      f"resumes at {hi}){'; the position after them is unknown' if pos is None else ''}\n")
+
+
 def _location_json(loc) -> dict:
     return {"gtid": str(loc.gtid), "file": loc.file, "start": loc.start, "end": loc.end,
             "resume": loc.resume, "timestamp": loc.timestamp, "via": loc.via}

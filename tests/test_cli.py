@@ -277,7 +277,7 @@ def commands():
 
 
 def test_every_command_takes_json():
-    assert len(commands()) == 14
+    assert len(commands()) == 15
     for name, cmd in commands():
         assert "--json" in [o for p in cmd.params for o in p.opts], name
 
@@ -294,6 +294,7 @@ MISSING = "/nonexistent/dir/master-bin.000001"
 MISSING_CASES = {
     "scan": ["scan", MISSING],
     "pos": ["pos", MISSING, 4],
+    "probe": ["probe", MISSING, 4],
     "seek": ["seek", "--gtid", "0-1-1", MISSING],
     "show": ["show", MISSING, 4],
     "build": ["build", MISSING],
