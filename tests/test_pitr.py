@@ -183,7 +183,7 @@ def test_seek_time_excludes_gtid_and_replica():
     src = FIXTURES / "mariadb-10.11" / "multifile"
     for other in (["--gtid", "0-1-1"], ["--replica", "0-1-1"]):
         r = run("seek", "--time", "@0", *other, src)
-        assert r.exit_code == 2 and "exactly one of --gtid GTID, --replica POSITION and --time T" in r.output
+        assert r.exit_code == 2 and "exactly one of --gtid GTID, --replica POSITION, --time T and --from FILE" in r.output
 
 
 def test_the_catalog_spares_the_walk_of_older_binlogs(tmp_path, monkeypatch):
