@@ -41,6 +41,10 @@ log = logging.getLogger("gtidx")
 # pass over its groups beats index lookups from this many GTIDs per byte on:
 # a lookup is ~0.3 ms, a pass ~2.3 ms per MiB (tools/bench lookup, scan).
 PASS_PER_BYTE = 1 / 131072
+# state_at walks on from its last answer in the same file when the offset
+# is at most this far past it (less than an index descent costs), rather
+# than from the index record before the offset.
+_WALK_ON = 16384
 
 _BINLOG_NAME = re.compile(r".+\.[0-9]{6,}$")
 _OFFSET = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
@@ -596,6 +600,7 @@ class BinlogSeries:
         self._start: dict[str, BinlogState] = {}
         self._end = None
         self._stored = None                    # _stored_end's, for one file and size
+        self._last_at = None                   # state_at's last answer: ((path, size), offset, state, via)
         self._names = {os.path.basename(f): f for f in self.files}
         self._dips: dict[tuple, set] = {}      # (domain, server) -> files a scan saw it go down in
         self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
@@ -897,13 +902,20 @@ class BinlogSeries:
             state = b.state_at(offset)     # inside the preamble: no index needed
             via = "index" if f.reader is not None else "scan"
         else:
-            start, state, via = f.record(lambda r: r.at_offset(offset))
+            last = self._last_at
+            if last is not None and last[0] == (b.path, b.size) and 0 <= offset - last[1] <= _WALK_ON:
+                # a little past the last answer (a batch in file order): walk on from it
+                start, state, via = last[1], last[2].copy(), last[3]
+            else:
+                start, state, via = f.record(lambda r: r.at_offset(offset))
             if offset == b.size and not b.growing:
                 b.complete_end(start)      # the end of a closed binlog cut short is not its end state
             state, via = self._apply(f, state, start, offset, via)
         if state is None:
             raise NotFoundError("not the start of an event", path=b.path, offset=offset,
                                 hint="BINLOG_GTID_POS returns NULL here too")
+        if offset >= b.body_start:
+            self._last_at = ((b.path, b.size), offset, state.copy(), via)
         return StateAt(b.path, offset, state, via)
 
     def probe(self, file, offset: int) -> Probe:
