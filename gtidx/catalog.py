@@ -307,8 +307,8 @@ class Describer:
                     servers.add(server)
                     if first is None:
                         first = top = ts
-                    elif last is not None and last - ts > drop:
-                        drop = last - ts
+                    elif top - ts > drop:       # below the highest before it (what _time_skip needs)
+                        drop = top - ts
                     last = ts
                     if ts > top:
                         top = ts

@@ -35,6 +35,9 @@ BASE = int(time.time()) + 86400
 FILES = [[100, 300, 200, 500, 400, 400],
          [250, 150, 600, 350],
          [50, 700, 650, 700],
+         # down twice in a row: 40 below the highest before it (780), 20 below the one before;
+         # then groups a walk from an index record could start at, past the 780 one
+         [710, 780, 760, 740, 741, 742, 743, 744],
          [820]]
 END_FLUSH = 900          # the last FLUSH: after it the active binlog has no groups
 
