@@ -38,6 +38,7 @@ from __future__ import annotations
 import binascii
 import datetime as _dt
 import decimal
+import json
 import struct
 import zlib
 from typing import NamedTuple
@@ -63,7 +64,7 @@ _UNCOMPRESSED = {**{t: WRITE_ROWS_V1 + t - WRITE_ROWS_COMPRESSED_V1
                     for t in range(WRITE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 + 1)}}
 _FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a transaction
 
-ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows events)
+ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows and TABLE_MAP events)
 ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
 COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GROUP_COMMIT_ID)
 GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
@@ -104,6 +105,26 @@ class GroupChanges(NamedTuple):
                           "after": _jsonable(r.after), "changed": r.changed, "unknown": r.unknown}
                          for r in self.rows],
                 "note": FK_NOTE}
+
+
+def as_text(v) -> str | None:
+    """A value as text: what its ``--json`` value says, as a string (the
+    Spark source ``gtidx.changes`` holds row images as map<string,string>).
+    Strings as they are (no quotes), numbers and DECIMAL as their JSON text
+    (``"42"``, ``"1.5"``, ``"-1234.500"``), binary data as its hex digits
+    (``"00ff"``, the JSON's ``{"hex": ...}``), NULL as None."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    return json.dumps(v)
+
+
+def text_image(image: dict | None) -> dict | None:
+    """A row image with its values ``as_text``."""
+    return None if image is None else {k: as_text(v) for k, v in image.items()}
 
 
 def _jsonable(image: dict | None) -> dict | None:
@@ -438,11 +459,36 @@ def _undecodable(b: bl.Binlog, ev: bl.Event, what: str, err: Exception):
                                    "gtidx show cannot decode")
 
 
-def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
-    """Decode the event group ``group`` of the open binlog ``b``."""
+def _table_map_name(body) -> str | None:
+    """The "db.tbl" a TABLE_MAP event maps (read from its bytes, as
+    mysql-replication reads them: length-prefixed, NUL-terminated, UTF-8),
+    None when the bytes do not read so (the full decoder then decides)."""
+    try:
+        at = ROWS_POST_HEADER_V1.size
+        n = body[at]
+        db = bytes(body[at + 1:at + 1 + n]).decode()
+        at += 2 + n
+        m = body[at]
+        if at + 1 + m > len(body):
+            return None
+        return f"{db}.{bytes(body[at + 1:at + 1 + m]).decode()}"
+    except (IndexError, UnicodeDecodeError):
+        return None
+
+
+def _table_id(body) -> int:
+    return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
+
+
+def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | None" = None) -> GroupChanges:
+    """Decode the event group ``group`` of the open binlog ``b``. ``tables``
+    ("db.tbl" names): only the rows of these tables (the TABLE_MAP events of
+    the others are read for their names only, their rows events skipped
+    undecoded); None: every table's."""
     lib = None
     table_map: dict = {}          # mysql-replication's, for this group only
-    tables: dict = {}             # table_id -> _Table
+    tables_of: dict = {}          # table_id -> _Table
+    skipped: set = set()          # table_ids of tables not asked for
     statements, annotations, rows = [], [], []
     path = b.path
     for ev in b.events_between(group.start, group.end):
@@ -467,9 +513,18 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
             continue
         if etype != TABLE_MAP and etype not in _ROWS_OP and etype not in _UNCOMPRESSED:
             continue
+        body = ev.body
+        if tables is not None:
+            if etype == TABLE_MAP:
+                name = _table_map_name(body)
+                if name is not None and name not in tables:
+                    skipped.add(_table_id(body))
+                    continue
+                skipped.discard(_table_id(body))
+            elif _table_id(body) in skipped:
+                continue
         if lib is None:
             lib = _library()
-        body = ev.body
         if etype in _UNCOMPRESSED:
             etype, body = _plain_rows_event(ev, path)
         raw = bytearray(bl.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
@@ -485,10 +540,10 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
         if etype == TABLE_MAP:
             if e is None:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
-            tables[e.table_id] = _Table(e, lib)
+            tables_of[e.table_id] = _Table(e, lib)
             continue
-        table_id = int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
-        t = tables.get(table_id)
+        table_id = _table_id(body)
+        t = tables_of.get(table_id)
         if e is None or t is None:
             raise CorruptBinlogError(f"rows event for table_id {table_id} with no TABLE_MAP before it "
                                      "in its event group", path=path, offset=ev.offset)
@@ -512,7 +567,7 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
                 image, gone = _image(r["values"], r["none_sources"], t, lib)
                 rows.append(RowChange(t.name, op, None if op == "insert" else image,
                                       image if op == "insert" else None, None, gone, ev.offset))
-    named = {t.named for t in tables.values()}
+    named = {t.named for t in tables_of.values()}
     column_names = ("none" if not named else "metadata" if named == {True}
                     else "positional" if named == {False} else "mixed")
     return GroupChanges(group.gtid, path, group.start, group.end, group.timestamp, statements,
