@@ -492,8 +492,8 @@ class _GroupsReader(DataSourceReader):
 
 def register(spark: SparkSession) -> None:
     """Register ``format("gtidx")`` and ``format("gtidx.changes")`` (row
-    changes, ``gtidx.spark_changes``), and let their filters be pushed down."""
-    from .spark_changes import ChangesDataSource
+    changes, ``gtidx.changes``), and let their filters be pushed down."""
+    from .changes import ChangesDataSource
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(GtidxDataSource)
     spark.dataSource.register(ChangesDataSource)

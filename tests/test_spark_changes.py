@@ -19,7 +19,7 @@ from gtidx.binlog import Binlog
 from gtidx.indexfile import build_index
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra)
-from gtidx.spark_changes import ChangesReader  # noqa: E402
+from gtidx.changes import ChangesReader  # noqa: E402
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # noqa: E402
 
 COLUMNS = ["gtid", "file", "offset", "timestamp", "table", "op", "before", "after", "changed", "unknown"]
