@@ -12,8 +12,10 @@ Rules of the output (docs in README "What a GTID did"):
   decoded (MariaDB writes them in every group before its rows events; a
   table_id is per file and may be reused): never across groups or files.
 * Column names come from the TABLE_MAP's optional metadata when the server
-  wrote them (``binlog_row_metadata=FULL``), else they are positional,
-  ``@1``, ``@2``, ... as ``mariadb-binlog -v`` names them.
+  wrote them (``binlog_row_metadata=FULL``), else from a live server's
+  information_schema when asked (``--schema-from``, ``ServerSchema``: only
+  where its table has as many columns), else they are positional, ``@1``,
+  ``@2``, ... as ``mariadb-binlog -v`` names them.
 * A column absent from a row image (``binlog_row_image=MINIMAL`` or
   ``NOBLOB``) is not guessed: it is left out of ``before``/``after`` and
   listed in ``unknown``. ``changed`` (updates only) lists the columns present
@@ -44,7 +46,7 @@ import zlib
 from typing import NamedTuple
 
 from . import binlog as bl
-from .errors import CorruptBinlogError, UnsupportedBinlogError
+from .errors import BadInputError, CorruptBinlogError, GtidxIOError, UnsupportedBinlogError
 
 FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, SET NULL) are not in a "
            "ROW binlog: only the statement's own rows are; the engine applies the cascades again on a replica")
@@ -94,7 +96,8 @@ class GroupChanges(NamedTuple):
     statements: list        # QUERY texts (BEGIN/COMMIT framing left out), in binlog order
     annotations: list       # ANNOTATE_ROWS texts: the SQL that made the rows events after it
     rows: list              # RowChange, in binlog order
-    column_names: str       # "metadata" (all tables' names from the binlog), "positional", "mixed" or "none"
+    column_names: str       # "metadata" (all tables' names from the binlog), "server" (--schema-from),
+                            # "positional", "mixed" or "none"
 
     def as_dict(self) -> dict:
         """The ``--json`` document."""
@@ -161,12 +164,16 @@ _RAW = "gtidx-raw"      # a character set name Python does not know: mysql-repli
 class _Table:
     """What the group's TABLE_MAP said about one table_id, for rendering."""
 
-    def __init__(self, event, lib):
+    def __init__(self, event, lib, schema: "ServerSchema | None" = None):
         self.name = f"{event.schema}.{event.table}"
         meta = event.optional_metadata
         cols = event.columns
         names = meta.column_name_list if len(meta.column_name_list or ()) == len(cols) else None
-        self.named = names is not None
+        self.names_from = "metadata" if names is not None else "positional"
+        if names is None and schema is not None:
+            names = schema.columns(event.schema, event.table, len(cols))
+            if names is not None:
+                self.names_from = "server"
         signed = meta.unsigned_column_list if len(meta.unsigned_column_list or ()) == len(cols) else None
         charsets = list(meta.charset_collation_list or ())
         FT = lib.FIELD_TYPE
@@ -246,6 +253,72 @@ def _library() -> _Lib:
     if _lib is None:
         _lib = _Lib()
     return _lib
+
+
+# -- column names from a live server (--schema-from) --------------------------------
+
+class ServerSchema:
+    """Column names from a live server's ``information_schema.COLUMNS`` (in
+    ORDINAL_POSITION order), for binlogs written without
+    ``binlog_row_metadata=FULL`` (what mysql-replication does with its
+    control connection). ``where``: a unix socket path (as the OS user, as the
+    ``mariadb`` client does) or a DSN ``mysql://user:password@host:port``.
+    The server's table as it is now: its names are used only where it has as
+    many columns as the binlog's TABLE_MAP (else the columns stay ``@1``, ...:
+    a table altered since is not guessed at). Connected on first use."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.settings = self._settings(where)
+        self._conn = None
+        self._cache: dict = {}
+
+    @staticmethod
+    def _settings(where: str) -> dict:
+        from urllib.parse import unquote, urlsplit
+        if "://" not in where:
+            import getpass
+            return {"unix_socket": where, "user": getpass.getuser()}
+        u = urlsplit(where)
+        if u.scheme not in ("mysql", "mariadb") or not u.hostname:
+            raise BadInputError(f"--schema-from takes a socket path or mysql://user:password@host:port, "
+                                f"not {where!r}")
+        try:
+            port = u.port or 3306
+        except ValueError:
+            raise BadInputError(f"--schema-from: bad port in {where!r}") from None
+        return {"host": u.hostname, "port": port, "user": unquote(u.username or ""),
+                "password": unquote(u.password or "")}
+
+    def columns(self, db: str, table: str, count: int) -> list | None:
+        """The column names of ``db.table`` on the server, or None (no such
+        table, or not ``count`` columns)."""
+        key = (db, table)
+        if key not in self._cache:
+            self._cache[key] = self._query(db, table)
+        names = self._cache[key]
+        return names if names is not None and len(names) == count else None
+
+    def _query(self, db: str, table: str) -> list | None:
+        import pymysql
+        shown = self.where.split("@")[-1] if "://" in self.where else self.where    # no password in messages
+        try:
+            if self._conn is None:
+                self._conn = pymysql.connect(connect_timeout=10, charset="utf8mb4", **self.settings)
+            with self._conn.cursor() as cur:
+                cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                            "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (db, table))
+                names = [r[0] for r in cur.fetchall()]
+        except pymysql.MySQLError as e:
+            raise GtidxIOError(f"--schema-from {shown}: {e.args[-1] if e.args else e}",
+                               hint="a socket path or mysql://user:password@host:port of a server "
+                                    "that has the binlog's tables") from None
+        return names or None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 # -- compressed events (log_bin_compress) ---------------------------------------
@@ -480,11 +553,13 @@ def _table_id(body) -> int:
     return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
 
 
-def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | None" = None) -> GroupChanges:
+def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | None" = None,
+                 schema: "ServerSchema | None" = None) -> GroupChanges:
     """Decode the event group ``group`` of the open binlog ``b``. ``tables``
     ("db.tbl" names): only the rows of these tables (the TABLE_MAP events of
     the others are read for their names only, their rows events skipped
-    undecoded); None: every table's."""
+    undecoded); None: every table's. ``schema``: where column names come
+    from when the binlog has none (``--schema-from``)."""
     lib = None
     table_map: dict = {}          # mysql-replication's, for this group only
     tables_of: dict = {}          # table_id -> _Table
@@ -540,7 +615,7 @@ def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | 
         if etype == TABLE_MAP:
             if e is None:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
-            tables_of[e.table_id] = _Table(e, lib)
+            tables_of[e.table_id] = _Table(e, lib, schema)
             continue
         table_id = _table_id(body)
         t = tables_of.get(table_id)
@@ -567,9 +642,8 @@ def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | 
                 image, gone = _image(r["values"], r["none_sources"], t, lib)
                 rows.append(RowChange(t.name, op, None if op == "insert" else image,
                                       image if op == "insert" else None, None, gone, ev.offset))
-    named = {t.named for t in tables_of.values()}
-    column_names = ("none" if not named else "metadata" if named == {True}
-                    else "positional" if named == {False} else "mixed")
+    named = {t.names_from for t in tables_of.values()}
+    column_names = "none" if not named else named.pop() if len(named) == 1 else "mixed"
     return GroupChanges(group.gtid, path, group.start, group.end, group.timestamp, statements,
                         annotations, rows, column_names)
 
