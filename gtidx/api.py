@@ -1905,30 +1905,38 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
 
 
 def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_options: dict | None = None,
-         index_root=None, history: int | None = None) -> "show_module.GroupChanges":
+         index_root=None, history: int | None = None, schema_from: str | None = None) -> "show_module.GroupChanges":
     """What one event group did (``gtidx show``): its statements and row
     changes (``show.GroupChanges``). Either ``gtid``: the group of that GTID
     in the binlogs of ``path`` (a file, directory, master-bin.index or URL,
     found as ``seek`` finds it), or ``offset``: the group of the binlog
-    ``path`` that starts at ``offset`` or has an event starting there."""
+    ``path`` that starts at ``offset`` or has an event starting there.
+    ``schema_from``: a live server (socket path or ``mysql://`` DSN) whose
+    information_schema names the columns the binlog does not name
+    (``show.ServerSchema``)."""
     from . import show as show_module
     if (gtid is None) == (offset is None):
         raise BadInputError("give exactly one of a GTID and an offset")
+    schema = show_module.ServerSchema(schema_from) if schema_from is not None else None
     kw = {"storage_options": storage_options, "index_root": index_root}
-    if offset is not None:
-        offset = parse_offset(offset) if isinstance(offset, str) else _int(offset, "offset", 0)
-        with BinlogSeries([_path(path)], use_index=False, **kw) as logs:     # a walk: no index needed
-            b = logs._file(logs.files[0]).binlog
-            return show_module.decode_group(b, _group_at(b, offset))
-    g = _gtid(gtid)
     try:
-        logs = BinlogSeries.from_path(path, history=history, **kw)
-    except SeveralHistories as e:
-        found = _locate_in_histories(g, path, e, False, kw)
-        logs = BinlogSeries.from_path(path, history=found.history, **kw)
-    with logs:
-        loc = logs.locate(g)
-        return show_module.decode_group(logs._file(loc.file).binlog, loc)
+        if offset is not None:
+            offset = parse_offset(offset) if isinstance(offset, str) else _int(offset, "offset", 0)
+            with BinlogSeries([_path(path)], use_index=False, **kw) as logs:     # a walk: no index needed
+                b = logs._file(logs.files[0]).binlog
+                return show_module.decode_group(b, _group_at(b, offset), schema=schema)
+        g = _gtid(gtid)
+        try:
+            logs = BinlogSeries.from_path(path, history=history, **kw)
+        except SeveralHistories as e:
+            found = _locate_in_histories(g, path, e, False, kw)
+            logs = BinlogSeries.from_path(path, history=found.history, **kw)
+        with logs:
+            loc = logs.locate(g)
+            return show_module.decode_group(logs._file(loc.file).binlog, loc, schema=schema)
+    finally:
+        if schema is not None:
+            schema.close()
 
 
 def _group_at(b: Binlog, offset: int) -> Group:

@@ -568,7 +568,12 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
 @_index_dir_option
 @click.option("--history", type=_Count(1), metavar="N",
               help="With --gtid, when the catalog of PATH shows binlogs of several histories: look in history N.")
-def show_group(gtid, args, as_json, storage_options, index_root, history):
+@click.option("--schema-from", "schema_from", metavar="SOCKET|DSN",
+              help="Name the columns the binlog does not name (no binlog_row_metadata=FULL) from a live "
+                   "server's information_schema: its unix socket path (as your OS user) or "
+                   "mysql://user:password@host:port. Used for a table only where the server's has as "
+                   "many columns as the binlog's.")
+def show_group(gtid, args, as_json, storage_options, index_root, history, schema_from):
     """What one event group did: its statements and its row changes (tables, operations, column
     values before and after, changed columns), decoded from the binlog alone, in the spirit of
     mariadb-binlog -v. `gtidx show --gtid GTID [PATH]` or `gtidx show FILE OFFSET` (the group that
@@ -584,10 +589,10 @@ def show_group(gtid, args, as_json, storage_options, index_root, history):
     from . import api
     if gtid is not None:
         g = api.show(args[0] if args else ".", gtid=gtid, storage_options=storage_options,
-                     index_root=index_root, history=history)
+                     index_root=index_root, history=history, schema_from=schema_from)
     else:
         g = api.show(args[0], offset=api.parse_offset(args[1]), storage_options=storage_options,
-                     index_root=index_root)
+                     index_root=index_root, schema_from=schema_from)
     if as_json:
         _emit_json(g.as_dict())
         return

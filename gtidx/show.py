@@ -12,8 +12,10 @@ Rules of the output (docs in README "What a GTID did"):
   decoded (MariaDB writes them in every group before its rows events; a
   table_id is per file and may be reused): never across groups or files.
 * Column names come from the TABLE_MAP's optional metadata when the server
-  wrote them (``binlog_row_metadata=FULL``), else they are positional,
-  ``@1``, ``@2``, ... as ``mariadb-binlog -v`` names them.
+  wrote them (``binlog_row_metadata=FULL``), else from a live server's
+  information_schema when asked (``--schema-from``, ``ServerSchema``: only
+  where its table has as many columns), else they are positional, ``@1``,
+  ``@2``, ... as ``mariadb-binlog -v`` names them.
 * A column absent from a row image (``binlog_row_image=MINIMAL`` or
   ``NOBLOB``) is not guessed: it is left out of ``before``/``after`` and
   listed in ``unknown``. ``changed`` (updates only) lists the columns present
@@ -38,12 +40,13 @@ from __future__ import annotations
 import binascii
 import datetime as _dt
 import decimal
+import json
 import struct
 import zlib
 from typing import NamedTuple
 
 from . import binlog as bl
-from .errors import CorruptBinlogError, UnsupportedBinlogError
+from .errors import BadInputError, CorruptBinlogError, GtidxIOError, UnsupportedBinlogError
 
 FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, SET NULL) are not in a "
            "ROW binlog: only the statement's own rows are; the engine applies the cascades again on a replica")
@@ -63,7 +66,7 @@ _UNCOMPRESSED = {**{t: WRITE_ROWS_V1 + t - WRITE_ROWS_COMPRESSED_V1
                     for t in range(WRITE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 + 1)}}
 _FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a transaction
 
-ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows events)
+ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows and TABLE_MAP events)
 ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
 COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GROUP_COMMIT_ID)
 GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
@@ -93,7 +96,8 @@ class GroupChanges(NamedTuple):
     statements: list        # QUERY texts (BEGIN/COMMIT framing left out), in binlog order
     annotations: list       # ANNOTATE_ROWS texts: the SQL that made the rows events after it
     rows: list              # RowChange, in binlog order
-    column_names: str       # "metadata" (all tables' names from the binlog), "positional", "mixed" or "none"
+    column_names: str       # "metadata" (all tables' names from the binlog), "server" (--schema-from),
+                            # "positional", "mixed" or "none"
 
     def as_dict(self) -> dict:
         """The ``--json`` document."""
@@ -104,6 +108,26 @@ class GroupChanges(NamedTuple):
                           "after": _jsonable(r.after), "changed": r.changed, "unknown": r.unknown}
                          for r in self.rows],
                 "note": FK_NOTE}
+
+
+def as_text(v) -> str | None:
+    """A value as text: what its ``--json`` value says, as a string (the
+    Spark source ``gtidx.changes`` holds row images as map<string,string>).
+    Strings as they are (no quotes), numbers and DECIMAL as their JSON text
+    (``"42"``, ``"1.5"``, ``"-1234.500"``), binary data as its hex digits
+    (``"00ff"``, the JSON's ``{"hex": ...}``), NULL as None."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    return json.dumps(v)
+
+
+def text_image(image: dict | None) -> dict | None:
+    """A row image with its values ``as_text``."""
+    return None if image is None else {k: as_text(v) for k, v in image.items()}
 
 
 def _jsonable(image: dict | None) -> dict | None:
@@ -140,12 +164,16 @@ _RAW = "gtidx-raw"      # a character set name Python does not know: mysql-repli
 class _Table:
     """What the group's TABLE_MAP said about one table_id, for rendering."""
 
-    def __init__(self, event, lib):
+    def __init__(self, event, lib, schema: "ServerSchema | None" = None):
         self.name = f"{event.schema}.{event.table}"
         meta = event.optional_metadata
         cols = event.columns
         names = meta.column_name_list if len(meta.column_name_list or ()) == len(cols) else None
-        self.named = names is not None
+        self.names_from = "metadata" if names is not None else "positional"
+        if names is None and schema is not None:
+            names = schema.columns(event.schema, event.table, len(cols))
+            if names is not None:
+                self.names_from = "server"
         signed = meta.unsigned_column_list if len(meta.unsigned_column_list or ()) == len(cols) else None
         charsets = list(meta.charset_collation_list or ())
         FT = lib.FIELD_TYPE
@@ -225,6 +253,72 @@ def _library() -> _Lib:
     if _lib is None:
         _lib = _Lib()
     return _lib
+
+
+# -- column names from a live server (--schema-from) --------------------------------
+
+class ServerSchema:
+    """Column names from a live server's ``information_schema.COLUMNS`` (in
+    ORDINAL_POSITION order), for binlogs written without
+    ``binlog_row_metadata=FULL`` (what mysql-replication does with its
+    control connection). ``where``: a unix socket path (as the OS user, as the
+    ``mariadb`` client does) or a DSN ``mysql://user:password@host:port``.
+    The server's table as it is now: its names are used only where it has as
+    many columns as the binlog's TABLE_MAP (else the columns stay ``@1``, ...:
+    a table altered since is not guessed at). Connected on first use."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.settings = self._settings(where)
+        self._conn = None
+        self._cache: dict = {}
+
+    @staticmethod
+    def _settings(where: str) -> dict:
+        from urllib.parse import unquote, urlsplit
+        if "://" not in where:
+            import getpass
+            return {"unix_socket": where, "user": getpass.getuser()}
+        u = urlsplit(where)
+        if u.scheme not in ("mysql", "mariadb") or not u.hostname:
+            raise BadInputError(f"--schema-from takes a socket path or mysql://user:password@host:port, "
+                                f"not {where!r}")
+        try:
+            port = u.port or 3306
+        except ValueError:
+            raise BadInputError(f"--schema-from: bad port in {where!r}") from None
+        return {"host": u.hostname, "port": port, "user": unquote(u.username or ""),
+                "password": unquote(u.password or "")}
+
+    def columns(self, db: str, table: str, count: int) -> list | None:
+        """The column names of ``db.table`` on the server, or None (no such
+        table, or not ``count`` columns)."""
+        key = (db, table)
+        if key not in self._cache:
+            self._cache[key] = self._query(db, table)
+        names = self._cache[key]
+        return names if names is not None and len(names) == count else None
+
+    def _query(self, db: str, table: str) -> list | None:
+        import pymysql
+        shown = self.where.split("@")[-1] if "://" in self.where else self.where    # no password in messages
+        try:
+            if self._conn is None:
+                self._conn = pymysql.connect(connect_timeout=10, charset="utf8mb4", **self.settings)
+            with self._conn.cursor() as cur:
+                cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                            "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (db, table))
+                names = [r[0] for r in cur.fetchall()]
+        except pymysql.MySQLError as e:
+            raise GtidxIOError(f"--schema-from {shown}: {e.args[-1] if e.args else e}",
+                               hint="a socket path or mysql://user:password@host:port of a server "
+                                    "that has the binlog's tables") from None
+        return names or None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 # -- compressed events (log_bin_compress) ---------------------------------------
@@ -438,11 +532,38 @@ def _undecodable(b: bl.Binlog, ev: bl.Event, what: str, err: Exception):
                                    "gtidx show cannot decode")
 
 
-def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
-    """Decode the event group ``group`` of the open binlog ``b``."""
+def _table_map_name(body) -> str | None:
+    """The "db.tbl" a TABLE_MAP event maps (read from its bytes, as
+    mysql-replication reads them: length-prefixed, NUL-terminated, UTF-8),
+    None when the bytes do not read so (the full decoder then decides)."""
+    try:
+        at = ROWS_POST_HEADER_V1.size
+        n = body[at]
+        db = bytes(body[at + 1:at + 1 + n]).decode()
+        at += 2 + n
+        m = body[at]
+        if at + 1 + m > len(body):
+            return None
+        return f"{db}.{bytes(body[at + 1:at + 1 + m]).decode()}"
+    except (IndexError, UnicodeDecodeError):
+        return None
+
+
+def _table_id(body) -> int:
+    return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
+
+
+def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | None" = None,
+                 schema: "ServerSchema | None" = None) -> GroupChanges:
+    """Decode the event group ``group`` of the open binlog ``b``. ``tables``
+    ("db.tbl" names): only the rows of these tables (the TABLE_MAP events of
+    the others are read for their names only, their rows events skipped
+    undecoded); None: every table's. ``schema``: where column names come
+    from when the binlog has none (``--schema-from``)."""
     lib = None
     table_map: dict = {}          # mysql-replication's, for this group only
-    tables: dict = {}             # table_id -> _Table
+    tables_of: dict = {}          # table_id -> _Table
+    skipped: set = set()          # table_ids of tables not asked for
     statements, annotations, rows = [], [], []
     path = b.path
     for ev in b.events_between(group.start, group.end):
@@ -467,9 +588,18 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
             continue
         if etype != TABLE_MAP and etype not in _ROWS_OP and etype not in _UNCOMPRESSED:
             continue
+        body = ev.body
+        if tables is not None:
+            if etype == TABLE_MAP:
+                name = _table_map_name(body)
+                if name is not None and name not in tables:
+                    skipped.add(_table_id(body))
+                    continue
+                skipped.discard(_table_id(body))
+            elif _table_id(body) in skipped:
+                continue
         if lib is None:
             lib = _library()
-        body = ev.body
         if etype in _UNCOMPRESSED:
             etype, body = _plain_rows_event(ev, path)
         raw = bytearray(bl.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
@@ -485,10 +615,10 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
         if etype == TABLE_MAP:
             if e is None:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
-            tables[e.table_id] = _Table(e, lib)
+            tables_of[e.table_id] = _Table(e, lib, schema)
             continue
-        table_id = int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
-        t = tables.get(table_id)
+        table_id = _table_id(body)
+        t = tables_of.get(table_id)
         if e is None or t is None:
             raise CorruptBinlogError(f"rows event for table_id {table_id} with no TABLE_MAP before it "
                                      "in its event group", path=path, offset=ev.offset)
@@ -512,9 +642,8 @@ def decode_group(b: bl.Binlog, group: bl.Group) -> GroupChanges:
                 image, gone = _image(r["values"], r["none_sources"], t, lib)
                 rows.append(RowChange(t.name, op, None if op == "insert" else image,
                                       image if op == "insert" else None, None, gone, ev.offset))
-    named = {t.named for t in tables.values()}
-    column_names = ("none" if not named else "metadata" if named == {True}
-                    else "positional" if named == {False} else "mixed")
+    named = {t.names_from for t in tables_of.values()}
+    column_names = "none" if not named else named.pop() if len(named) == 1 else "mixed"
     return GroupChanges(group.gtid, path, group.start, group.end, group.timestamp, statements,
                         annotations, rows, column_names)
 

@@ -491,9 +491,12 @@ class _GroupsReader(DataSourceReader):
 
 
 def register(spark: SparkSession) -> None:
-    """Register ``format("gtidx")`` (and let its filters be pushed down)."""
+    """Register ``format("gtidx")`` and ``format("gtidx.changes")`` (row
+    changes, ``gtidx.changes``), and let their filters be pushed down."""
+    from .changes import ChangesDataSource
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(GtidxDataSource)
+    spark.dataSource.register(ChangesDataSource)
 
 
 LOOPBACK = "127.0.0.1"

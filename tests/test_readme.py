@@ -175,10 +175,17 @@ def test_library_examples(demo, monkeypatch, capsys):
     assert len(list(d.glob("*.idx"))) == 5                       # gtidx.build indexed every file
 
 
+# The row-changes example's table and row, as the demo binlogs have them: fx.t_inno (positional
+# columns), its row @1=3395 updated by 0-1-448 and 0-2-431 in the example's time range and
+# inserted by 0-2-381 before it.
+CHANGES_EXAMPLE = {"shop.customers": "fx.t_inno", "['id']": "['@1']", "'42'": "'3395'"}
+
+
 def test_spark_examples(demo, capsys):
     pytest.importorskip("pyspark", reason="the spark extra: pip install -e '.[spark]'")
     from pyspark.sql import SparkSession
     d, paths = demo
+    paths = {**paths, **CHANGES_EXAMPLE}
     import pandas as pd
     pd.DataFrame({"gtid": ["0-2-432", "1-1-420", "9-9-9"]}).to_parquet(paths["wanted.parquet"])
     ours = SparkSession.getActiveSession() is None
@@ -189,6 +196,8 @@ def test_spark_examples(demo, capsys):
         if ours and SparkSession.getActiveSession() is not None:
             SparkSession.getActiveSession().stop()
     assert len(list(d.glob("*.idx"))) == 5                       # gs.build indexed every file
+    hits = [ln for ln in capsys.readouterr().out.splitlines() if "master-bin." in ln]
+    assert [ln.split("|")[1].strip() for ln in hits] == ["0-2-431", "0-1-448"], hits   # the row's two updates
 
 
 def test_spark_commands(demo):
@@ -289,10 +298,11 @@ def test_runtime_dependencies_are_what_the_package_imports():
                      else [n.module] if isinstance(n, ast.ImportFrom) and n.level == 0 else [])
             for top in {x.split(".")[0] for x in names} - set(sys.stdlib_module_names) - {"gtidx"}:
                 imported.setdefault(top, set()).add(p.name)
-    # optional: spark.py's under the spark extra, storage.py's (object stores, imported for URLs only) under s3
+    # optional: spark.py's and changes.py's (its data source) under the spark extra, storage.py's
+    # (object stores, imported for URLs only) under s3
     s3_extra = {module(r) for r in project["optional-dependencies"]["s3"]}
-    optional = ({"spark.py"}, {"storage.py"})
-    runtime = {m for m, where in imported.items() if where not in optional}
+    spark_files = {"spark.py", "changes.py"}
+    runtime = {m for m, where in imported.items() if not (where <= spark_files or where == {"storage.py"})}
     assert runtime == declared, f"imported outside spark.py and storage.py: {runtime}; declared: {declared}"
-    assert {m for m, where in imported.items() if where == {"spark.py"}} <= spark_extra
+    assert {m for m, where in imported.items() if where <= spark_files} <= spark_extra
     assert {m for m, where in imported.items() if where == {"storage.py"}} <= s3_extra

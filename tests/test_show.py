@@ -356,3 +356,51 @@ def test_xa_statements_equal_mariadb_binlog(path):
     with Binlog(path) as b:
         mine = {g.start: [s for s in decode_group(b, g).statements if s.startswith("XA ")] for g in b.groups()}
     assert {k: v for k, v in mine.items() if v} == theirs
+
+
+@pytest.mark.live
+def test_live_schema_from_names_the_columns(row_server, tmp_path):
+    """binlog_row_metadata=MINIMAL writes no column names: ``--schema-from``
+    names them from a live server's information_schema (its socket, or a DSN),
+    values unchanged; a table whose column count differs on the server keeps
+    @1, @2, ... (not guessed); a server that cannot be reached: one line, exit 3."""
+    conn = row_server.connect(charset="utf8mb4")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_row_metadata = MINIMAL")
+            cur.execute("CREATE TABLE sh.sf (id INT PRIMARY KEY, name VARCHAR(10), amount DECIMAL(5,2))")
+            cur.execute("CREATE TABLE sh.sf_altered (id INT PRIMARY KEY, v INT)")
+            cur.execute("CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY 'p@ss'")
+            cur.execute("GRANT SELECT ON sh.* TO 'sf'@'127.0.0.1'")
+            cur.execute("FLUSH BINARY LOGS")
+            cur.execute("SHOW MASTER STATUS")
+            path = row_server.binlog_dir / cur.fetchone()[0]
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO sh.sf VALUES (42, 'x', 1.50)")
+            cur.execute("INSERT INTO sh.sf_altered VALUES (1, 2)")
+            cur.execute("COMMIT")
+            cur.execute("SELECT @@last_gtid")
+            g = cur.fetchone()[0]
+            cur.execute("ALTER TABLE sh.sf_altered ADD COLUMN w INT")      # the server's table is not the binlog's
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    plain = api.show(path, gtid=g).as_dict()
+    assert plain["column_names"] == "positional"
+    assert [r["after"] for r in plain["rows"]] == [{"@1": 42, "@2": "x", "@3": "1.50"}, {"@1": 1, "@2": 2}]
+    dsn = f"mysql://sf:p%40ss@127.0.0.1:{row_server.port}"
+    for where in (row_server.socket, dsn):
+        r = gtidx("show", "--json", "--gtid", g, "--schema-from", where, path)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["column_names"] == "mixed"
+        assert [r["after"] for r in doc["rows"]] == [{"id": 42, "name": "x", "amount": "1.50"}, {"@1": 1, "@2": 2}]
+    r = gtidx("show", "--gtid", g, "--schema-from", row_server.socket, path)
+    assert r.returncode == 0 and "###   name='x'" in r.stdout, r.stderr
+    gone = tmp_path / "no.sock"
+    for where, code in ((str(gone), 3), (f"mysql://sf:wrong@127.0.0.1:{row_server.port}", 3),
+                        ("http://host/x", 2)):
+        r = gtidx("show", "--gtid", g, "--schema-from", where, path)
+        errors = [x for x in r.stderr.splitlines() if not x.startswith("gtidx: warning: ")]   # no index: a scan
+        assert r.returncode == code and len(errors) == 1, (where, r.stderr)
+        assert "Traceback" not in r.stderr and "wrong" not in r.stderr
