@@ -153,6 +153,12 @@ def plausible_header(offset: int, etype: int, length: int, next_pos: int, checks
     return next_pos == 0 or next_pos == (offset + length) & _U32_MASK
 
 
+def is_mariadb(fde: "FormatDescription") -> bool:
+    """Did a MariaDB server write the binlog of this FORMAT_DESCRIPTION?
+    (MariaDB's server version says so; MySQL's, e.g. '9.7.4-2', does not.)"""
+    return "mariadb" in fde.server_version.lower()
+
+
 def event_crc(event, etype: int) -> int:
     """The CRC32 an event (its bytes from the header to just before its
     stored checksum) should carry: a FORMAT_DESCRIPTION's is computed with
@@ -348,7 +354,13 @@ class Binlog:
         return self.fde.in_use
 
     # -- preamble: magic, FDE, START_ENCRYPTION / MySQL detection, GTID_LIST
-    def _read_preamble(self) -> None:
+    flavor = "mariadb"      # the server family whose binlogs this class reads (mysqlbinlog: "mysql")
+
+    def _read_fde(self) -> int:
+        """The framing every v4 binlog shares: the magic and the
+        FORMAT_DESCRIPTION (version, header length, checksum algorithm, its
+        CRC32), into ``self.fde`` and ``self.checksum_len``, whoever wrote
+        it. Returns the FDE's length."""
         mm, path, fill = self._mm, self.path, self._fill
         fill(0, 4 + HEADER_LEN)
         if self.size < 4 or mm[:4] != MAGIC:
@@ -383,10 +395,6 @@ class Binlog:
         if header_len != HEADER_LEN:
             raise CorruptBinlogError(f"FORMAT_DESCRIPTION says event headers are {header_len} bytes, "
                                      f"expected {HEADER_LEN}", path=path, offset=4)
-        if "mariadb" not in server_version.lower():
-            raise MySQLBinlogError(
-                f"MySQL binlogs are not supported yet (written by server {server_version!r})",
-                path=path, offset=4, hint="gtidx reads MariaDB binlogs")
         # The checksum-algorithm byte is the 5th from the end of the FDE
         # (MariaDB >= 5.3 always writes it, followed by the CRC or 4 zero bytes).
         alg = mm[4 + length - 5]
@@ -404,6 +412,16 @@ class Binlog:
         self.fde = FormatDescription(binlog_version, server_version, created, header_len, alg,
                                      bool(flags & IN_USE_FLAG), length)
         self.checksum_len = CRC_LEN if alg == CHECKSUM_CRC32 else 0
+        return length
+
+    def _read_preamble(self) -> None:
+        length = self._read_fde()
+        mm, path, fill = self._mm, self.path, self._fill
+        if not is_mariadb(self.fde):
+            raise MySQLBinlogError(
+                f"a MySQL binlog (written by server {self.fde.server_version!r}): "
+                "MySQL binlogs are not supported yet", path=path, offset=4,
+                hint="gtidx reads MariaDB binlogs; gtidx.mysqlbinlog reads a MySQL binlog's transactions")
 
         # Header events before the first group: START_ENCRYPTION, GTID_LIST,
         # BINLOG_CHECKPOINT. Look at a bounded number of them.
@@ -424,7 +442,7 @@ class Binlog:
                     "encrypted binlog: its events cannot be read without the server's key",
                     path=path, offset=off, hint="encrypt_binlog=ON; gtidx reads unencrypted binlogs only")
             if etype in (MYSQL_PREVIOUS_GTIDS, MYSQL_GTID, MYSQL_ANONYMOUS_GTID):
-                raise MySQLBinlogError("MySQL binlogs are not supported yet (MySQL GTID events)",
+                raise MySQLBinlogError("a MySQL binlog (MySQL GTID events): MySQL binlogs are not supported yet",
                                        path=path, offset=off)
             if etype == GTID_LIST:
                 body = mm[off + HEADER_LEN:off + elen - self.checksum_len]

@@ -127,6 +127,20 @@ class GtidSet:
         for g in items:
             self.add(g[0], g[1], g[2])
 
+    @classmethod
+    def from_intervals(cls, intervals: Iterable[tuple[str, str, int, int]]) -> "GtidSet":
+        """From ``(uuid, tag, start, end)`` with ``end`` exclusive (as
+        ``intervals()`` gives them, or a PREVIOUS_GTIDS event stores them)."""
+        raw: dict[tuple[str, str], list[list[int]]] = {}
+        for uuid, tag, s, e in intervals:
+            raw.setdefault((uuid, tag), []).append([s, e])
+        new = cls()
+        for key, ivs in raw.items():
+            merged = _merge(ivs)
+            if merged:
+                new._ivs[key] = merged
+        return new
+
     # -- text ------------------------------------------------------------
     @classmethod
     def parse(cls, text: str) -> "GtidSet":
@@ -154,12 +168,7 @@ class GtidSet:
                                           hint="an interval is n or a-b")
                 else:
                     tag = _tag(token, text)
-        new = cls()
-        for key, ivs in raw.items():
-            merged = _merge(ivs)
-            if merged:
-                new._ivs[key] = merged
-        return new
+        return cls.from_intervals((k[0], k[1], s, e) for k, ivs in raw.items() for s, e in ivs)
 
     def _uuid_texts(self) -> list[str]:
         by_uuid: dict[str, list[str]] = {}
