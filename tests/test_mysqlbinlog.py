@@ -189,3 +189,22 @@ def test_previous_gtids_decode_tagged_format():
     with MysqlBinlog(MYSQL / "compressed" / oracle["files"][0]["name"]) as b:
         assert any(tag for _, tag in b.previous_gtids.keys())
         assert b.previous_gtids == GtidSet.parse(oracle["files"][0]["previous_gtids"])
+
+
+def test_older_gtid_event_layouts():
+    """A 9.7 GTID event body cut to what 5.7 (flags, uuid, gno, logical
+    clock: 42 bytes) and 5.6 (25 bytes) write decodes to the same GTID,
+    without the fields those versions lack."""
+    from gtidx.mysqlbinlog import ANONYMOUS_GTID, GTID_LOG, decode_untagged_gtid
+    path, expected = next((p, e) for p, e in FILES if e["checksum"] == "CRC32" and len(e["groups"]) > 5)
+    data = path.read_bytes()
+    start = expected["groups"][0][1]
+    length = int.from_bytes(data[start + 9:start + 13], "little")
+    body = data[start + 19:start + length - 4]
+    full = decode_untagged_gtid(body, GTID_LOG)
+    assert str(full.gtid) == expected["groups"][0][0] and full.length == expected["groups"][0][2] - start
+    for cut in (42, 25):
+        short = decode_untagged_gtid(body[:cut], GTID_LOG)
+        assert short.gtid == full.gtid and short.commit_us is None and short.length is None
+    with pytest.raises(ValueError, match="ANONYMOUS_GTID event with GTID number"):
+        decode_untagged_gtid(body, ANONYMOUS_GTID)
