@@ -350,8 +350,8 @@ class MysqlBinlog(Binlog):
                 continue
             terminal = False
             if etype == QUERY:
-                text = self._query_at(off, ln).strip()
-                upper = text.upper()
+                text = self._query_at(off, ln)         # compared as the server's parser does: no strip
+                upper = text[:12].upper()
                 if text == b"BEGIN" or text.startswith(b"XA START"):
                     if state in ("gtid", None):
                         state = "dml"

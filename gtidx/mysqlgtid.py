@@ -15,7 +15,7 @@ Text, as the server parses it (``GTID_SUBTRACT(set, '')`` is the oracle,
 tests/test_mysqlgtid.py): ``uuid[:interval...][:tag[:interval...]...]``
 items separated by commas; whitespace around every token; empty items
 allowed; an interval is ``n`` or ``a-b`` (``b < a`` is empty, not an error);
-a UUID may be written dashed, as 32 hex digits or in braces, any case; a tag
+a UUID may be written dashed, as 32 hex digits or dashed in braces, any case; a tag
 is a letter or underscore then up to 31 letters, digits or underscores, any
 case. A newline alone does not separate items (the server refuses it):
 ``,\\n`` does, being a comma and whitespace.
@@ -37,7 +37,9 @@ GNO_MAX = (1 << 63) - 2          # MySQL's GNO_END is INT64_MAX, exclusive
 TAG_MAX = 32
 
 _HEX = "[0-9a-fA-F]"
-_UUID_RE = re.compile(rf"\{{?({_HEX}{{8}})-?({_HEX}{{4}})-?({_HEX}{{4}})-?({_HEX}{{4}})-?({_HEX}{{12}})\}}?")
+# The server's three forms: dashed, 32 hex digits, dashed in braces.
+_UUID_RE = re.compile(rf"({_HEX}{{8}})-({_HEX}{{4}})-({_HEX}{{4}})-({_HEX}{{4}})-({_HEX}{{12}})"
+                      rf"|({_HEX}{{8}})({_HEX}{{4}})({_HEX}{{4}})({_HEX}{{4}})({_HEX}{{12}})")
 _TAG_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
 _INTERVAL = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
 _MAX_DIGITS = 19
@@ -50,12 +52,13 @@ def uuid_text(raw: bytes) -> str:
 
 
 def _uuid(text: str, whole: str) -> str:
-    m = _UUID_RE.fullmatch(text)
-    if m is None or (text.startswith("{") != text.endswith("}")):
+    braced = text.startswith("{") and text.endswith("}") and len(text) == 38
+    m = _UUID_RE.fullmatch(text[1:-1] if braced else text)
+    if m is None or (braced and m.group(1) is None):
         raise GtidSyntaxError(f"bad MySQL GTID set {_shown(whole)}: {_shown(text)} is not a UUID",
                               hint="expected uuid:interval[:interval...], e.g. "
                                    "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
-    return "-".join(m.groups()).lower()
+    return "-".join(g for g in m.groups() if g is not None).lower()
 
 
 def _tag(text: str, whole: str) -> str:

@@ -8,7 +8,6 @@ Previous_gtids set as the server prints it, the set after the scenario.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
