@@ -17,8 +17,8 @@ it left), and for each scenario writes into ``OUT/<scenario>/``:
   ``previous_gtids`` (the Info the server shows for the file's
   Previous_gtids event: the set as it prints it), ``events`` (``[pos, type,
   end_log_pos, info]`` per event of ``SHOW BINLOG EVENTS``, info cut at 80
-  characters; the events inside a Transaction_payload are shown by the
-  server at the payload's end, with length 0) and ``groups`` (``[gtid,
+  characters but a GTID event's; the events inside a Transaction_payload
+  are shown by the server at the payload's end, with length 0) and ``groups`` (``[gtid,
   start, end]`` per transaction, derived from those events: a transaction
   runs from its Gtid / Gtid_tagged_log_event / Anonymous_Gtid event to
   just before the next one, or the file's Rotate/Stop; each one's last event
@@ -146,7 +146,8 @@ def w_uuids(s: Session, rng: random.Random) -> None:
 def w_tagged(s: Session, rng: random.Random) -> None:
     """Tagged GTIDs (Gtid_tagged_log_event, type 42): SET gtid_next =
     'AUTOMATIC:Alpha' (the tag is lowercased), 'AUTOMATIC:beta_2',
-    'uuid:tag:n' for another UUID (with gaps), among untagged ones."""
+    'uuid:tag:n' for another UUID (with gaps), among untagged ones; GTID
+    numbers from 127 to 2**63 - 2, tagged and not, and a 32-character tag."""
     for i in range(30):
         k = rng.random()
         if k < 0.35:
@@ -162,6 +163,14 @@ def w_tagged(s: Session, rng: random.Random) -> None:
     s.sql("SET gtid_next = 'AUTOMATIC:ddl'")
     s.sql("CREATE TABLE fx.tagged (a INT)")
     s.sql("SET gtid_next = 'AUTOMATIC'")
+    # GTID numbers of every width the tagged event's variable-length integers
+    # take (1 to 9 bytes, up to the largest, 2**63 - 2), and a 32-character tag
+    for gno in [127, 128, 1 << 13, 1 << 20, 1 << 27, 1 << 34, 1 << 41, 1 << 48, 1 << 55, 1 << 56, 1 << 62,
+                (1 << 63) - 2]:
+        for spec in (f"{FOREIGN[2]}:edge:{gno}", f"{FOREIGN[2]}:{gno}", f"{FOREIGN[1]}:{'T' * 32}:{gno}"):
+            s.sql(f"SET gtid_next = '{spec}'")
+            _insert(s, rng)
+            s.sql("SET gtid_next = 'AUTOMATIC'")
 
 
 def w_compressed(s: Session, rng: random.Random) -> None:
@@ -302,7 +311,8 @@ def main(argv=None) -> None:
         out.mkdir(parents=True)
         entries = []
         for f in files:
-            events = [[int(r[1]), r[2], int(r[4]), str(r[5])[:80]] for r in s.sql(f"SHOW BINLOG EVENTS IN '{f}'")]
+            events = [[int(r[1]), r[2], int(r[4]), str(r[5]) if r[2] in GTID_EVENTS else str(r[5])[:80]]
+                      for r in s.sql(f"SHOW BINLOG EVENTS IN '{f}'")]
             prev = [e for e in s.sql(f"SHOW BINLOG EVENTS IN '{f}'") if e[2] == "Previous_gtids"]
             shutil.copyfile(srv.datadir / f, out / f)
             entries.append({
