@@ -41,6 +41,7 @@ two equal).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from typing import Iterator, NamedTuple
@@ -153,10 +154,24 @@ def plausible_header(offset: int, etype: int, length: int, next_pos: int, checks
     return next_pos == 0 or next_pos == (offset + length) & _U32_MASK
 
 
-def is_mariadb(fde: "FormatDescription") -> bool:
-    """Did a MariaDB server write the binlog of this FORMAT_DESCRIPTION?
-    (MariaDB's server version says so; MySQL's, e.g. '9.7.4-2', does not.)"""
-    return "mariadb" in fde.server_version.lower()
+def is_mariadb(server_version: str) -> bool:
+    """Did a MariaDB server write the binlog whose FORMAT_DESCRIPTION names
+    this server version? (MariaDB's says so; MySQL's, e.g. '9.7.4-2', does not.)"""
+    return "mariadb" in server_version.lower()
+
+
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+def has_checksum_alg(server_version: str) -> bool:
+    """Does the FORMAT_DESCRIPTION end with a checksum-algorithm byte (and
+    4 bytes for a CRC)? MariaDB >= 5.3 always writes it, MySQL from 5.6.1
+    (its checksum_version_product): an older MySQL FDE ends with its
+    post-header lengths."""
+    if is_mariadb(server_version):
+        return True
+    m = _VERSION.match(server_version)
+    return m is None or tuple(int(x) for x in m.groups()) >= (5, 6, 1)
 
 
 def event_crc(event, etype: int) -> int:
@@ -397,7 +412,7 @@ class Binlog:
                                      f"expected {HEADER_LEN}", path=path, offset=4)
         # The checksum-algorithm byte is the 5th from the end of the FDE
         # (MariaDB >= 5.3 always writes it, followed by the CRC or 4 zero bytes).
-        alg = mm[4 + length - 5]
+        alg = mm[4 + length - 5] if has_checksum_alg(server_version) else CHECKSUM_NONE
         if alg == CHECKSUM_UNDEF:
             alg = CHECKSUM_NONE
         if alg not in (CHECKSUM_NONE, CHECKSUM_CRC32):
@@ -417,7 +432,7 @@ class Binlog:
     def _read_preamble(self) -> None:
         length = self._read_fde()
         mm, path, fill = self._mm, self.path, self._fill
-        if not is_mariadb(self.fde):
+        if not is_mariadb(self.fde.server_version):
             raise MySQLBinlogError(
                 f"a MySQL binlog (written by server {self.fde.server_version!r}): "
                 "MySQL binlogs are not supported yet", path=path, offset=4,

@@ -257,7 +257,7 @@ class MysqlBinlog(Binlog):
     def _read_preamble(self) -> None:
         length = self._read_fde()
         path = self.path
-        if is_mariadb(self.fde):
+        if is_mariadb(self.fde.server_version):
             raise UnsupportedBinlogError(f"a MariaDB binlog (written by server {self.fde.server_version!r}), "
                                          "not a MySQL one", path=path, offset=4, hint="open it with gtidx.Binlog")
         self.gtid_list_offset = self.gtid_list_end = None      # MariaDB's; a MySQL file has none

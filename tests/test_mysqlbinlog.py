@@ -207,3 +207,18 @@ def test_older_gtid_event_layouts():
         assert short.gtid == full.gtid and short.commit_us is None and short.length is None
     with pytest.raises(ValueError, match="ANONYMOUS_GTID event with GTID number"):
         decode_untagged_gtid(body, ANONYMOUS_GTID)
+
+
+def test_mysql_before_5_6_1_has_no_checksum_byte(tmp_path):
+    """A MySQL FDE older than 5.6.1 ends with its post-header lengths, no
+    checksum-algorithm byte (MySQL's checksum_version_product): such a file
+    is named a MySQL binlog, not a corrupt one with an unknown algorithm.
+    (No 5.5 server here: a 9.7 FDE given 5.5's version and a post-header
+    length where 9.7 has the algorithm byte.)"""
+    data = bytearray(FILES[0][0].read_bytes())
+    length = int.from_bytes(data[4 + 9:4 + 13], "little")
+    data[4 + 19 + 2:4 + 19 + 52] = b"5.5.62-log".ljust(50, b"\0")
+    data[4 + length - 5] = 0x0A
+    (tmp_path / "old").write_bytes(data)
+    with pytest.raises(MySQLBinlogError, match="a MySQL binlog .*'5.5.62-log'"):
+        Binlog(tmp_path / "old")
