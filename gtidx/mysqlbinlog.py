@@ -318,12 +318,16 @@ class MysqlBinlog(Binlog):
 
     def groups(self, start: int | None = None) -> Iterator[MysqlGroup]:
         """Every transaction from ``start`` (an event boundary; default:
-        after PREVIOUS_GTIDS) to the end of the file, as ``MysqlGroup``s.
+        after PREVIOUS_GTIDS) to the end of the file, as ``MysqlGroup``s
+        (a transaction begun before ``start`` is left out).
         In a file still being written, the last one is yielded once its
         terminating event is on disk. A closed file cut short raises after
         the complete ones (as ``Binlog.groups``)."""
         off = self.body_start if start is None else start
         end = self.complete_end(off, closed_check=False)
+        # From an explicit start inside a transaction, its rest is no transaction's
+        # (skipped); from the file's start an event outside any is an error.
+        mid = start is not None
         cur = None           # (_Gtid, start offset, header timestamp) of the open transaction
         state = None         # None (outside), "gtid", "ddl", "dml"
         last = None          # offset of the last event walked
@@ -337,6 +341,7 @@ class MysqlBinlog(Binlog):
         for off, etype, _, ln in self._headers_between(off, end):
             last = off
             if etype in GTID_TYPES:
+                mid = False
                 if cur is not None:
                     yield close(off)             # no terminator: the next GTID ends it
                 self._fill(off, off + HEADER_LEN)
@@ -344,6 +349,7 @@ class MysqlBinlog(Binlog):
                 state = "gtid"
                 continue
             if etype in BOUNDARY or etype in IGNORED:
+                mid = mid and etype in IGNORED
                 if cur is not None and etype in BOUNDARY:
                     yield close(off)
                     cur = state = None
@@ -372,8 +378,8 @@ class MysqlBinlog(Binlog):
                 if not (U16.unpack_from(mm, off + 17)[0] & IGNORABLE_FLAG):
                     terminal = True             # the parser's "statement" after a GTID ends it
             if cur is None:
-                if etype == INCIDENT:
-                    continue                     # an incident without its GTID: no transaction
+                if etype == INCIDENT or mid:
+                    continue                     # an incident without its GTID; the rest of one begun before start
                 self._fill(off, off + HEADER_LEN)
                 if not (U16.unpack_from(mm, off + 17)[0] & IGNORABLE_FLAG):
                     raise MySQLBinlogError(

@@ -57,6 +57,11 @@ def test_groups_from_an_event_boundary(path, expected):
     with MysqlBinlog(path) as b:
         for i in range(0, len(expected["groups"]), 7):
             assert rows(b.groups(expected["groups"][i][1])) == expected["groups"][i:]
+        # from inside a transaction (its second event): the ones after it
+        for i, e in enumerate(expected["events"]):
+            if e[1] in ("Gtid", "Gtid_tagged_log_event", "Anonymous_Gtid") and i % 5 == 0:
+                inside = expected["events"][i + 1][0]
+                assert rows(b.groups(inside)) == [g for g in expected["groups"] if g[1] > e[0]]
 
 
 @pytest.mark.parametrize("path,expected", FILES, ids=ids)
