@@ -227,3 +227,21 @@ def test_mysql_before_5_6_1_has_no_checksum_byte(tmp_path):
     (tmp_path / "old").write_bytes(data)
     with pytest.raises(MySQLBinlogError, match="a MySQL binlog .*'5.5.62-log'"):
         Binlog(tmp_path / "old")
+
+
+def test_events_outside_any_transaction_are_refused(tmp_path):
+    """A transaction without its GTID event (what 5.6 writes with GTIDs off)
+    is not silently left out: MySQLBinlogError (exit 2) at its first event.
+    (Made from a 9.7 file by taking out one GTID event.)"""
+    path, expected = FILES[ids.index("single/" + json.loads(
+        (MYSQL / "single" / "oracle.json").read_text())["files"][0]["name"])]
+    data = path.read_bytes()
+    start = expected["groups"][5][1]
+    length = int.from_bytes(data[start + 9:start + 13], "little")
+    (tmp_path / "f").write_bytes(data[:start] + data[start + length:])
+    seen = []
+    with MysqlBinlog(tmp_path / "f") as b, pytest.raises(MySQLBinlogError, match="outside any transaction") as e:
+        for g in b.groups():
+            seen.append(g)
+    assert e.value.offset == start and e.value.exit_code == EXIT_BAD_INPUT
+    assert rows(seen) == expected["groups"][:5]
