@@ -28,11 +28,13 @@ from . import catalog
 from . import idxformat as fmt
 from . import storage
 from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group
-from .errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, quoted
+from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxError, GtidxIOError, MySQLBinlogError,
+                     NotFoundError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
                         open_index, stored_seen, verify_index)
+from .mysqlgtid import GtidSet
 from .probe import walk_to
 
 log = logging.getLogger("gtidx")
@@ -139,8 +141,24 @@ def format_time(t: int | float) -> str:
     return when.isoformat(timespec="seconds" if t == int(t) else "microseconds").replace("+00:00", "Z")
 
 
+def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
+    """The error for GTID text that does not parse: when it is MySQL's
+    (``uuid:N``, a MySQL GTID set), one saying so, else ``err``."""
+    try:
+        GtidSet.parse(value)
+    except GtidSyntaxError:
+        return err
+    if not isinstance(value, str) or ":" not in value:
+        return err
+    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set: MySQL binlogs are not supported yet",
+                           hint="gtidx answers MariaDB GTIDs so far: domain-server-seq, e.g. 0-1-100")
+
+
 def _gtid(value) -> Gtid:
-    return value if isinstance(value, Gtid) else Gtid.parse(value)
+    try:
+        return value if isinstance(value, Gtid) else Gtid.parse(value)
+    except GtidSyntaxError as e:
+        raise _mysql_text(value, e) from None
 
 
 def _position(value) -> Position:
@@ -148,7 +166,10 @@ def _position(value) -> Position:
         return value
     if isinstance(value, Gtid):
         return Position([value])
-    return Position.parse(value)
+    try:
+        return Position.parse(value)
+    except GtidSyntaxError as e:
+        raise _mysql_text(value, e) from None
 
 
 # -- results ------------------------------------------------------------------------------
@@ -1300,6 +1321,8 @@ class BinlogSeries:
         return out
 
     def _warn_damaged(self, path: str, e: GtidxError) -> None:
+        if isinstance(e, MySQLBinlogError):
+            raise e         # not a damaged file: a series of MySQL binlogs, refused as a whole (exit 2)
         if path not in self._damaged:
             self._damaged.add(path)
             log.warning("%s (lookups that need %s fail; the others are answered from the other "
@@ -1664,10 +1687,13 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             if progress is not None:
                 progress(BuildProgress(f, done_files, files, done_bytes, total))
             yield result
-        if listed:
-            failed = _keep_catalog(p, listed, storage_options, kw.get("index_root"))
-            if failed is not None:
-                yield failed
+            if isinstance(result, MySQLBinlogError):
+                break       # MySQL binlogs: one error for the path, not one per file
+        else:
+            if listed:
+                failed = _keep_catalog(p, listed, storage_options, kw.get("index_root"))
+                if failed is not None:
+                    yield failed
 
 
 def _catalog_of(path, storage_options: dict | None, index_root) -> tuple:

@@ -41,6 +41,7 @@ two equal).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from typing import Iterator, NamedTuple
@@ -151,6 +152,26 @@ def plausible_header(offset: int, etype: int, length: int, next_pos: int, checks
     if etype == GTID and length < HEADER_LEN + GTID_BODY_LEN + checksum_len:
         return False
     return next_pos == 0 or next_pos == (offset + length) & _U32_MASK
+
+
+def is_mariadb(server_version: str) -> bool:
+    """Did a MariaDB server write the binlog whose FORMAT_DESCRIPTION names
+    this server version? (MariaDB's says so; MySQL's, e.g. '9.7.4-2', does not.)"""
+    return "mariadb" in server_version.lower()
+
+
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+def has_checksum_alg(server_version: str) -> bool:
+    """Does the FORMAT_DESCRIPTION end with a checksum-algorithm byte (and
+    4 bytes for a CRC)? MariaDB >= 5.3 always writes it, MySQL from 5.6.1
+    (its checksum_version_product): an older MySQL FDE ends with its
+    post-header lengths."""
+    if is_mariadb(server_version):
+        return True
+    m = _VERSION.match(server_version)
+    return m is None or tuple(int(x) for x in m.groups()) >= (5, 6, 1)
 
 
 def event_crc(event, etype: int) -> int:
@@ -348,7 +369,13 @@ class Binlog:
         return self.fde.in_use
 
     # -- preamble: magic, FDE, START_ENCRYPTION / MySQL detection, GTID_LIST
-    def _read_preamble(self) -> None:
+    flavor = "mariadb"      # the server family whose binlogs this class reads (mysqlbinlog: "mysql")
+
+    def _read_fde(self) -> int:
+        """The framing every v4 binlog shares: the magic and the
+        FORMAT_DESCRIPTION (version, header length, checksum algorithm, its
+        CRC32), into ``self.fde`` and ``self.checksum_len``, whoever wrote
+        it. Returns the FDE's length."""
         mm, path, fill = self._mm, self.path, self._fill
         fill(0, 4 + HEADER_LEN)
         if self.size < 4 or mm[:4] != MAGIC:
@@ -383,13 +410,9 @@ class Binlog:
         if header_len != HEADER_LEN:
             raise CorruptBinlogError(f"FORMAT_DESCRIPTION says event headers are {header_len} bytes, "
                                      f"expected {HEADER_LEN}", path=path, offset=4)
-        if "mariadb" not in server_version.lower():
-            raise MySQLBinlogError(
-                f"MySQL binlogs are not supported yet (written by server {server_version!r})",
-                path=path, offset=4, hint="gtidx reads MariaDB binlogs")
         # The checksum-algorithm byte is the 5th from the end of the FDE
         # (MariaDB >= 5.3 always writes it, followed by the CRC or 4 zero bytes).
-        alg = mm[4 + length - 5]
+        alg = mm[4 + length - 5] if has_checksum_alg(server_version) else CHECKSUM_NONE
         if alg == CHECKSUM_UNDEF:
             alg = CHECKSUM_NONE
         if alg not in (CHECKSUM_NONE, CHECKSUM_CRC32):
@@ -404,6 +427,16 @@ class Binlog:
         self.fde = FormatDescription(binlog_version, server_version, created, header_len, alg,
                                      bool(flags & IN_USE_FLAG), length)
         self.checksum_len = CRC_LEN if alg == CHECKSUM_CRC32 else 0
+        return length
+
+    def _read_preamble(self) -> None:
+        length = self._read_fde()
+        mm, path, fill = self._mm, self.path, self._fill
+        if not is_mariadb(self.fde.server_version):
+            raise MySQLBinlogError(
+                f"a MySQL binlog (written by server {self.fde.server_version!r}): "
+                "MySQL binlogs are not supported yet", path=path, offset=4,
+                hint="gtidx reads MariaDB binlogs; gtidx.mysqlbinlog reads a MySQL binlog's transactions")
 
         # Header events before the first group: START_ENCRYPTION, GTID_LIST,
         # BINLOG_CHECKPOINT. Look at a bounded number of them.
@@ -424,7 +457,7 @@ class Binlog:
                     "encrypted binlog: its events cannot be read without the server's key",
                     path=path, offset=off, hint="encrypt_binlog=ON; gtidx reads unencrypted binlogs only")
             if etype in (MYSQL_PREVIOUS_GTIDS, MYSQL_GTID, MYSQL_ANONYMOUS_GTID):
-                raise MySQLBinlogError("MySQL binlogs are not supported yet (MySQL GTID events)",
+                raise MySQLBinlogError("a MySQL binlog (MySQL GTID events): MySQL binlogs are not supported yet",
                                        path=path, offset=off)
             if etype == GTID_LIST:
                 body = mm[off + HEADER_LEN:off + elen - self.checksum_len]

@@ -1,0 +1,418 @@
+"""Read MySQL binlog files (5.7 to 9.x): the start set and the transactions.
+
+The framing is MariaDB's (``binlog.py``: magic, 19-byte headers, lengths,
+CRC32, the FORMAT_DESCRIPTION with its IN_USE flag): ``MysqlBinlog`` is a
+``Binlog`` for all of that, and reads what differs:
+
+* the flavor: the FDE's server version has no "MariaDB" (``binlog.is_mariadb``);
+* PREVIOUS_GTIDS (35) after the FDE: the GTID set executed before this file
+  (``previous_gtids``, a ``GtidSet``), untagged or, from 8.3, tagged format;
+* transactions: a GTID (33), GTID_TAGGED (42, from 8.3: uuid:tag:gno) or
+  ANONYMOUS_GTID (34, gtid_mode OFF) event starts one; it ends as MySQL's
+  transaction boundary parser (trx_boundary_parser.cpp) ends it: at an XID,
+  XA_PREPARE, a ``COMMIT``/``ROLLBACK``/``XA ROLLBACK`` query, a
+  TRANSACTION_PAYLOAD (a compressed transaction: all of it is in that one
+  event), an INCIDENT, or the single statement of a DDL (a query other than
+  ``BEGIN``/``XA START`` right after the GTID event, after any INTVAR/RAND/
+  USER_VAR); else at the next GTID or boundary event (ROTATE, STOP, ...).
+
+``groups()`` yields ``MysqlGroup`` per transaction; ``end_set()`` is the
+set after the file (previous_gtids plus every GTID of a complete
+transaction). MariaDB's answers of ``Binlog`` (``group_spans``,
+``group_batches``, ``apply_until``, ``state_at``, ``start_state``) are not
+MySQL's: on a MySQL file they raise ``MySQLBinlogError`` (exit 2, "not
+supported yet") rather than answer wrongly. ``open_binlog`` opens a file as
+the class its FDE names.
+
+The walk reads each event's header and, for the few event types that
+decide a boundary, its first bytes: it is not the tuned MariaDB walk
+(``Binlog._walk``), which stays as it was.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterator, NamedTuple
+
+from .binlog import (EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP, TYPE_LENGTH,
+                     U32, XA_PREPARE, XID, Binlog, decode_query_text, is_mariadb)
+from .errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
+from .mysqlgtid import GNO_MAX, GtidSet, MysqlGtid, uuid_text
+
+# MySQL's event types (binlog_event.h) beyond those binlog.py names.
+INTVAR = 5
+RAND = 13
+USER_VAR = 14
+HEARTBEAT = 27
+GTID_LOG = 33
+ANONYMOUS_GTID = 34
+PREVIOUS_GTIDS = 35
+TRANSACTION_CONTEXT = 36
+TRANSACTION_PAYLOAD = 40
+HEARTBEAT_V2 = 41
+GTID_TAGGED = 42
+
+GTID_TYPES = frozenset({GTID_LOG, ANONYMOUS_GTID, GTID_TAGGED})
+PRE_STATEMENT = frozenset({INTVAR, RAND, USER_VAR})
+# Never part of a transaction: an open one ends before them (a file's end).
+BOUNDARY = frozenset({ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS})
+# The parser ignores these wherever they are.
+IGNORED = frozenset({HEARTBEAT, HEARTBEAT_V2, TRANSACTION_CONTEXT})
+IGNORABLE_FLAG = 0x0080          # LOG_EVENT_IGNORABLE_F: an unknown event with it is skipped
+
+MYSQL_EVENT_NAMES = {**EVENT_NAMES, INTVAR: "INTVAR", RAND: "RAND", USER_VAR: "USER_VAR", GTID_LOG: "GTID",
+                     ANONYMOUS_GTID: "ANONYMOUS_GTID", PREVIOUS_GTIDS: "PREVIOUS_GTIDS",
+                     TRANSACTION_CONTEXT: "TRANSACTION_CONTEXT", TRANSACTION_PAYLOAD: "TRANSACTION_PAYLOAD",
+                     GTID_TAGGED: "GTID_TAGGED", 29: "ROWS_QUERY", 30: "WRITE_ROWS", 31: "UPDATE_ROWS",
+                     32: "DELETE_ROWS", 39: "PARTIAL_UPDATE_ROWS"}
+
+# Every byte layout, named once.
+GTID_POST = struct.Struct("<B16sqBqq")      # flags, uuid, gno, lt_type, last_committed, sequence_number
+GTID_POST_56 = struct.Struct("<B16sq")      # what a 5.6 event has: flags, uuid, gno
+U56 = struct.Struct("<I3s")                 # a 7-byte commit timestamp, as (low 32 bits, high 24 bits)
+U64 = struct.Struct("<Q")
+U16 = struct.Struct("<H")
+PREV_INTERVAL = struct.Struct("<QQ")        # start, end (exclusive)
+UUID_LEN = 16
+LOGICAL_TS_TYPE = 2
+COMMIT_TS_FLAG = 1 << 55                    # the immediate timestamp says the original one follows
+PREVIOUS_FORMAT_TAGGED = 1                  # the top byte of PREVIOUS_GTIDS' first u64
+_FIELD_GNO, _FIELD_TAG, _FIELD_IMMEDIATE_TS, _FIELD_ORIGINAL_TS, _FIELD_LENGTH = 2, 3, 6, 7, 8
+
+
+class MysqlGroup(NamedTuple):
+    """One transaction: its GTID event's offset (start) and the offset just
+    after its last event (end)."""
+    gtid: MysqlGtid | None     # None: an anonymous transaction (gtid_mode OFF)
+    start: int
+    end: int
+    timestamp: int             # seconds: of original_commit_timestamp if the event has it, else its header's
+    commit_us: int | None      # original_commit_timestamp in microseconds (MySQL 8.0.1+), else None
+    length: int | None         # the transaction_length the GTID event states (8.0.2+), else None
+
+
+class _Gtid(NamedTuple):
+    gtid: MysqlGtid | None
+    commit_us: int | None
+    length: int | None
+
+
+# -- decoders (bodies are bytes-like, without header and checksum) -------------
+
+def _net_length(body, at: int) -> tuple[int, int]:
+    """MySQL's packed integer (net_field_length_ll) at ``at``: (value, its end)."""
+    first = body[at]
+    if first < 251:
+        return first, at + 1
+    if first == 252:
+        return U16.unpack_from(body, at + 1)[0], at + 3
+    if first == 253:
+        return int.from_bytes(body[at + 1:at + 4], "little"), at + 4
+    if first == 254:
+        return U64.unpack_from(body, at + 1)[0], at + 9
+    raise ValueError(f"bad packed integer first byte {first}")
+
+
+def _varlen(body, at: int) -> tuple[int, int]:
+    """The serialization library's variable-length unsigned integer
+    (libs/mysql/serialization): its byte count is the first byte's trailing
+    ones plus one. (value, its end)."""
+    first = body[at]
+    n = 1
+    while n < 9 and first & (1 << (n - 1)):
+        n += 1
+    if at + n > len(body):
+        raise ValueError("variable-length integer runs past the event")
+    if n == 1:
+        return first >> 1, at + 1
+    rest = int.from_bytes(body[at + 1:at + n], "little")
+    shift = 8 - n + (1 if n == 9 else 0)
+    return (first >> n) | (rest << shift), at + n
+
+
+def _signed(v: int) -> int:
+    return -(v >> 1) - 1 if v & 1 else v >> 1
+
+
+def decode_untagged_gtid(body, etype: int) -> _Gtid:
+    """A GTID (33) or ANONYMOUS_GTID (34) event body."""
+    if len(body) < GTID_POST_56.size:
+        raise ValueError(f"{len(body)} bytes, below the {GTID_POST_56.size} of a GTID event")
+    _, uuid, gno = GTID_POST_56.unpack_from(body, 0)
+    if etype == ANONYMOUS_GTID:
+        if gno != 0:
+            raise ValueError(f"ANONYMOUS_GTID event with GTID number {gno}")
+        gtid = None
+    else:
+        if not 1 <= gno <= GNO_MAX:
+            raise ValueError(f"GTID number {gno} out of range")
+        gtid = MysqlGtid(uuid_text(uuid), "", gno)
+    commit_us = length = None
+    at = GTID_POST.size
+    if len(body) >= at + 7 and body[GTID_POST_56.size] == LOGICAL_TS_TYPE:
+        lo, hi = U56.unpack_from(body, at)
+        immediate = lo | int.from_bytes(hi, "little") << 32
+        at += 7
+        commit_us = immediate
+        if immediate & COMMIT_TS_FLAG:
+            if len(body) < at + 7:
+                raise ValueError("original_commit_timestamp runs past the event")
+            lo, hi = U56.unpack_from(body, at)
+            commit_us = lo | int.from_bytes(hi, "little") << 32
+            at += 7
+        if at < len(body):
+            length, at = _net_length(body, at)
+    return _Gtid(gtid, commit_us, length)
+
+
+def decode_tagged_gtid(body) -> _Gtid:
+    """A GTID_TAGGED (42) event body: a message of MySQL's serialization
+    library (format version, size, last non-ignorable field id, then
+    ``field id, value`` pairs in field order: flags, uuid (16 varlen bytes),
+    gno (signed), tag (length, bytes), last_committed, sequence_number,
+    immediate and original commit timestamps, transaction_length, ...)."""
+    _, at = _varlen(body, 0)                  # serialization format version
+    size, at = _varlen(body, at)
+    if size > len(body):
+        raise ValueError(f"message of {size} bytes in a {len(body)}-byte event")
+    end = size
+    _, at = _varlen(body, at)                 # last non-ignorable field id
+    fields: dict[int, object] = {}
+    while at < end:
+        fid, at = _varlen(body, at)
+        if fid == 1:
+            raw = bytearray()
+            for _ in range(UUID_LEN):
+                b, at = _varlen(body, at)
+                if b > 255:
+                    raise ValueError("UUID byte out of range")
+                raw.append(b)
+            fields[1] = bytes(raw)
+        elif fid == _FIELD_TAG:
+            n, at = _varlen(body, at)
+            if at + n > end:
+                raise ValueError("tag runs past the event")
+            fields[fid] = bytes(body[at:at + n]).decode("ascii")
+            at += n
+        elif fid <= 11:
+            fields[fid], at = _varlen(body, at)
+        else:
+            break                              # a later version's field: what we need came before
+        if fid >= _FIELD_LENGTH and 1 in fields:
+            break
+    if 1 not in fields or _FIELD_GNO not in fields:
+        raise ValueError("GTID_TAGGED event without uuid or gno")
+    gno = _signed(fields[_FIELD_GNO])
+    if not 1 <= gno <= GNO_MAX:
+        raise ValueError(f"GTID number {gno} out of range")
+    tag = fields.get(_FIELD_TAG, "").lower()
+    commit_us = fields.get(_FIELD_ORIGINAL_TS, fields.get(_FIELD_IMMEDIATE_TS))
+    return _Gtid(MysqlGtid(uuid_text(fields[1]), tag, gno), commit_us, fields.get(_FIELD_LENGTH))
+
+
+def decode_previous_gtids(body) -> GtidSet:
+    """A PREVIOUS_GTIDS (35) body: a u64 whose top byte is the format (0:
+    untagged, the low 56 bits count the UUIDs; 1: tagged, bits 8-55 count
+    (uuid, tag) pairs), then per entry the UUID, (tagged) the tag as a
+    varlen length and bytes, a u64 interval count and [start, end) u64 pairs."""
+    head = U64.unpack_from(body, 0)[0]
+    tagged = head >> 56 == PREVIOUS_FORMAT_TAGGED
+    if head >> 56 not in (0, PREVIOUS_FORMAT_TAGGED):
+        raise ValueError(f"unknown Previous_gtids format {head >> 56}")
+    count = (head >> 8) & ((1 << 48) - 1) if tagged else head & ((1 << 56) - 1)
+    at = 8
+    out = []
+    for _ in range(count):
+        if at + UUID_LEN > len(body):
+            raise ValueError("entry runs past the event")
+        uuid = uuid_text(bytes(body[at:at + UUID_LEN]))
+        at += UUID_LEN
+        tag = ""
+        if tagged:
+            n, at = _varlen(body, at)
+            tag = bytes(body[at:at + n]).decode("ascii").lower()
+            at += n
+        n = U64.unpack_from(body, at)[0]
+        at += 8
+        if at + n * PREV_INTERVAL.size > len(body):
+            raise ValueError(f"{n} intervals run past the event")
+        for _ in range(n):
+            start, end = PREV_INTERVAL.unpack_from(body, at)
+            at += PREV_INTERVAL.size
+            if not 1 <= start < end <= GNO_MAX + 1:
+                raise ValueError(f"interval [{start}, {end}) out of range")
+            out.append((uuid, tag, start, end))
+    if at != len(body):
+        raise ValueError(f"{len(body) - at} bytes after the last interval")
+    return GtidSet.from_intervals(out)
+
+
+# -- the file -------------------------------------------------------------------
+
+class MysqlBinlog(Binlog):
+    """One MySQL binlog file, read-only (see the module doc)."""
+
+    flavor = "mysql"
+
+    def _read_preamble(self) -> None:
+        length = self._read_fde()
+        path = self.path
+        if is_mariadb(self.fde.server_version):
+            raise UnsupportedBinlogError(f"a MariaDB binlog (written by server {self.fde.server_version!r}), "
+                                         "not a MySQL one", path=path, offset=4, hint="open it with gtidx.Binlog")
+        self.gtid_list_offset = self.gtid_list_end = None      # MariaDB's; a MySQL file has none
+        self.previous_gtids: GtidSet | None = None             # None: the file has no PREVIOUS_GTIDS event
+        self.previous_gtids_offset: int | None = None
+        off = 4 + length
+        self.body_start = off
+        if off + HEADER_LEN <= self.size:
+            self._fill(off, off + HEADER_LEN)
+            etype, elen = TYPE_LENGTH.unpack_from(self._mm, off)
+            if etype == PREVIOUS_GTIDS and HEADER_LEN + self.checksum_len + 8 <= elen and off + elen <= self.size:
+                if self.checksum_len:
+                    self._verify_crc(off, elen, etype)
+                body = memoryview(self._mm)[off + HEADER_LEN:off + elen - self.checksum_len]
+                try:
+                    self.previous_gtids = decode_previous_gtids(body)
+                except (ValueError, struct.error, UnicodeDecodeError) as e:
+                    raise CorruptBinlogError(f"PREVIOUS_GTIDS event does not decode: {e}", path=path,
+                                             offset=off) from None
+                self.previous_gtids_offset = off
+                self.body_start = off + elen
+
+    # -- MariaDB's answers: not MySQL's ----------------------------------------
+    def _not_yet(self, what: str) -> MySQLBinlogError:
+        return MySQLBinlogError(f"a MySQL binlog (written by server {self.fde.server_version!r}): {what} "
+                                "is not supported yet", path=self.path,
+                                hint="gtidx answers MariaDB binlogs; MySQL support is being built")
+
+    @property
+    def start_state(self):
+        raise self._not_yet("a MariaDB binlog state")
+
+    def group_spans(self, start=None):
+        raise self._not_yet("the MariaDB group walk")
+
+    def group_batches(self, span, start=None, previous=0):
+        raise self._not_yet("indexing")
+
+    def apply_until(self, state, start, target):
+        raise self._not_yet("the GTID state at an offset")
+
+    def state_at(self, offset):
+        raise self._not_yet("the GTID state at an offset")
+
+    # -- transactions ---------------------------------------------------------
+    def _gtid_at(self, off: int, etype: int, ln: int) -> _Gtid:
+        self._fill(off, off + ln)
+        body = memoryview(self._mm)[off + HEADER_LEN:off + ln - self.checksum_len]
+        try:
+            return decode_tagged_gtid(body) if etype == GTID_TAGGED else decode_untagged_gtid(body, etype)
+        except (ValueError, struct.error, UnicodeDecodeError) as e:
+            raise self._corrupt(f"{MYSQL_EVENT_NAMES[etype]} event does not decode: {e}", off) from None
+
+    def _query_at(self, off: int, ln: int) -> bytes:
+        self._fill(off, off + ln)
+        return decode_query_text(memoryview(self._mm)[off + HEADER_LEN:off + ln - self.checksum_len],
+                                 path=self.path, offset=off)
+
+    def groups(self, start: int | None = None) -> Iterator[MysqlGroup]:
+        """Every transaction from ``start`` (an event boundary; default:
+        after PREVIOUS_GTIDS) to the end of the file, as ``MysqlGroup``s
+        (a transaction begun before ``start`` is left out).
+        In a file still being written, the last one is yielded once its
+        terminating event is on disk. A closed file cut short raises after
+        the complete ones (as ``Binlog.groups``)."""
+        off = self.body_start if start is None else start
+        end = self.complete_end(off, closed_check=False)
+        # From an explicit start inside a transaction, its rest is no transaction's
+        # (skipped); from the file's start an event outside any is an error.
+        mid = start is not None
+        cur = None           # (_Gtid, start offset, header timestamp) of the open transaction
+        state = None         # None (outside), "gtid", "ddl", "dml"
+        last = None          # offset of the last event walked
+        mm = self._mm
+
+        def close(at: int) -> MysqlGroup:
+            g, begin, ts = cur
+            return MysqlGroup(g.gtid, begin, at, g.commit_us // 1_000_000 if g.commit_us else ts,
+                              g.commit_us, g.length)
+
+        for off, etype, _, ln in self._headers_between(off, end):
+            last = off
+            if etype in GTID_TYPES:
+                mid = False
+                if cur is not None:
+                    yield close(off)             # no terminator: the next GTID ends it
+                self._fill(off, off + HEADER_LEN)
+                cur = (self._gtid_at(off, etype, ln), off, U32.unpack_from(mm, off)[0])
+                state = "gtid"
+                continue
+            if etype in BOUNDARY or etype in IGNORED:
+                mid = mid and etype in IGNORED
+                if cur is not None and etype in BOUNDARY:
+                    yield close(off)
+                    cur = state = None
+                continue
+            terminal = False
+            if etype == QUERY:
+                text = self._query_at(off, ln)         # compared as the server's parser does: no strip
+                upper = text[:12].upper()
+                if text == b"BEGIN" or text.startswith(b"XA START"):
+                    if state in ("gtid", None):
+                        state = "dml"
+                elif text == b"COMMIT" or (upper.startswith(b"ROLLBACK") and not upper.startswith(b"ROLLBACK TO ")) \
+                        or upper.startswith(b"XA ROLLBACK"):
+                    terminal = True
+                elif state in ("gtid", "ddl"):
+                    terminal = True             # a DDL's single statement (or XA COMMIT after its GTID)
+            elif etype in (XID, XA_PREPARE, INCIDENT):
+                terminal = True
+            elif etype == TRANSACTION_PAYLOAD:
+                terminal = state == "gtid"
+            elif etype in PRE_STATEMENT:
+                if state == "gtid":
+                    state = "ddl"
+            elif state in ("gtid", "ddl"):
+                self._fill(off, off + HEADER_LEN)
+                if not (U16.unpack_from(mm, off + 17)[0] & IGNORABLE_FLAG):
+                    terminal = True             # the parser's "statement" after a GTID ends it
+            if cur is None:
+                if etype == INCIDENT or mid:
+                    continue                     # an incident without its GTID; the rest of one begun before start
+                self._fill(off, off + HEADER_LEN)
+                if not (U16.unpack_from(mm, off + 17)[0] & IGNORABLE_FLAG):
+                    raise MySQLBinlogError(
+                        f"a {MYSQL_EVENT_NAMES.get(etype, f'type {etype}')} event outside any transaction's GTID "
+                        "event (a binlog without GTIDs, from MySQL 5.6 or gtid_mode switched): not supported yet",
+                        path=self.path, offset=off)
+                continue
+            if terminal:
+                yield close(off + ln)
+                cur = state = None
+        if last is not None:
+            # a closed file ends with ROTATE or STOP after a whole transaction
+            # (the open one here has no terminator: a file still being written)
+            cut = self.truncation(last, cur[1] if cur is not None else None)
+            if cut is not None:
+                raise cut
+
+    def end_set(self) -> GtidSet:
+        """The GTID set after this file (as far as it has complete
+        transactions): previous_gtids plus every transaction's GTID."""
+        out = self.previous_gtids.copy() if self.previous_gtids is not None else GtidSet()
+        for g in self.groups():
+            if g.gtid is not None:
+                out.add(*g.gtid)
+        return out
+
+
+def open_binlog(path: str | os.PathLike, store=None) -> Binlog:
+    """A binlog file opened as the class its FORMAT_DESCRIPTION names:
+    ``MysqlBinlog`` for MySQL's, ``Binlog`` for MariaDB's."""
+    try:
+        return Binlog(path, store)
+    except MySQLBinlogError as e:
+        if e.offset != 4:
+            raise                   # a MariaDB FDE with MySQL events: neither reads it
+    return MysqlBinlog(path, store)

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The MySQL 9.7 server the MySQL tests and fixtures ask.
+
+Debian 12 ships no MySQL server: ``mysql-9.7.sh ROOT`` (the shared tool,
+``GTIDX_MY97_SCRIPT``) builds a Debian unstable root once with debootstrap
+and starts mysqld in it (gtid_mode=ON, ROW, CRC32) on the unix socket
+``ROOT/srv/my97/run/mysqld.sock`` and 127.0.0.1:3397 only; its binlogs are
+``ROOT/srv/my97/data/binlog.NNNNNN``. ``ROOT`` is ``GTIDX_MY97_ROOT``
+(default /var/tmp/gtidx-my97). ``MySQL97().ensure()`` starts it when its
+socket does not answer (needs root, as the script does); it is left running.
+
+    python tools/mysql97.py start      # prints the socket path
+    python tools/mysql97.py stop
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = os.environ.get("GTIDX_MY97_ROOT", "/var/tmp/gtidx-my97")
+SCRIPT = os.environ.get("GTIDX_MY97_SCRIPT", "/work/shared/tools/mysql-9.7.sh")
+SRV = "srv/my97"
+
+
+class MySQL97:
+    def __init__(self, root: str | os.PathLike = ROOT):
+        self.root = Path(root)
+        self.socket = self.root / SRV / "run" / "mysqld.sock"
+        self.pid_file = self.root / SRV / "run" / "mysqld.pid"
+        self.datadir = self.root / SRV / "data"
+
+    def alive(self) -> bool:
+        if not self.socket.exists():
+            return False
+        try:
+            self.connect().close()
+            return True
+        except Exception:
+            return False
+
+    def ensure(self) -> "MySQL97":
+        if not self.alive():
+            subprocess.run(["bash", SCRIPT, str(self.root)], check=True, stdout=subprocess.DEVNULL)
+            for _ in range(60):
+                if self.alive():
+                    break
+                time.sleep(1)
+            else:
+                raise RuntimeError(f"MySQL 9.7 did not answer on {self.socket}")
+        return self
+
+    def connect(self, **kw):
+        import pymysql
+        return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True, **kw)
+
+    def stop(self) -> None:
+        if self.pid_file.exists():
+            os.kill(int(self.pid_file.read_text().strip()), signal.SIGTERM)
+            for _ in range(60):
+                if not self.pid_file.exists():
+                    return
+                time.sleep(1)
+
+    def sql(self, query: str, args=None) -> list[tuple]:
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute(query, args)
+            return list(cur.fetchall())
+
+
+def main(argv=None) -> None:
+    cmd = (argv or sys.argv[1:] or ["start"])[0]
+    srv = MySQL97()
+    if cmd == "start":
+        print(srv.ensure().socket)
+    elif cmd == "stop":
+        srv.stop()
+    else:
+        raise SystemExit("usage: tools/mysql97.py start|stop")
+
+
+if __name__ == "__main__":
+    main()
