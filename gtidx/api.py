@@ -22,7 +22,7 @@ import operator
 import os
 import re
 from collections import OrderedDict
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
 from . import catalog
 from . import idxformat as fmt
@@ -36,6 +36,9 @@ from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, I
                         open_index, stored_seen, verify_index)
 from .mysqlgtid import GtidSet
 from .probe import walk_to
+
+if TYPE_CHECKING:                      # show imports mysql-replication: only when a group is decoded
+    from . import show as show_module
 
 log = logging.getLogger("gtidx")
 

@@ -106,3 +106,19 @@ def live_server(tmp_path_factory):
         yield srv
     finally:
         srv.stop()
+
+
+def copy_set(tmp_path: Path, scenario: Path, build: bool = True) -> Path:
+    """A fixture scenario copied (writable), each binlog indexed (small
+    pages, short spans: several records per file) unless ``build`` is False."""
+    import shutil
+    from gtidx import api
+    from gtidx.indexfile import build_index
+    d = tmp_path / f"{scenario.parent.name}-{scenario.name}"
+    shutil.copytree(scenario, d)
+    for p in d.iterdir():
+        p.chmod(0o644)
+    if build:
+        for f in api.list_binlogs(d):
+            build_index(f, page_size=256, span_min=4096, max_ratio=None, force=True)
+    return d

@@ -15,7 +15,7 @@ import struct
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, fixture_files, growing_copy
+from conftest import FIXTURES, growing_copy
 from gtidx import api
 from gtidx.binlog import GTID, Binlog
 from gtidx.cli import cli

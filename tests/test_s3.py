@@ -28,7 +28,6 @@ pytest.importorskip("s3fs")
 import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
 from gtidx.binlog import Binlog  # noqa: E402
-from gtidx.gtid import Gtid  # noqa: E402
 from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
 
 BUCKET = "gtidx-archive"

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, copy_set
 from gtidx import api
 from gtidx.binlog import Binlog
 from gtidx.errors import NotFoundError
-from gtidx.indexfile import build_index
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra, installed by the Quickstart)
 
@@ -24,17 +23,6 @@ def spark():
     session = gs.session("local[2]", app="gtidx-tests")
     yield session
     session.stop()
-
-
-def copy_set(tmp_path: Path, scenario: Path, build: bool) -> Path:
-    d = tmp_path / f"{scenario.parent.name}-{scenario.name}"
-    shutil.copytree(scenario, d)
-    for p in d.iterdir():
-        p.chmod(0o644)
-    if build:
-        for f in api.list_binlogs(d):
-            build_index(f, page_size=256, span_min=4096, max_ratio=None, force=True)
-    return d
 
 
 def probes(d: Path) -> list[str]:

@@ -6,17 +6,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, copy_set
 from gtidx import api, show
 from gtidx.binlog import Binlog
-from gtidx.indexfile import build_index
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra)
 from gtidx.changes import ChangesReader  # noqa: E402
@@ -111,17 +109,6 @@ def test_values_as_text_are_the_json_values():
 
 
 # -- filters: the same rows as filtering the whole, fewer files and groups --------------------
-
-def copy_set(tmp_path: Path, scenario: Path, build: bool = True) -> Path:
-    d = tmp_path / f"{scenario.parent.name}-{scenario.name}"
-    shutil.copytree(scenario, d)
-    for p in d.iterdir():
-        p.chmod(0o644)
-    if build:
-        for f in api.list_binlogs(d):
-            build_index(f, page_size=256, span_min=4096, max_ratio=None, force=True)
-    return d
-
 
 def pushed(df) -> bool:
     """Did the source take every filter (none left for Spark above the scan)?"""

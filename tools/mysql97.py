@@ -22,14 +22,17 @@ import time
 from pathlib import Path
 
 ROOT = os.environ.get("GTIDX_MY97_ROOT", "/var/tmp/gtidx-my97")
-SCRIPT = os.environ.get("GTIDX_MY97_SCRIPT", "/work/shared/tools/mysql-9.7.sh")
+# ../shared beside the checkout, as tools/test finds it (GTIDX_SHARED)
+_SHARED = Path(os.environ.get("GTIDX_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
+SCRIPT = os.environ.get("GTIDX_MY97_SCRIPT", str(_SHARED / "tools" / "mysql-9.7.sh"))
 SRV = "srv/my97"
 
 
 class MySQL97:
     def __init__(self, root: str | os.PathLike = ROOT):
         self.root = Path(root)
-        self.socket = self.root / SRV / "run" / "mysqld.sock"
+        given = os.environ.get("GTIDX_MY97_SOCKET")         # tools/test's (the server it found or started)
+        self.socket = Path(given) if given and root == ROOT else self.root / SRV / "run" / "mysqld.sock"
         self.pid_file = self.root / SRV / "run" / "mysqld.pid"
         self.datadir = self.root / SRV / "data"
 
