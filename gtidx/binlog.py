@@ -364,6 +364,11 @@ class Binlog:
         return getattr(self._file, "etag", None)
 
     @property
+    def file_stat(self) -> os.stat_result | None:
+        """The local file's ``fstat`` at open (None for an object)."""
+        return getattr(self._file, "stat", None)
+
+    @property
     def growing(self) -> bool:
         """True when the file may still be written (IN_USE flag on its FDE)."""
         return self.fde.in_use

@@ -199,7 +199,8 @@ class Catalog:
             store.put(path, data)
         else:
             try:
-                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                if self.index_root is not None:     # under an --index-dir; beside binlogs never
+                    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
                 safefile.remove_orphans(path)       # what a writer killed while saving left
                 safefile.write_file(path, [data])
             except OSError as e:

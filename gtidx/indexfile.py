@@ -475,7 +475,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     result.records = len(records)
     result.pages = len(pages)
     result.size = len(pages) * page_size
-    store.write_index(target, b"".join(pages), meta)
+    store.write_index(target, b"".join(pages), meta, make_dirs=index_root is not None and not out)
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -90,6 +90,23 @@ def object_etag(b: Binlog) -> str | None:
     return strong_etag(b.etag)
 
 
+# A local binlog's identity stands for its content like an object's ETag
+# (``binlog_etag`` "stat:dev:ino:size:mtime_ns:ctime_ns"): a write changes
+# its mtime and ctime, a replacement its inode (ctime cannot be set back).
+# Recorded only for a file not written in the last QUIET_S seconds: a write
+# within the clock tick of the one before may keep the timestamps.
+QUIET_S = 2.0
+
+
+def local_identity(b: Binlog, quiet: bool = False) -> str | None:
+    """``b``'s identity as a local file (``quiet``: None when it was written
+    in the last QUIET_S seconds); None for an object."""
+    st = b.file_stat
+    if st is None or (quiet and time.time() - st.st_mtime < QUIET_S):
+        return None
+    return f"stat:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
 def strong_etag(etag) -> str | None:
     """An ETag (as a HEAD or a LIST gives it) that names one content: a
     strong one (a weak ``W/...`` validator promises equivalent content, not
@@ -132,7 +149,7 @@ class IndexMeta:
         head, head_adler = digest_masked(mm, 0, min(size, FINGERPRINT_SPAN))
         tail, tail_adler = digest_masked(mm, max(0, size - FINGERPRINT_SPAN), size)
         if size == b.size and "binlog_etag" not in progress:
-            progress["binlog_etag"] = object_etag(b)
+            progress["binlog_etag"] = object_etag(b) or local_identity(b, quiet=True)
         return cls(size, head, tail, head_adler32=head_adler, tail_adler32=tail_adler, **progress)
 
     def matches(self, b: Binlog) -> bool:
@@ -159,8 +176,11 @@ class IndexMeta:
 
     def same_object(self, b: Binlog) -> bool:
         """Is ``b`` the very object fingerprinted (its size and ETag the
-        recorded ones)? False says nothing: compare the content."""
-        return self.is_object(b.size, b.etag)
+        recorded ones; a local file: its identity, ``local_identity``)?
+        False says nothing: compare the content."""
+        if b.etag is not None:
+            return self.is_object(b.size, b.etag)
+        return self.binlog_etag is not None and self.size == b.size and local_identity(b) == self.binlog_etag
 
     def is_object(self, size: int, etag) -> bool:
         """Is an object of this ``size`` and ``etag`` (from a HEAD or a

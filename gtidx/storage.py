@@ -101,12 +101,15 @@ class LocalStore:
         except OSError as e:
             raise GtidxIOError.from_os(e, path) from None
 
-    def write_index(self, target: str, data: bytes, meta) -> None:
+    def write_index(self, target: str, data: bytes, meta, *, make_dirs: bool = False) -> None:
         """``data`` as ``target`` (exclusive temporary file, rename), ``meta``
-        (an IndexMeta) stamped on the new file before it is renamed."""
+        (an IndexMeta) stamped on the new file before it is renamed.
+        ``make_dirs``: create its directory (under an --index-dir; beside a
+        binlog never: a binlog directory that vanished is not made again)."""
         meta.remove_orphans(target)
         try:
-            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)    # under an --index-dir
+            if make_dirs:
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
             safefile.write_file(target, [data], before_publish=lambda fd: meta.write(fd, target))
         except OSError as e:
             raise GtidxIOError.from_os(e, target) from None
@@ -275,7 +278,7 @@ class FsspecStore:
         object or the new one, never a part)."""
         self._call(path, self.fs.pipe_file, path, data)
 
-    def write_index(self, target: str, data: bytes, meta) -> None:
+    def write_index(self, target: str, data: bytes, meta, *, make_dirs: bool = False) -> None:
         """The index with one PUT, then its fingerprint (``IndexMeta``, in
         a sidecar object bound to this index object's ETag): a reader
         between the two sees a fingerprint of another index and does not

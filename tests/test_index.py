@@ -651,3 +651,69 @@ def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path
     before = os.stat(idx).st_ino
     assert build_index(binlog, max_ratio=None).action == "built"
     assert os.stat(idx).st_ino != before and not IndexMeta.read(idx).legacy
+
+
+def test_a_quiet_local_binlogs_identity_stands_for_its_content(tmp_path, monkeypatch):
+    """A local binlog not written in the last seconds: its identity (device,
+    inode, size, mtime, ctime) is recorded with its index like an object's
+    ETag, and while it holds the content is not read again (no digest of
+    the first and last 64 KiB). A touch changes it: the content is compared
+    (and still matches). Rewritten in place at the same size with its mtime
+    set back: the ctime tells, the content is compared, the index is stale."""
+    import gtidx.indexmeta as im
+    (binlog,) = [p for p in copy_set(tmp_path, M1011 / "multifile") if p.name.endswith("000020")]
+    old = binlog.stat()
+    os.utime(binlog, ns=(old.st_atime_ns, old.st_mtime_ns - 10**10))     # quiet: written 10 s before
+    build_index(binlog, max_ratio=None)
+    meta = IndexMeta.read(str(binlog) + ".idx")
+    assert meta.binlog_etag and meta.binlog_etag.startswith("stat:")
+    digests = []
+    real = im.digest_masked
+    monkeypatch.setattr(im, "digest_masked", lambda *a: (digests.append(a), real(*a))[1])
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.usable and digests == []
+        status.close()
+    os.utime(binlog)                                       # touched: another identity, the same bytes
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.usable and digests
+        status.close()
+    data = bytearray(binlog.read_bytes())
+    at = _gtid_event_in_head(binlog)
+    data[at + 19] ^= 1                                     # a seq_no byte (its event's CRC now wrong)
+    st = binlog.stat()
+    binlog.write_bytes(bytes(data))
+    os.utime(binlog, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime set back; ctime cannot be
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.state is IndexState.STALE
+        status.close()
+
+
+def test_a_binlog_written_just_now_records_no_identity(tmp_path):
+    """Within QUIET_S of its last write a file's timestamps may not move with
+    a next write (one clock tick): then the content is always compared."""
+    (binlog,) = copy_set(tmp_path, M118 / "xa")
+    os.utime(binlog)
+    build_index(binlog, max_ratio=None)
+    assert IndexMeta.read(str(binlog) + ".idx").binlog_etag is None
+
+
+def test_an_index_beside_a_vanished_directory_does_not_make_it_again(tmp_path):
+    """A binlog directory renamed away (or removed) while an index for it is
+    being written: the write fails, and the directory is not made again with
+    a stray index in it (``gtidx tail`` found its directory recreated when it
+    came back, test_tail_survives_its_directory_vanishing). Under an
+    --index-dir the mirrored directories are made."""
+    from gtidx.errors import GtidxIOError
+    from gtidx.storage import LOCAL
+    (binlog,) = copy_set(tmp_path, M118 / "xa")
+    with Binlog(binlog) as b:
+        meta = IndexMeta.of(b)
+    gone = tmp_path / "gone" / "binlogs"
+    with pytest.raises(GtidxIOError):
+        LOCAL.write_index(str(gone / "master-bin.000001.idx"), b"x" * 4096, meta)
+    assert not gone.exists() and not gone.parent.exists()
+    LOCAL.write_index(str(gone / "master-bin.000001.idx"), b"x" * 4096, meta, make_dirs=True)
+    assert (gone / "master-bin.000001.idx").stat().st_size == 4096
