@@ -101,6 +101,12 @@ def _index_dir_option(f):
                              "looked up there first, then beside the binlog.")(f)
 
 
+def _history_option(where: str, when: str = "When"):
+    return click.option("--history", type=_Count(1), metavar="N",
+                        help=f"{when} the catalog of {where} shows binlogs of several histories (servers, a "
+                             "reused name): answer within history N (gtidx catalog show lists them).")
+
+
 def _quiet_option(f):
     return click.option("--quiet", "-q", is_flag=True,
                         help="No progress display (drawn on stderr only when stdout and stderr are "
@@ -513,9 +519,7 @@ def _seek_text(r) -> str:
 @_from_option("a GTID (or a replication position, one GTID per domain)")
 @_storage_option
 @_index_dir_option
-@click.option("--history", type=_Count(1), metavar="N",
-              help="When the catalog of PATH shows binlogs of several histories (servers, a reused name): "
-                   "answer within history N (gtidx catalog show lists them).")
+@_history_option("PATH")
 def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history):
     """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
     directory of binlogs or a master-bin.index (default: the current directory). Exactly one
@@ -566,8 +570,7 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
               "rows: [{table, op, before, after, changed, unknown}], note}.")
 @_storage_option
 @_index_dir_option
-@click.option("--history", type=_Count(1), metavar="N",
-              help="With --gtid, when the catalog of PATH shows binlogs of several histories: look in history N.")
+@_history_option("PATH", "With --gtid, when")
 @click.option("--schema-from", "schema_from", metavar="SOCKET|DSN",
               help="Name the columns the binlog does not name (no binlog_row_metadata=FULL) from a live "
                    "server's information_schema: its unix socket path (as your OS user) or "
@@ -985,9 +988,7 @@ def spark():
 @_json_option("One JSON object: {out, rows, found, not_found}.")
 @_storage_option
 @_index_dir_option
-@click.option("--history", type=_Count(1), metavar="N",
-              help="When the catalog of --binlogs shows binlogs of several histories (servers, a reused "
-                   "name): answer within history N (gtidx catalog show lists them).")
+@_history_option("--binlogs")
 def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root, history):
     """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
     timestamp, found, reason to --out. On a terminal, a progress line: the phase and its

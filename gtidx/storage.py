@@ -156,9 +156,15 @@ class FsspecStore:
         return GtidxIOError(f"object store failed: {_reason(e)}", path=path,
                             hint="is the endpoint up (AWS_ENDPOINT_URL / endpoint_url)?")
 
-    def _call(self, path: str, fn, *args, **kw):
+    def _call(self, path: str, fn, *args, none_if_missing: bool = False, **kw):
+        """``fn(*args, **kw)``, any failure its GtidxError (``fail``); with
+        ``none_if_missing`` a missing object is None."""
         try:
             return fn(*args, **kw)
+        except FileNotFoundError as e:
+            if none_if_missing:
+                return None
+            raise self.fail(e, path) from None
         except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
         except Exception as e:          # botocore, aiohttp, OSError: all of them mean "cannot read it"
@@ -237,14 +243,8 @@ class FsspecStore:
         return self._kind(path)
 
     def _kind(self, path: str) -> str | None:
-        try:
-            return self.fs.info(path).get("type")
-        except FileNotFoundError:
-            return None
-        except (KeyboardInterrupt, SystemExit, MemoryError):
-            raise
-        except Exception as e:
-            raise self.fail(e, path) from None
+        info = self._call(path, self.fs.info, path, none_if_missing=True)
+        return None if info is None else info.get("type")
 
     def exists(self, path: str) -> bool:
         return self._kind(path) is not None
@@ -264,14 +264,7 @@ class FsspecStore:
     def read_object(self, path: str) -> bytes | None:
         """The whole object (one GET: a range past any end, so that s3fs
         asks no HEAD first), or None when there is none."""
-        try:
-            return self.fs.cat_file(path, start=0, end=1 << 40)
-        except FileNotFoundError:
-            return None
-        except (KeyboardInterrupt, SystemExit, MemoryError):
-            raise
-        except Exception as e:
-            raise self.fail(e, path) from None
+        return self._call(path, self.fs.cat_file, path, start=0, end=1 << 40, none_if_missing=True)
 
     def put(self, path: str, data: bytes) -> None:
         """``data`` as the object ``path``: one PUT (readers see the old
