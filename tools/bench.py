@@ -9,6 +9,7 @@
     tools/bench lookup [--file F] [--n 200]      lookups by offset and by GTID near the end
     tools/bench tail   [--seconds 15]            gtidx tail lag and CPU beside a live 10.11
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
+    tools/bench batch  [--repeat 30]             seek --from / pos --from end to end (lookups/s)
 
 scan: the event-group walk (what `gtidx scan` and index builds do) against
 the bare header walk, on a 256 MiB binlog written by a real MariaDB 10.11
@@ -424,6 +425,55 @@ def bench_spark(args) -> dict:
     return report
 
 
+def bench_batch(args) -> dict:
+    """``gtidx seek --from`` and ``gtidx pos --from`` end to end (a process
+    each, start-up included) on a copy of the bundled multifile fixture with
+    its indexes: every GTID of the fixture, and every offset of its oracle,
+    ``--repeat`` times over, in file order; lookups per second (median of
+    ``--runs``), and the answers checked against single calls (a sample)."""
+    import shutil
+    import tempfile
+    src = HERE.parent / "fixtures" / "mariadb-10.11" / "multifile"
+    oracle = json.loads((src / "oracle.json").read_text())
+    gtidx_cmd = [sys.executable, "-m", "gtidx"]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "multifile"
+        shutil.copytree(src, d)
+        subprocess.run(gtidx_cmd + ["build", "-q", str(d)], check=True, capture_output=True)
+        gtids = [g for f in oracle["files"] for g, _, _ in f["groups"]] * args.repeat
+        offsets = [f"{d / f['name']} {off}" for f in oracle["files"] for off, _ in f["pos"]] * args.repeat
+        (d / "gtids.txt").write_text("\n".join(gtids) + "\n")
+        (d / "offsets.txt").write_text("\n".join(offsets) + "\n")
+        jobs = {"seek --from": (["seek", "--json", "--from", str(d / "gtids.txt"), str(d)], gtids),
+                "pos --from": (["pos", "--json", "--from", str(d / "offsets.txt")], offsets)}
+        report = {"machine": machine(), "repeat": args.repeat, "runs": args.runs, "batches": {}}
+        for name, (cmd, lines) in jobs.items():
+            times, out = [], None
+            for _ in range(args.runs):
+                t0 = time.perf_counter()
+                p = subprocess.run(gtidx_cmd + cmd, capture_output=True, text=True)
+                times.append(time.perf_counter() - t0)
+                out = p.stdout.splitlines()
+            assert len(out) == len(lines), (name, len(out), len(lines))
+            wrong = 0
+            for line, got in list(zip(lines, out))[::max(1, len(lines) // 50)]:
+                single = ["seek", "--json", "--gtid", line, str(d)] if name.startswith("seek") else \
+                    ["pos", "--json", *line.rsplit(" ", 1)]
+                want = subprocess.run(gtidx_cmd + single, capture_output=True, text=True).stdout.strip()
+                a, b = json.loads(got), json.loads(want) if want else None
+                if b is None:
+                    wrong += "error" not in a
+                else:
+                    wrong += {k: v for k, v in a.items() if k != "via"} != {k: v for k, v in b.items() if k != "via"}
+            med = statistics.median(times)
+            report["batches"][name] = {"lookups": len(lines), "median_s": med, "min_s": min(times),
+                                       "max_s": max(times), "per_s": len(lines) / med, "checked_wrong": wrong}
+            print(f"  {name:<12} {len(lines):>7} lookups  median {med:6.3f} s (min {min(times):.3f}, max "
+                  f"{max(times):.3f})  {len(lines) / med:9,.0f} lookups/s end to end  (sampled vs single "
+                  f"calls: {wrong} wrong)")
+    return report
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd")
@@ -443,6 +493,10 @@ def main(argv=None) -> int:
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("batch", help="seek --from / pos --from end to end on the multifile fixture")
+    s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
+    s.add_argument("--runs", type=int, default=5)
+    s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("lookup")
     s.add_argument("--file", help="a binlog (default: the 256 MiB workload file)")
     s.add_argument("--n", type=int, default=200)
@@ -455,7 +509,7 @@ def main(argv=None) -> int:
         bench_report.run(sys.modules[__name__], a)
         return 0
     report = {"scan": bench_scan, "build": bench_build, "lookup": bench_lookup, "tail": bench_tail,
-              "spark": bench_spark}[a.cmd](a)
+              "spark": bench_spark, "batch": bench_batch}[a.cmd](a)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     return 0
