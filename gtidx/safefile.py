@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 
 _CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -36,7 +35,7 @@ def create_temp(target: str, mode: int = 0o644) -> tuple[int, str]:
     created exclusively: never an existing file, never through a link."""
     directory = _directory(target)
     for _ in range(100):
-        tmp = os.path.join(directory, f"{temp_prefix(target)}{os.getpid()}.{secrets.token_hex(4)}{_SUFFIX}")
+        tmp = os.path.join(directory, f"{temp_prefix(target)}{os.getpid()}.{os.urandom(4).hex()}{_SUFFIX}")
         try:
             return os.open(tmp, _CREATE, mode), tmp
         except FileExistsError:
