@@ -1127,9 +1127,8 @@ class BinlogSeries:
                                 break
             except GtidxError:
                 pass                    # each GTID's own lookup says what failed
-            for g in sorted(gs):
-                if g not in out:
-                    one(g)              # few, or not where its bounds say: locate decides
+            for g in sorted(g for g in gs if g not in out):
+                one(g)                  # few, or not where its bounds say: locate decides
         return out
 
     def _plan(self, g: Gtid) -> LocatePlan | str:

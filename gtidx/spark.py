@@ -160,12 +160,13 @@ class _Plan:
         # and recover inside a binlog): BinlogSeries.locate decides, in the last file's task
         return len(self.files) - 1 if isinstance(plan, str) else plan.files[0]
 
-    def assign_batch(self, texts) -> "pa.RecordBatch":
+    def assign_batch(self, texts, codes=None) -> "pa.RecordBatch":
         """``assign`` for an Arrow array of input values, as an ASSIGNED
         batch. Values that are plainly ``D-S-N`` (at most 9, 9 and 18
         digits, seq_no not 0: in range) are parsed and planned as columns
         (numpy: each pair's PlanTable searched for all its seq_nos at once);
-        the others one by one."""
+        the others one by one. ``codes``: the value the file column gets for
+        each file index (default: the index)."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -202,8 +203,11 @@ class _Plan:
             if g is not None and g.seq < 2**63:
                 domain[i], server[i], seq[i], has_gtid[i] = g.domain, g.server, g.seq, True
         absent = ~has_gtid
+        none = file < 0
+        if codes is not None:
+            file = np.asarray(codes, np.int32)[np.where(none, 0, file)]
         return pa.RecordBatch.from_arrays(
-            [texts.cast(pa.string()), pa.array(file, mask=file < 0),
+            [texts.cast(pa.string()), pa.array(file, mask=none),
              pa.array(domain, mask=absent), pa.array(server, mask=absent), pa.array(seq, mask=absent),
              pa.array(reason, pa.string())], names=ASSIGNED_NAMES)
 
@@ -312,12 +316,15 @@ def _answer_file(values: list, gtids: list, all_files: list[str], pass_per_byte:
     return out
 
 
-def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
-    """One file's rows (``key``: its index; null: the rows no file answers),
-    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order."""
+def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where",
+                  index_of: dict):
+    """One file's rows (``key``: its code, ``index_of`` gives its file's
+    index; null: the rows no file answers), an Arrow table of ASSIGNED rows
+    in, LOCATE_SCHEMA rows out, in order."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
     i = key[0].as_py()
+    i = None if i is None else index_of[i]
     values = table.column("gtid").to_pylist()
     if i is None:
         rows = [_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())]
@@ -331,6 +338,24 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Pla
     schema = to_arrow_schema(LOCATE_SCHEMA)
     columns = list(zip(*rows)) if rows else [[] for _ in LOCATE_SCHEMA]
     return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+def _codes(spark: SparkSession, n: int, count: int) -> list[int]:
+    """``count`` distinct ints, the i-th of which Spark's hash partitioning
+    into ``n`` (``repartition(n, col)``: pmod(murmur3 hash, n)) puts in
+    partition i % n: locate's file column holds them in place of the file
+    indexes, so that each task gets its own files, evenly (hashing the indexes
+    themselves gives some tasks several files and others none)."""
+    from pyspark.sql import functions as F
+    per, m = -(-count // n), 32 * count
+    while True:
+        rows = spark.range(m).select(F.col("id").cast("int").alias("k")) \
+            .groupBy(F.expr(f"pmod(hash(k), {n})").alias("p")) \
+            .agg(F.slice(F.sort_array(F.collect_list("k")), 1, per).alias("ks")).collect()
+        found = {r.p: r.ks for r in rows}
+        if all(len(found.get(j, ())) >= len(range(j, count, n)) for j in range(min(n, count))):
+            return [found[i % n][i // n] for i in range(count)]
+        m *= 4
 
 
 def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
@@ -382,15 +407,18 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files],
                  {f: e.raw for f, e in known.items()})
     bplan = sc.broadcast(plan)
+    # one task per file (up to 4 per core, then files share them evenly)
+    n = max(1, min(len(files), sc.defaultParallelism * 4))
+    codes = _codes(spark, n, len(files))
+    index_of = {c: i for i, c in enumerate(codes)}
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(todo)
-    n = max(1, min(len(files), sc.defaultParallelism * 4))
 
     def assign(batches):
         p = bplan.value
         for b in batches:
-            yield p.assign_batch(b.column(0))
+            yield p.assign_batch(b.column(0), codes)
 
     if timings is not None:
         spent, touched_files = sc.accumulator(0.0), sc.accumulator(0)
@@ -398,14 +426,14 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
 
         def answer(key, table):
             t = time.perf_counter()
-            out = _answer_group(key, table, files, pass_per_byte, bplan.value, where)
+            out = _answer_group(key, table, files, pass_per_byte, bplan.value, where, index_of)
             if key[0].as_py() is not None:
                 spent.add(time.perf_counter() - t)
                 touched_files.add(1)
             return out
     else:
         def answer(key, table):
-            return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
+            return _answer_group(key, table, files, pass_per_byte, bplan.value, where, index_of)
     # Arrow batches both ways: the input column to the planner (mapInArrow),
     # each file's rows to its task (applyInArrow), the answers back
     assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
