@@ -23,11 +23,14 @@ files x GTIDs:
    has it (purged); else the last file whose start state does not have it
    yet. A GTID whose (domain, server) went backwards (gtid_strict_mode=OFF)
    can be in several files: it goes to the first of them, whose task answers
-   it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence);
-3. GTIDs are grouped by file and one task per file opens that file once and
-   answers all its GTIDs in offset order: by index lookups when they are few,
-   by one pass over the file's groups when they are many (a pass costs what
-   ~2000 index lookups cost on a 256 MiB file).
+   it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence).
+   The input column comes as Arrow batches (``mapInArrow``), each planned at
+   once (numpy over each pair's ``api.PlanTable``);
+3. GTIDs are grouped by file (``groupBy(file).applyInArrow``: Arrow batches
+   in and out, no row pickled) and one task per file answers all of them
+   with ``BinlogSeries.locate_many``, taught the plan's ranges (no walk): by
+   one pass over the file's groups when they are many (a pass costs what
+   ~2000 index lookups cost on a 256 MiB file), by index lookups when few.
 
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
@@ -37,7 +40,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, InputPartition
@@ -48,6 +51,9 @@ from . import api, catalog, storage
 from .binlog import Binlog
 from .errors import BadInputError, GtidxError, NotFoundError
 from .gtid import BinlogState, Gtid, Position
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 LOCATE_SCHEMA = StructType([
     StructField("gtid", StringType()),         # the input row, as given
@@ -316,17 +322,13 @@ def _answer_file(values: list, gtids: list, all_files: list[str], pass_per_byte:
     return out
 
 
-def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where",
-                  index_of: dict):
-    """One file's rows (``key``: its code, ``index_of`` gives its file's
-    index; null: the rows no file answers), an Arrow table of ASSIGNED rows
-    in, LOCATE_SCHEMA rows out, in order."""
+def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
+    """One file's rows (``key``: its code; null: the rows no file answers),
+    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
-    i = key[0].as_py()
-    i = None if i is None else index_of[i]
     values = table.column("gtid").to_pylist()
-    if i is None:
+    if key[0].as_py() is None:
         rows = [_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())]
     else:
         gtids = [None if n is None else Gtid(d, s, n) for d, s, n in
@@ -340,22 +342,33 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Pla
     return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
-def _codes(spark: SparkSession, n: int, count: int) -> list[int]:
+def _codes(n: int, count: int) -> list[int]:
     """``count`` distinct ints, the i-th of which Spark's hash partitioning
-    into ``n`` (``repartition(n, col)``: pmod(murmur3 hash, n)) puts in
-    partition i % n: locate's file column holds them in place of the file
-    indexes, so that each task gets its own files, evenly (hashing the indexes
-    themselves gives some tasks several files and others none)."""
-    from pyspark.sql import functions as F
-    per, m = -(-count // n), 32 * count
-    while True:
-        rows = spark.range(m).select(F.col("id").cast("int").alias("k")) \
-            .groupBy(F.expr(f"pmod(hash(k), {n})").alias("p")) \
-            .agg(F.slice(F.sort_array(F.collect_list("k")), 1, per).alias("ks")).collect()
-        found = {r.p: r.ks for r in rows}
-        if all(len(found.get(j, ())) >= len(range(j, count, n)) for j in range(min(n, count))):
-            return [found[i % n][i // n] for i in range(count)]
-        m *= 4
+    into ``n`` (``repartition(n, col)`` of an int column: pmod(murmur3 hash,
+    n)) puts in partition i % n: locate's file column holds them in place of
+    the file indexes, so that each task gets its own files, evenly (hashing
+    the indexes themselves gives some tasks several files and others none)."""
+    per = [[] for _ in range(n)]
+    k = 0
+    while any(len(per[j]) < len(range(j, count, n)) for j in range(n)):
+        per[_spark_hash_int(k) % n].append(k)
+        k += 1
+    return [per[i % n][i // n] for i in range(count)]
+
+
+def _spark_hash_int(k: int) -> int:
+    """Spark's ``hash()`` of an int (Murmur3_x86_32.hashInt, seed 42), what
+    its hash partitioning takes the partition from (a test compares it with
+    Spark's own)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+    k1 = rotl((k & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(42 ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & 0xFFFFFFFF
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
@@ -409,8 +422,7 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     bplan = sc.broadcast(plan)
     # one task per file (up to 4 per core, then files share them evenly)
     n = max(1, min(len(files), sc.defaultParallelism * 4))
-    codes = _codes(spark, n, len(files))
-    index_of = {c: i for i, c in enumerate(codes)}
+    codes = _codes(n, len(files))
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(todo)
@@ -426,14 +438,14 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
 
         def answer(key, table):
             t = time.perf_counter()
-            out = _answer_group(key, table, files, pass_per_byte, bplan.value, where, index_of)
+            out = _answer_group(key, table, files, pass_per_byte, bplan.value, where)
             if key[0].as_py() is not None:
                 spent.add(time.perf_counter() - t)
                 touched_files.add(1)
             return out
     else:
         def answer(key, table):
-            return _answer_group(key, table, files, pass_per_byte, bplan.value, where, index_of)
+            return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
     # Arrow batches both ways: the input column to the planner (mapInArrow),
     # each file's rows to its task (applyInArrow), the answers back
     assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
