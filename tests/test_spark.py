@@ -91,7 +91,7 @@ def test_locate_refuses_what_the_library_refuses(spark, tmp_path):
         g = logs.end_state().last(0)
     values = [f" {g}", f"{g} ", "", " ", "0-1-0", f"00{g.domain}-0{g.server}-000{g.seq}",
               f"{g.domain}-{g.server}-18446744073709551615", f"{g.domain}-{g.server}-9223372036854775808",
-              ",", f"{g}, ", str(g)] * 2
+              str(g)] * 2
     df = spark.createDataFrame([(v,) for v in values], "gtid string")
     rows = gs.locate(spark, df, str(d), pass_per_byte=1.0).collect()
     assert sorted(r.gtid for r in rows) == sorted(values)
