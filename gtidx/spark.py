@@ -392,7 +392,9 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     ``timings``, if given, receives ``planning_s`` and ``planning_read`` (the
     files the summary job read) now and, once an action has run on the
     result, the per-file task time in ``timings["per_file"].value`` (an
-    accumulator: seconds summed over files) and ``files_touched``.
+    accumulator: seconds summed over files), the CPU time of the same in
+    ``per_file_cpu`` (less where the tasks waited for a core) and
+    ``files_touched``.
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
     it beats index lookups."""
     t0 = time.perf_counter()
@@ -433,14 +435,15 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
             yield p.assign_batch(b.column(0), codes)
 
     if timings is not None:
-        spent, touched_files = sc.accumulator(0.0), sc.accumulator(0)
-        timings["per_file"], timings["files_touched"] = spent, touched_files
+        spent, cpu, touched_files = sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0)
+        timings["per_file"], timings["per_file_cpu"], timings["files_touched"] = spent, cpu, touched_files
 
         def answer(key, table):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             out = _answer_group(key, table, files, pass_per_byte, bplan.value, where)
             if key[0].as_py() is not None:
                 spent.add(time.perf_counter() - t)
+                cpu.add(time.process_time() - c)
                 touched_files.add(1)
             return out
     else:

@@ -187,6 +187,10 @@ def test_spark_section_shows_the_split():
     assert "| planning (file summaries, plan broadcast) | 1.00 | 10% |" in md
     assert "| per-file work (12.0 s summed over 18 files / 2 cores) | 6.00 | 60% |" in md
     assert "| Spark's own overhead (the rest: Arrow transfer, shuffle, scheduling) | 3.00 | 30% |" in md
+    assert "used" not in md
+    r["spark"].update(per_file_cpu_s_total=9.0, load_average=3.5)
+    assert "The per-file tasks used 9.0 s of CPU of their 12.0 s (the rest waiting for a core: load average " \
+           "3.5 on 2 cores during the run)." in br.markdown(r)
 
 
 def test_store_reads_sorts_bytes_by_object():

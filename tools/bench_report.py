@@ -978,6 +978,10 @@ def _markdown_sections(r: dict) -> list[str]:
                            f"files / {s['cores']} cores)", "per_file_s"),
                           ("Spark's own overhead (the rest: Arrow transfer, shuffle, scheduling)", "overhead_s")):
             lines.append(f"| {name} | {split[key]:.2f} | {split[key] / s['spark_s']:.0%} |")
+        if s.get("per_file_cpu_s_total") is not None:
+            lines += ["", f"The per-file tasks used {s['per_file_cpu_s_total']:.1f} s of CPU of their "
+                      f"{s['per_file_task_s_total']:.1f} s (the rest waiting for a core: load average "
+                      f"{s['load_average']:.1f} on {s['cores']} cores during the run)."]
     return lines + (markdown_s3(r["s3"]) if "s3" in r else []) + \
         (markdown_cluster(r["cluster"]) if "cluster" in r else [])
 
