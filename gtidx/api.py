@@ -485,6 +485,32 @@ class Planner:
             return "purged: the earliest binlog starts after it"
         return "no binlog that can hold it has it"
 
+    def table(self, dipped=(), ranges=None) -> "PlanTable":
+        """``plan`` for every seq_no of the pair at once (many GTIDs, one
+        ``dipped`` and ``ranges``): see PlanTable."""
+        return PlanTable(self, dipped, ranges)
+
+
+class PlanTable:
+    """``Planner.plan(n, dipped, ranges)`` tabulated over n: its answer only
+    changes where n crosses a bound or an end of a range, so ``plan`` itself
+    is asked once per stretch between those cuts (``points``, ascending;
+    ``plans[k]``: the answer for ``points[k - 1] <= n < points[k]``) and each
+    GTID then costs a bisection, also with ranges or a pair that went down."""
+
+    __slots__ = ("points", "plans")
+
+    def __init__(self, planner: Planner, dipped=(), ranges=None):
+        cuts = {b + 1 for b in planner._below}
+        cuts.update(a + 1 for a in planner._above if a != _INFINITE)
+        cuts.update(r[k] + k for r in (ranges or {}).values() if r is not None for k in (0, 1))
+        cuts.update((b or 0) + 1 for b in (planner.bounds[0], planner.bounds[-1]) if b != UNKNOWN)
+        self.points = sorted(cuts)
+        self.plans = [planner.plan(n, dipped, ranges) for n in [self.points[0] - 1] + self.points]
+
+    def plan(self, n: int) -> "LocatePlan | str":
+        return self.plans[bisect.bisect_right(self.points, n)]
+
 
 _INFINITE = float("inf")
 
@@ -1072,12 +1098,20 @@ class BinlogSeries:
             return out
         self._learn(self.files)
         per_file: dict[int, list] = {}
+        tables: dict = {}               # (domain, server) -> its PlanTable: _plan for all its GTIDs
+        others = []
         for g in wanted:
-            plan = self._plan(g)
+            key = (g.domain, g.server)
+            table = tables.get(key)
+            if table is None:
+                table = tables[key] = PlanTable(*self._plan_inputs(key))
+            plan = table.plan(g.seq)
             if isinstance(plan, str) or not plan.monotone or len(plan.files) != 1:
-                one(g)
+                others.append(g)
             else:
                 per_file.setdefault(plan.files[0], []).append(g)
+        for g in others:
+            one(g)
         for i, gs in sorted(per_file.items()):
             path = self.files[i]
             try:
@@ -1093,9 +1127,8 @@ class BinlogSeries:
                                 break
             except GtidxError:
                 pass                    # each GTID's own lookup says what failed
-            for g in sorted(gs):
-                if g not in out:
-                    one(g)              # few, or not where its bounds say: locate decides
+            for g in sorted(g for g in gs if g not in out):
+                one(g)                  # few, or not where its bounds say: locate decides
         return out
 
     def _plan(self, g: Gtid) -> LocatePlan | str:
@@ -1104,7 +1137,11 @@ class BinlogSeries:
         of the files learned. (The end state is read, also where the GTID's
         file is an older one: a damaged newest binlog is then reported by
         every lookup, as ``status`` would.)"""
-        key = (g.domain, g.server)
+        planner, dipped, ranges = self._plan_inputs((g.domain, g.server))
+        return planner.plan(g.seq, dipped, ranges)
+
+    def _plan_inputs(self, key: tuple) -> tuple:
+        """(planner, dipped, ranges) of ``_plan`` for one (domain, server)."""
         last = self._end_bound(key)
         cached = self._planners.get(key)
         if cached is None or cached.bounds[-1] != last:
@@ -1112,8 +1149,8 @@ class BinlogSeries:
             self._planners[key] = cached
         dipped, ranges = self._dips.get(key, ()), self._ranges.get(key, {})
         learned = self._learned
-        return cached.plan(g.seq, dipped and {i for i, p in enumerate(self.files) if p in dipped},
-                           {i: ranges.get(p) for i, p in enumerate(self.files) if p in ranges or p in learned})
+        return (cached, dipped and {i for i, p in enumerate(self.files) if p in dipped},
+                {i: ranges.get(p) for i, p in enumerate(self.files) if p in ranges or p in learned})
 
     def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location:
         """Monotonic (domain, server): the GTID is in at most one file, once."""

@@ -23,11 +23,14 @@ files x GTIDs:
    has it (purged); else the last file whose start state does not have it
    yet. A GTID whose (domain, server) went backwards (gtid_strict_mode=OFF)
    can be in several files: it goes to the first of them, whose task answers
-   it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence);
-3. GTIDs are grouped by file and one task per file opens that file once and
-   answers all its GTIDs in offset order: by index lookups when they are few,
-   by one pass over the file's groups when they are many (a pass costs what
-   ~2000 index lookups cost on a 256 MiB file).
+   it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence).
+   The input column comes as Arrow batches (``mapInArrow``), each planned at
+   once (numpy over each pair's ``api.PlanTable``);
+3. GTIDs are grouped by file (``groupBy(file).applyInArrow``: Arrow batches
+   in and out, no row pickled) and one task per file answers all of them
+   with ``BinlogSeries.locate_many``, taught the plan's ranges (no walk): by
+   one pass over the file's groups when they are many (a pass costs what
+   ~2000 index lookups cost on a 256 MiB file), by index lookups when few.
 
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
@@ -37,7 +40,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, InputPartition
@@ -48,6 +51,9 @@ from . import api, catalog, storage
 from .binlog import Binlog
 from .errors import BadInputError, GtidxError, NotFoundError
 from .gtid import BinlogState, Gtid, Position
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 LOCATE_SCHEMA = StructType([
     StructField("gtid", StringType()),         # the input row, as given
@@ -69,6 +75,12 @@ BUILD_SCHEMA = StructType([
     StructField("binlog_size", LongType()), StructField("ratio", StringType()),
     StructField("seconds", StringType()), StructField("error", StringType()),
 ])
+
+# locate's rows between its two steps: the input value, the index of the file
+# whose task answers it (null: none, ``reason`` says why) and the GTID parsed
+# (null for a position, or a seq_no beyond a signed long)
+ASSIGNED = "gtid string, file int, domain long, server long, seq long, reason string"
+ASSIGNED_NAMES = ["gtid", "file", "domain", "server", "seq", "reason"]
 
 GROUPS_SCHEMA = ("file string, gtid string, domain long, server long, seq decimal(20,0), "
                  "start long, end long, timestamp long, flags int")
@@ -117,7 +129,7 @@ class _Plan:
         self.ranges = ranges          # per file: _summary's ranges, or None
         self.entries = entries or {}  # path -> its catalog entry's JSON object, where planned from it
         self._parsed = None
-        self._planners = {}
+        self._planners = {}           # (domain, server) -> its api.PlanTable
         self._learned = None          # (domain, server) -> (dipped file indexes, {file index: range})
 
     def _states(self):
@@ -125,38 +137,100 @@ class _Plan:
             self._parsed = ([_parse_state(s) for s in self.starts], _parse_state(self.latest))
         return self._parsed
 
-    def assign(self, value: str) -> tuple[str | None, str]:
-        """(file, value), or (None, reason) when no file holds it."""
+    def assign(self, value: str | None) -> tuple[int | None, Gtid | None, str | None]:
+        """(file index, the GTID or None for a position, None), or (None,
+        None, why) when no file is to answer it: a GTID goes where
+        ``BinlogSeries.locate`` finds it (text without a comma, parsed as
+        ``locate`` parses it), a replication position (a comma) where
+        ``replica_start`` starts."""
+        if value is None:
+            return None, None, "empty input row"
         try:
-            pos = Position.parse(value)
+            if "," in value:
+                pos, g = Position.parse(value), None
+            else:
+                g = Gtid.parse(value)
         except GtidxError as e:
-            return None, str(e)
-        starts, latest = self._states()
-        if len(pos) != 1:
+            return None, None, str(e)
+        if g is None:
             # A replica position: the newest file whose start state is before it.
-            for f, st in zip(reversed(self.files), reversed(starts)):
-                if st != api.UNKNOWN and st.is_before(pos):
-                    return f, value
-            return self.files[-1], value       # replica_start explains the refusal
-        plan = self.plan(next(iter(pos)))
-        if isinstance(plan, str):
-            # "not here" by the start states alone is not certain (a seq_no may
-            # step back and recover inside a binlog): BinlogSeries.locate decides
-            return self.files[-1], value
-        return self.files[plan.files[0]], value
+            starts, _ = self._states()
+            for i in range(len(self.files) - 1, -1, -1):
+                if starts[i] != api.UNKNOWN and starts[i].is_before(pos):
+                    return i, None, None
+            return len(self.files) - 1, None, None       # replica_start explains the refusal
+        return self._file_of(self.plan(g)), g, None
+
+    def _file_of(self, plan: api.LocatePlan | str) -> int:
+        # "not here" by the plan alone is not certain (a seq_no may step back
+        # and recover inside a binlog): BinlogSeries.locate decides, in the last file's task
+        return len(self.files) - 1 if isinstance(plan, str) else plan.files[0]
+
+    def assign_batch(self, texts, codes=None) -> "pa.RecordBatch":
+        """``assign`` for an Arrow array of input values, as an ASSIGNED
+        batch. Values that are plainly ``D-S-N`` (at most 9, 9 and 18
+        digits, seq_no not 0: in range) are parsed and planned as columns
+        (numpy: each pair's PlanTable searched for all its seq_nos at once);
+        the others one by one. ``codes``: the value the file column gets for
+        each file index (default: the index)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        n = len(texts)
+        fast = pc.fill_null(pc.match_substring_regex(texts, r"^[0-9]{1,9}-[0-9]{1,9}-[0-9]{1,18}$"), False)
+        idx = np.flatnonzero(fast.to_numpy(zero_copy_only=False))
+        nums = pc.cast(pc.list_flatten(pc.split_pattern(texts.take(pa.array(idx)), "-")), pa.int64()) \
+            .to_numpy().reshape(-1, 3)
+        good = nums[:, 2] != 0                        # seq_no 0: Gtid.parse says why, below
+        idx, nums = idx[good], nums[good]
+        domain = np.zeros(n, np.int64)
+        server = np.zeros(n, np.int64)
+        seq = np.zeros(n, np.int64)
+        has_gtid = np.zeros(n, bool)
+        file = np.full(n, -1, np.int32)
+        reason = [None] * n
+        domain[idx], server[idx], seq[idx], has_gtid[idx] = nums[:, 0], nums[:, 1], nums[:, 2], True
+        keys = (nums[:, 0] << 32) | nums[:, 1]
+        for key in np.unique(keys):
+            sel = keys == key
+            table = self._table((int(key) >> 32, int(key) & 0xFFFFFFFF))
+            points = np.array([min(p, 2**63 - 1) for p in table.points], np.int64)
+            files = np.array([self._file_of(p) for p in table.plans], np.int32)
+            file[idx[sel]] = files[np.searchsorted(points, nums[sel, 2], side="right")]
+        done = np.zeros(n, bool)
+        done[idx] = True
+        values = texts.to_pylist() if not done.all() else None
+        for i in np.flatnonzero(~done):
+            f, g, why = self.assign(values[i])
+            if f is not None:
+                file[i] = f
+            else:
+                reason[i] = why
+            if g is not None and g.seq < 2**63:
+                domain[i], server[i], seq[i], has_gtid[i] = g.domain, g.server, g.seq, True
+        absent = ~has_gtid
+        none = file < 0
+        if codes is not None:
+            file = np.asarray(codes, np.int32)[np.where(none, 0, file)]
+        return pa.RecordBatch.from_arrays(
+            [texts.cast(pa.string()), pa.array(file, mask=none),
+             pa.array(domain, mask=absent), pa.array(server, mask=absent), pa.array(seq, mask=absent),
+             pa.array(reason, pa.string())], names=ASSIGNED_NAMES)
 
     def plan(self, g: Gtid) -> api.LocatePlan | str:
-        """``api.Planner`` on the summaries (one per (domain, server), kept),
-        with the seq ranges of every file that has them."""
-        key = (g.domain, g.server)
-        planner = self._planners.get(key)
-        if planner is None:
+        """``api.Planner`` on the summaries, with the seq ranges of every file
+        that has them (each pair's plans tabulated once: ``_table``)."""
+        return self._table((g.domain, g.server)).plan(g.seq)
+
+    def _table(self, key: tuple) -> api.PlanTable:
+        table = self._planners.get(key)
+        if table is None:
             starts, latest = self._states()
             planner = api.Planner([st if st == api.UNKNOWN else st.get(*key) for st in starts + [latest]])
-            self._planners[key] = planner
-        dipped, ranges = self._per_pair().get(key, (set(), {}))
-        known = {i: ranges.get(i) for i, r in enumerate(self.ranges) if r is not None}
-        return planner.plan(g.seq, dipped, known)
+            dipped, ranges = self._per_pair().get(key, (set(), {}))
+            known = {i: ranges.get(i) for i, r in enumerate(self.ranges) if r is not None}
+            table = self._planners[key] = planner.table(dipped, known)
+        return table
 
     def _per_pair(self) -> dict:
         if self._learned is None:
@@ -186,11 +260,6 @@ class _Plan:
     def __setstate__(self, state):
         self.__init__(state["files"], state["starts"], state["latest"], state["ranges"], state["entries"])
 
-    def one_file(self, g: Gtid) -> bool:
-        """Is ``g`` in one file at most once (a monotonic (domain, server))?"""
-        plan = self.plan(g)
-        return not isinstance(plan, str) and plan.monotone and len(plan.files) == 1
-
 
 class _Where(NamedTuple):
     """Where the binlogs and indexes are, as each executor opens them itself
@@ -219,21 +288,28 @@ def _not_found(value: str, reason: str) -> tuple:
     return (value, kind, None, None, None, None, None, None, False, reason)
 
 
-def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan | None = None,
-                 where: _Where = _Where()) -> list[tuple]:
-    """All the GTIDs (and positions) assigned to one file, answered together."""
-    path, values = item
-    values = list(values)
-    gtids, positions = [], []
-    for v in values:
-        (positions if "," in v else gtids).append(v)
+def _answer_file(values: list, gtids: list, all_files: list[str], pass_per_byte: float,
+                 plan: _Plan | None = None, where: _Where = _Where()) -> list[tuple]:
+    """All the GTIDs (and positions: None in ``gtids``) assigned to one file,
+    answered together: the GTIDs by ``BinlogSeries.locate_many`` (per file one
+    pass over its groups where it has many), taught the plan's ranges so that
+    no executor walks a file for them."""
     out = []
     with where.series(all_files) as logs:
         if plan is not None:
             plan.teach(logs)
-        if gtids:
-            out += _answer_gtids(logs, path, gtids, pass_per_byte, plan)
-        for v in positions:
+        wanted = [g for g in gtids if g is not None]
+        found = logs.locate_many(wanted, pass_per_byte=pass_per_byte) if wanted else {}
+        for v, g in zip(values, gtids):
+            if g is not None:
+                r = found[g]
+                if isinstance(r, NotFoundError):
+                    out.append(_not_found(v, r.message))
+                elif isinstance(r, GtidxError):      # a damaged binlog this GTID needs: its error
+                    out.append(_not_found(v, str(r)))
+                else:
+                    out.append((v, "gtid", r.file, r.start, r.end, r.resume, r.timestamp, None, True, None))
+                continue
             try:
                 r = logs.replica_start(v)
             except GtidxError as e:
@@ -246,68 +322,53 @@ def _answer_file(item, all_files: list[str], pass_per_byte: float, plan: _Plan |
     return out
 
 
-def _answer_gtids(logs: api.BinlogSeries, path: str, values: list[str], pass_per_byte: float,
-                  plan: _Plan | None = None) -> list[tuple]:
-    wanted = {}
-    for v in values:
-        wanted.setdefault(Gtid.parse(v), []).append(v)
-    found, failed, missing = {}, {}, {}
+def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
+    """One file's rows (``key``: its code; null: the rows no file answers),
+    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    values = table.column("gtid").to_pylist()
+    if key[0].as_py() is None:
+        rows = [_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())]
+    else:
+        gtids = [None if n is None else Gtid(d, s, n) for d, s, n in
+                 zip(*(table.column(c).to_pylist() for c in ("domain", "server", "seq")))]
+        for k, v in enumerate(values):
+            if gtids[k] is None and "," not in v:
+                gtids[k] = Gtid.parse(v)            # a seq_no beyond a signed long: its text
+        rows = _answer_file(values, gtids, files, pass_per_byte, plan, where)
+    schema = to_arrow_schema(LOCATE_SCHEMA)
+    columns = list(zip(*rows)) if rows else [[] for _ in LOCATE_SCHEMA]
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
-    def library(g):
-        try:
-            found[g] = logs.locate(g)
-        except NotFoundError as e:
-            found[g] = None
-            missing[g] = e.message
-        except GtidxError as e:      # a damaged binlog this GTID needs: its error
-            failed[g] = str(e)
 
-    if plan is not None:
-        # (domain, server) that went backwards: BinlogSeries.locate searches every
-        # file that can hold them (this is the first)
-        for g in [g for g in wanted if not plan.one_file(g)]:
-            library(g)
-    rest = [g for g in wanted if g not in found and g not in failed]
-    if plan is not None:
-        # no file by the start states: BinlogSeries.locate makes "not here" certain
-        for g in [g for g in rest if isinstance(plan.plan(g), str)]:
-            library(g)
-        rest = [g for g in rest if g not in found and g not in failed]
-    try:
-        with Binlog(path, logs.store) as b:
-            size = b.size
-        if len(rest) > size * pass_per_byte:
-            # Many GTIDs in this file: one pass over its groups, in offset order.
-            keys = {(g.seq, g.domain, g.server): g for g in rest}
-            with Binlog(path, logs.store) as b:
-                for begin, end, (ts, server, seq, domain, _) in b.group_spans():
-                    g = keys.pop((seq, domain, server), None)
-                    if g is not None:
-                        found[g] = api.Location(g, path, begin, end, end, ts, "scan")
-                        if not keys:
-                            break
-        else:
-            # Few: index lookups, in GTID order (offset order where seq grows).
-            for g in sorted(rest):
-                library(g)
-    except GtidxError as e:
-        for g in rest:
-            if g not in found:
-                failed[g] = str(e)
-    for g in [g for g in rest if g not in found and g not in failed]:
-        library(g)       # not in the file its bounds name: certain only after BinlogSeries.locate
-    out = []
-    for g, vs in wanted.items():
-        loc = found.get(g)
-        for v in vs:
-            if g in failed:
-                out.append(_not_found(v, failed[g]))
-            elif loc is None:
-                out.append(_not_found(v, missing.get(g) or
-                                      f"not in these binlogs (no such group in {os.path.basename(path)})"))
-            else:
-                out.append((v, "gtid", loc.file, loc.start, loc.end, loc.resume, loc.timestamp, None, True, None))
-    return out
+def _codes(n: int, count: int) -> list[int]:
+    """``count`` distinct ints, the i-th of which Spark's hash partitioning
+    into ``n`` (``repartition(n, col)`` of an int column: pmod(murmur3 hash,
+    n)) puts in partition i % n: locate's file column holds them in place of
+    the file indexes, so that each task gets its own files, evenly (hashing
+    the indexes themselves gives some tasks several files and others none)."""
+    per = [[] for _ in range(n)]
+    k = 0
+    while any(len(per[j]) < len(range(j, count, n)) for j in range(n)):
+        per[_spark_hash_int(k) % n].append(k)
+        k += 1
+    return [per[i % n][i // n] for i in range(count)]
+
+
+def _spark_hash_int(k: int) -> int:
+    """Spark's ``hash()`` of an int (Murmur3_x86_32.hashInt, seed 42), what
+    its hash partitioning takes the partition from (a test compares it with
+    Spark's own)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+    k1 = rotl((k & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(42 ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & 0xFFFFFFFF
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
@@ -331,7 +392,9 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     ``timings``, if given, receives ``planning_s`` and ``planning_read`` (the
     files the summary job read) now and, once an action has run on the
     result, the per-file task time in ``timings["per_file"].value`` (an
-    accumulator: seconds summed over files) and ``files_touched``.
+    accumulator: seconds summed over files), the CPU time of the same in
+    ``per_file_cpu`` (less where the tasks waited for a core) and
+    ``files_touched``.
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
     it beats index lookups."""
     t0 = time.perf_counter()
@@ -359,29 +422,37 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files],
                  {f: e.raw for f, e in known.items()})
     bplan = sc.broadcast(plan)
+    # one task per file (up to 4 per core, then files share them evenly)
+    n = max(1, min(len(files), sc.defaultParallelism * 4))
+    codes = _codes(n, len(files))
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(todo)
-    values = gtids.select(column).rdd.map(lambda r: r[0])
-    assigned = values.map(lambda v: (v,) + ((None, "empty input row") if v is None else bplan.value.assign(v)))
-    missing = assigned.filter(lambda t: t[1] is None).map(lambda t: _not_found(t[0], t[2]))
-    touched = assigned.filter(lambda t: t[1] is not None).map(lambda t: (t[1], t[0]))
-    n = max(1, min(len(files), sc.defaultParallelism * 4))
-    if timings is not None:
-        spent, touched_files = sc.accumulator(0.0), sc.accumulator(0)
-        timings["per_file"], timings["files_touched"] = spent, touched_files
 
-        def answer(item):
-            t = time.perf_counter()
-            rows = _answer_file(item, files, pass_per_byte, bplan.value, where)
-            spent.add(time.perf_counter() - t)
-            touched_files.add(1)
-            return rows
+    def assign(batches):
+        p = bplan.value
+        for b in batches:
+            yield p.assign_batch(b.column(0), codes)
+
+    if timings is not None:
+        spent, cpu, touched_files = sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0)
+        timings["per_file"], timings["per_file_cpu"], timings["files_touched"] = spent, cpu, touched_files
+
+        def answer(key, table):
+            t, c = time.perf_counter(), time.process_time()
+            out = _answer_group(key, table, files, pass_per_byte, bplan.value, where)
+            if key[0].as_py() is not None:
+                spent.add(time.perf_counter() - t)
+                cpu.add(time.process_time() - c)
+                touched_files.add(1)
+            return out
     else:
-        def answer(item):
-            return _answer_file(item, files, pass_per_byte, bplan.value, where)
-    answered = touched.groupByKey(numPartitions=n).flatMap(answer)
-    return spark.createDataFrame(missing.union(answered), LOCATE_SCHEMA)
+        def answer(key, table):
+            return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
+    # Arrow batches both ways: the input column to the planner (mapInArrow),
+    # each file's rows to its task (applyInArrow), the answers back
+    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
+    return assigned.repartition(n, "file").groupBy("file").applyInArrow(answer, LOCATE_SCHEMA)
 
 
 # -- build -------------------------------------------------------------------------------------------

@@ -82,6 +82,83 @@ def test_locate_equals_the_library_row_by_row(spark, tmp_path, scenario, build, 
     assert sum(not r.found for r in rows) >= 3
 
 
+def test_locate_refuses_what_the_library_refuses(spark, tmp_path):
+    """Text that ``locate`` does not take for a GTID (spaces, empty, seq_no
+    0) is a row not found, as the library says, not a failed job; zeros in
+    front and a seq_no beyond a signed long are GTIDs."""
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
+    with api.open_binlogs(d) as logs:
+        g = logs.end_state().last(0)
+    values = [f" {g}", f"{g} ", "", " ", "0-1-0", f"00{g.domain}-0{g.server}-000{g.seq}",
+              f"{g.domain}-{g.server}-18446744073709551615", f"{g.domain}-{g.server}-9223372036854775808",
+              str(g)] * 2
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    rows = gs.locate(spark, df, str(d), pass_per_byte=1.0).collect()
+    assert sorted(r.gtid for r in rows) == sorted(values)
+    with api.open_binlogs(d) as logs:
+        for r in rows:
+            assert (r.file, r.start, r.end, r.resume, r.timestamp, r.first_gtid, r.found) == \
+                library_row(logs, r.gtid), r.gtid
+            assert r.found or r.reason
+    assert sum(r.found for r in rows) == 4
+
+
+def test_the_plan_teaches_every_file_and_tabulates_the_planner(tmp_path):
+    """What each Spark task is taught leaves ``locate_many`` nothing to
+    learn (no walk, though these files have no index to store their ranges);
+    the plan's tables (``api.PlanTable``: how each input batch is assigned)
+    answer as ``Planner.plan`` for every seq_no, also where a pair went down
+    (nonmono) or files are unknown."""
+    import random
+    for name in ("multifile", "nonmono"):
+        d = copy_set(tmp_path / name, FIXTURES / "mariadb-10.11" / name, build=False)
+        files = api.list_binlogs(d)
+        summaries = [gs._summary(f, f == files[-1], gs._Where()) for f in files]
+        plan = gs._Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
+        with api.BinlogSeries(files) as logs:
+            plan.teach(logs)
+            assert not logs._learn(logs.files)
+        for key in plan._per_pair():
+            table = plan._table(key)
+            planner = api.Planner([st.get(*key) for st in plan._states()[0] + [plan._states()[1]]])
+            dipped, ranges = plan._per_pair()[key]
+            for n in range(0, max(table.points) + 3):
+                assert table.plan(n) == planner.plan(n, dipped, {i: ranges.get(i) for i in range(len(files))})
+    rnd = random.Random(16)
+    for _ in range(300):
+        count = rnd.randint(1, 6)
+        bounds = [rnd.choice([None, api.UNKNOWN, rnd.randint(0, 40)]) for _ in range(count + 1)]
+        if rnd.random() < 0.6:
+            bounds = sorted((b for b in bounds if b not in (None, api.UNKNOWN)), key=int) or bounds
+        planner = api.Planner(bounds)
+        count = len(bounds) - 1
+        dipped = {i for i in range(count) if rnd.random() < 0.2}
+        ranges = {}
+        for i in range(count):
+            if rnd.random() < 0.5:
+                lo = rnd.randint(1, 40)
+                ranges[i] = rnd.choice([None, (lo, lo + rnd.randint(0, 10))])
+        table = planner.table(dipped, ranges)
+        for n in range(0, 60):
+            assert table.plan(n) == planner.plan(n, dipped, ranges), (bounds, dipped, ranges, n)
+
+
+def test_each_locate_task_gets_its_own_files(spark):
+    """The codes locate gives files hash where Spark's hash partitioning puts
+    them (Spark's own hash() compared): file i in task i % n, no task idle
+    while another has two more."""
+    from pyspark.sql import functions as F
+    ks = list(range(-3, 2000)) + [2**31 - 1, -2**31]
+    rows = spark.createDataFrame([(k,) for k in ks], "k int").select("k", F.hash("k").alias("h")).collect()
+    assert {r.k: r.h for r in rows} == {k: gs._spark_hash_int(k) for k in ks}
+    for n, count in ((8, 18), (18, 18), (3, 2), (1, 5), (16, 1000)):
+        codes = gs._codes(n, count)
+        assert len(set(codes)) == count
+        assert [gs._spark_hash_int(c) % n for c in codes] == [i % n for i in range(count)]
+    df = spark.createDataFrame([(c,) for c in gs._codes(8, 18)], "file int").repartition(8, "file")
+    assert sorted(df.rdd.glom().map(len).collect()) == [2] * 6 + [3] * 2
+
+
 def test_build_one_task_per_file(spark, tmp_path):
     d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=False)
     rows = gs.build(spark, str(d), max_ratio=None).collect()

@@ -391,7 +391,9 @@ def bench_spark(args) -> dict:
         result = gs.locate(spark, df, directory, timings=timings)
         found = result.filter("found").count()
         spark_s = time.perf_counter() - t0
+        load = os.getloadavg()[0]       # the machine is shared: how busy it was during the run (1 min)
         per_file = timings["per_file"].value
+        per_file_cpu = timings["per_file_cpu"].value if "per_file_cpu" in timings else None
         cores = spark.sparkContext.defaultParallelism
     finally:
         spark.stop()
@@ -410,15 +412,18 @@ def bench_spark(args) -> dict:
         raise SystemExit(f"Spark found {found}, the library loop {loop_found}")
     report = {"machine": machine(), "files": len(files), "bytes": total, "lookups": len(wanted),
               "found": found, "spark_s": spark_s, "spark_session_start_s": start_s,
-              "planning_s": timings["planning_s"], "per_file_task_s_total": per_file, "cores": cores,
+              "planning_s": timings["planning_s"], "per_file_task_s_total": per_file,
+              "per_file_cpu_s_total": per_file_cpu, "load_average": load, "cores": cores,
               "files_touched": timings["files_touched"].value,
               "loop_s": loop_s, "loop_measured_lookups": loop_n, "build_s": build_s}
     print(f"  spark locate (local, {cores} cores): {spark_s:.1f} s for {len(wanted)} lookups "
           f"({len(wanted) / spark_s:,.0f}/s), {found} found; session start {start_s:.1f} s (not counted)")
     print(f"    planning (file summaries, broadcast) {timings['planning_s']:.2f} s; per-file tasks "
           f"{per_file:.1f} s summed over {timings['files_touched'].value} files "
-          f"(= {per_file / cores:.1f} s on {cores} cores); Spark overhead (serialization, shuffle, "
-          f"scheduling) ~{spark_s - timings['planning_s'] - per_file / cores:.1f} s")
+          f"({'' if per_file_cpu is None else f'CPU {per_file_cpu:.1f} s, '}load average {load:.1f}) "
+          f"(= {per_file / cores:.1f} s on {cores} cores); Spark overhead (Arrow transfer, shuffle, "
+          f"scheduling) ~{spark_s - timings['planning_s'] - per_file / cores:.1f} s "
+          f"({(spark_s - timings['planning_s'] - per_file / cores) / spark_s:.0%} of the total)")
     print(f"  library loop (one process, BinlogSeries.locate per GTID): {loop_s:.1f} s"
           f"{'' if loop_n == len(wanted) else f' (extrapolated from {loop_n})'}"
           f" -> Spark is {loop_s / spark_s:.1f}x faster")

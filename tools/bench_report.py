@@ -967,12 +967,32 @@ def _markdown_sections(r: dict) -> list[str]:
                          f"{v['cpu_percent_of_a_core']:.1f} |")
     if "spark" in r:
         s = r["spark"]
+        split = spark_split(s)
         lines += ["", f"**Spark** (one run; local, {s['cores']} cores): {s['lookups']:,} lookups over {s['files']} binlogs "
                   f"({s['bytes'] / 2**30:.2f} GiB) in {s['spark_s']:.1f} s = {s['lookups'] / s['spark_s']:,.0f}/s; "
                   f"a one-process library loop: {s['lookups'] / s['loop_s']:,.0f}/s; "
-                  f"Spark is {s['loop_s'] / s['spark_s']:.1f}x the loop."]
+                  f"Spark is {s['loop_s'] / s['spark_s']:.1f}x the loop.",
+                  "", "| Spark locate, split | s | share |", "|---|---:|---:|"]
+        for name, key in (("planning (file summaries, plan broadcast)", "planning_s"),
+                          (f"per-file work ({split['per_file_s_total']:.1f} s summed over {s['files_touched']} "
+                           f"files / {s['cores']} cores)", "per_file_s"),
+                          ("Spark's own overhead (the rest: Arrow transfer, shuffle, scheduling)", "overhead_s")):
+            lines.append(f"| {name} | {split[key]:.2f} | {split[key] / s['spark_s']:.0%} |")
+        if s.get("per_file_cpu_s_total") is not None:
+            lines += ["", f"The per-file tasks used {s['per_file_cpu_s_total']:.1f} s of CPU of their "
+                      f"{s['per_file_task_s_total']:.1f} s (the rest waiting for a core: load average "
+                      f"{s['load_average']:.1f} on {s['cores']} cores during the run)."]
     return lines + (markdown_s3(r["s3"]) if "s3" in r else []) + \
         (markdown_cluster(r["cluster"]) if "cluster" in r else [])
+
+
+def spark_split(s: dict) -> dict:
+    """Where a Spark locate run's time went (tools/bench spark's figures):
+    planning on the driver, the per-file tasks' time spread over the cores,
+    and the rest, Spark's own (Arrow transfer, shuffle, scheduling, waits)."""
+    per_file = s["per_file_task_s_total"] / s["cores"]
+    return {"planning_s": s["planning_s"], "per_file_s": per_file, "per_file_s_total": s["per_file_task_s_total"],
+            "overhead_s": s["spark_s"] - s["planning_s"] - per_file}
 
 
 def chart(r: dict, path: Path) -> None:
