@@ -1988,9 +1988,10 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     try:
         if offset is not None:
             offset = parse_offset(offset) if isinstance(offset, str) else _int(offset, "offset", 0)
-            with BinlogSeries([_path(path)], use_index=False, **kw) as logs:     # a walk: no index needed
+            with BinlogSeries([_path(path)], use_index=False, **kw) as logs:
                 b = logs._file(logs.files[0]).binlog
-                return show_module.decode_group(b, _group_at(b, offset), schema=schema)
+                start = _walk_start(b, offset, logs.index_root)
+                return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
         g = _gtid(gtid)
         try:
             logs = BinlogSeries.from_path(path, history=history, **kw)
@@ -2005,9 +2006,34 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
             schema.close()
 
 
-def _group_at(b: Binlog, offset: int) -> Group:
-    """The event group of ``b`` that starts at ``offset`` or has an event starting there."""
-    for g in b.groups():
+def _walk_start(b: Binlog, offset: int, index_root=None) -> int | None:
+    """Where a walk to the group at ``offset`` may begin: the index record
+    at or before it when ``b`` has a usable index whose record holds a real
+    event (records lie at group ends), else None (the file's start). The
+    index only shortens the walk: without one nothing is said (the walk
+    alone answers)."""
+    try:
+        status = open_index(b, index_root=index_root)
+    except GtidxError:
+        return None
+    try:
+        if not status.usable:
+            return None
+        rec = status.reader.at_offset(offset)
+        if rec is None or rec.offset <= b.body_start or rec.offset >= b.size or not b.event_ok(rec.offset):
+            return None
+        return rec.offset
+    except GtidxError:
+        return None
+    finally:
+        status.close()
+
+
+def _group_at(b: Binlog, offset: int, start: int | None = None) -> Group:
+    """The event group of ``b`` that starts at ``offset`` or has an event
+    starting there, walking from ``start`` (a group boundary at or before
+    ``offset``; default the file's first group)."""
+    for g in b.groups(start):
         if g.start > offset:
             break
         if offset < g.end:

@@ -10,6 +10,8 @@
     tools/bench tail   [--seconds 15]            gtidx tail lag and CPU beside a live 10.11
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
     tools/bench batch  [--repeat 30]             seek --from / pos --from end to end (lookups/s)
+    tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
+                                              pushed-down filters (table, time, GTIDs)
 
 scan: the event-group walk (what `gtidx scan` and index builds do) against
 the bare header walk, on a 256 MiB binlog written by a real MariaDB 10.11
@@ -37,6 +39,7 @@ import platform
 import statistics
 import struct
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -359,17 +362,23 @@ def sample_gtids(files: list[str], n: int, seed: int) -> tuple[list[str], int]:
     return wanted, len(population)
 
 
+def big_workload() -> tuple[list[str], str, int]:
+    """The >= 4 GiB workload (17 closed 256 MiB binlogs from a real 10.11, made
+    once by tools/make_workload): its files, their directory, their bytes."""
+    out = subprocess.run([str(HERE / "make_workload"), "--files", "17"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    files = out[0::2]
+    total = sum(os.path.getsize(f) for f in files)
+    if total < 4 * 2**30:
+        raise SystemExit(f"workload is {total / 2**30:.2f} GiB, the benchmark needs >= 4 GiB")
+    return files, os.path.dirname(files[0]), total
+
+
 def bench_spark(args) -> dict:
     """1 M lookups over >= 4 GiB of binlogs from a real 10.11 (tools/make_workload,
     17 closed files of 256 MiB): Spark's locate (local[*]) against one process
     calling BinlogSeries.locate in a loop."""
-    out = subprocess.run([str(HERE / "make_workload"), "--files", "17"], check=True,
-                         capture_output=True, text=True).stdout.split()
-    files = out[0::2]
-    directory = os.path.dirname(files[0])
-    total = sum(os.path.getsize(f) for f in files)
-    if total < 4 * 2**30:
-        raise SystemExit(f"workload is {total / 2**30:.2f} GiB, the benchmark needs >= 4 GiB")
+    files, directory, total = big_workload()
     t0 = time.perf_counter()
     list(api.build(directory))          # missing indexes only; current ones are skipped
     build_s = time.perf_counter() - t0
@@ -428,6 +437,60 @@ def bench_spark(args) -> dict:
           f"{'' if loop_n == len(wanted) else f' (extrapolated from {loop_n})'}"
           f" -> Spark is {loop_s / spark_s:.1f}x faster")
     return report
+
+
+def bench_changes(args) -> dict:
+    """Row changes on Spark (``format("gtidx.changes")``, local[*]) over the
+    >= 4 GiB workload (17 closed 256 MiB binlogs from a real 10.11): every
+    changed row; one rarely written table (``w.m``, its filter pushed down);
+    a one-minute timestamp window, without and with a catalog (which lets
+    whole files go unread); and 1,000 GTIDs (located through the indexes).
+    Beside it, one process decoding one file (rows per second of one core)."""
+    files, directory, total = big_workload()
+    list(api.build(directory))          # missing indexes only
+    from gtidx.changes import ChangesReader
+    small = min(files, key=os.path.getsize)
+    reader = ChangesReader(small)
+    t0 = time.perf_counter()
+    with Binlog(small) as b:
+        one_rows = sum(1 for _ in reader.rows(b, None))
+    one_s = time.perf_counter() - t0
+    # a one-minute window in the middle of the workload's time, and 1,000 GTIDs drawn from it
+    with Binlog(files[len(files) // 2]) as b:
+        stamps = [x[0] for _, _, x in b.group_spans()]
+    mid = stamps[len(stamps) // 2]
+    wanted, _ = sample_gtids(files[:3], 1000, args.seed)
+    from gtidx import spark as gs
+    spark = gs.session(args.master, app="gtidx-bench-changes")
+    cores = spark.sparkContext.defaultParallelism
+    runs = {}
+    try:
+        src = spark.read.format("gtidx.changes")
+        with tempfile.TemporaryDirectory(prefix="gtidx-bench-cat-") as cat:
+            t0 = time.perf_counter()
+            api.build_catalog(directory, index_root=cat)
+            catalog_s = time.perf_counter() - t0
+            window = f"timestamp BETWEEN {mid} AND {mid + 59}"
+            gtid_in = "gtid IN (" + ", ".join(f"'{g}'" for g in wanted) + ")"
+            queries = [("every row", src.load(directory)),
+                       ("table = 'w.m' (pushed down)", src.load(directory).where("table = 'w.m'")),
+                       ("one-minute timestamp window, no catalog", src.load(directory).where(window)),
+                       ("one-minute timestamp window, with a catalog",
+                        src.option("index_root", cat).load(directory).where(window)),
+                       ("gtid IN 1,000 GTIDs (located through the indexes)",
+                        src.load(directory).where(gtid_in))]
+            for name, df in queries:
+                load0 = os.getloadavg()[0]
+                t0 = time.perf_counter()
+                n = df.count()
+                s = time.perf_counter() - t0
+                runs[name] = {"rows": n, "s": s, "rows_s": n / s, "load_average": max(load0, os.getloadavg()[0])}
+                print(f"  {name}: {n:,} rows in {s:.1f} s = {n / s:,.0f} rows/s")
+    finally:
+        spark.stop()
+    return {"machine": machine(), "files": len(files), "bytes": total, "cores": cores, "runs": runs,
+            "catalog_s": catalog_s, "one_process": {"file_bytes": os.path.getsize(small), "rows": one_rows,
+                                                    "s": one_s, "rows_s": one_rows / one_s}}
 
 
 def bench_batch(args) -> dict:
@@ -498,6 +561,10 @@ def main(argv=None) -> int:
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("changes", help="format('gtidx.changes') rows/s over the 4 GiB workload")
+    s.add_argument("--master", default="local[*]")
+    s.add_argument("--seed", type=int, default=5)
+    s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("batch", help="seek --from / pos --from end to end on the multifile fixture")
     s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
     s.add_argument("--runs", type=int, default=5)
@@ -514,7 +581,8 @@ def main(argv=None) -> int:
         bench_report.run(sys.modules[__name__], a)
         return 0
     report = {"scan": bench_scan, "build": bench_build, "lookup": bench_lookup, "tail": bench_tail,
-              "spark": bench_spark, "batch": bench_batch}[a.cmd](a)
+              "spark": bench_spark, "batch": bench_batch,
+              "changes": bench_changes}[a.cmd](a)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     return 0
