@@ -12,6 +12,8 @@
     tools/bench batch  [--repeat 30]             seek --from / pos --from end to end (lookups/s)
     tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
                                               pushed-down filters (table, time, GTIDs)
+    tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
+                                              auto-position and mysqlbinlog --include-gtids
 
 scan: the event-group walk (what `gtidx scan` and index builds do) against
 the bare header walk, on a 256 MiB binlog written by a real MariaDB 10.11
@@ -493,6 +495,121 @@ def bench_changes(args) -> dict:
                                                     "s": one_s, "rows_s": one_rows / one_s}}
 
 
+def _first_sent(srv, executed: str, timeout: float = 600) -> tuple[str, float]:
+    """A real replica connection to the MySQL server with auto-position
+    (COM_BINLOG_DUMP_GTID, the server's own ``mysqlbinlog`` client: it
+    speaks tagged sets, which mysql-replication 1.0.17 cannot): the GTID of
+    the first transaction the server sends a replica whose executed set is
+    ``executed``, and the seconds from connecting to receiving it."""
+    sock = "/" + os.path.relpath(srv.socket, srv.root)
+    cmd = ["chroot", str(srv.root), "mysqlbinlog", "--read-from-remote-source=BINLOG-DUMP-GTIDS",
+           f"--exclude-gtids={executed}", f"--socket={sock}", "--user=root", "--connection-server-id=4242",
+           "--to-last-log", ""]          # no file named: the server picks it from the files' Previous_gtids
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if "GTID_NEXT=" in line and "AUTOMATIC" not in line:
+                return line.split("'")[1], time.perf_counter() - t0
+            if time.perf_counter() - t0 > timeout:
+                break
+        raise SystemExit(f"the server sent no transaction for {executed[:80]}...: {proc.stderr.read()[:300]}")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def bench_mysql(args) -> dict:
+    """MySQL 9.7 binlogs (tools/make_mysql_workload: one closed ~256 MiB
+    binlog, ~600,000 transactions): gtidx's index build (MB/s, index size
+    ratio), ``seek --gtid`` through the index (warm, cold) and ``pos``
+    against what users have without gtidx: the server finding an
+    auto-position start (a real replica connection: time to the first
+    transaction it sends) and ``mysqlbinlog --include-gtids`` on the file.
+    Every answer is checked: gtidx's against the walk, the server's first
+    transaction against the target."""
+    import random as _random
+    from gtidx.mysqlbinlog import MysqlBinlog
+    from tools.make_mysql_workload import DEFAULT_DIR, make
+    from tools.mysql97 import MySQL97
+    meta = make(DEFAULT_DIR, args.size_mb)
+    path = str(DEFAULT_DIR / meta["file"])
+    size = os.path.getsize(path)
+    srv = MySQL97().ensure()
+    if (srv.datadir / meta["file"]).stat().st_size != size:
+        raise SystemExit(f"the server's {meta['file']} is not the workload's copy (remake it: "
+                         f"rm -r {DEFAULT_DIR})")
+    t0 = time.perf_counter()
+    with MysqlBinlog(path) as b:
+        prev = b.previous_gtids.copy()
+        groups = [g for g in b.groups() if g.gtid is not None]
+    walk_s = time.perf_counter() - t0
+    rnd = _random.Random(args.seed)
+    picks = sorted(rnd.sample(range(len(groups)), args.targets))
+    executed, sets, i = prev.copy(), {}, 0
+    for k in picks:                         # the executed set just before each target
+        while i < k:
+            executed.add(*groups[i].gtid)
+            i += 1
+        sets[k] = executed.one_line()
+    t0 = time.perf_counter()
+    built = list(api.build(path, force=True))
+    build_s = time.perf_counter() - t0
+    idx = path + ".idx"
+    report = {"machine": machine(), "server": meta["server"], "file_bytes": size, "transactions": len(groups),
+              "targets": len(picks), "walk_MB_s": size / 1e6 / walk_s, "build_MB_s": size / 1e6 / build_s,
+              "index_bytes": os.path.getsize(idx), "index_ratio": os.path.getsize(idx) / size,
+              "build": [str(x) for x in built][:1]}
+    wrong = 0
+    warm = []
+    with api.open_binlogs(path) as logs:
+        for k in picks:
+            t0 = time.perf_counter_ns()
+            loc = logs.locate(str(groups[k].gtid))
+            warm.append((time.perf_counter_ns() - t0) / 1e6)
+            wrong += (loc.start, loc.end) != (groups[k].start, groups[k].end)
+    cold = []
+    for k in picks:
+        t0 = time.perf_counter_ns()
+        with api.open_binlogs(path) as logs:
+            loc = logs.locate(str(groups[k].gtid))
+        cold.append((time.perf_counter_ns() - t0) / 1e6)
+        wrong += (loc.start, loc.end) != (groups[k].start, groups[k].end)
+    pos = []
+    for k in picks:
+        t0 = time.perf_counter_ns()
+        st = api.state_at(path, groups[k].start)
+        pos.append((time.perf_counter_ns() - t0) / 1e6)
+        wrong += str(st.position) != sets[k]
+    server, server_wrong = [], 0
+    slow = picks[::max(1, len(picks) // args.slow_targets)][:args.slow_targets]
+    for k in slow:
+        gtid, s_ = _first_sent(srv, sets[k])
+        server.append(s_ * 1000)
+        server_wrong += gtid != str(groups[k].gtid)
+    tool = []
+    for k in slow:
+        t0 = time.perf_counter()
+        with open(os.devnull, "wb") as null:
+            subprocess.run(["chroot", str(srv.root), "mysqlbinlog", f"--include-gtids={groups[k].gtid}",
+                            "/" + os.path.relpath(srv.datadir / meta["file"], srv.root)], stdout=null, check=True)
+        tool.append((time.perf_counter() - t0) * 1000)
+
+    def med(v):
+        return {"n": len(v), "median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v),
+                "p99_ms": percentile(v, 99)}
+    report["lookups"] = {"seek --gtid: gtidx index, warm": med(warm), "seek --gtid: gtidx, cold (open + lookup)":
+                         med(cold), "pos: gtidx, cold (open + lookup)": med(pos),
+                         "replica start: MySQL server (auto-position, connect to first transaction)": med(server),
+                         "mysqlbinlog --include-gtids=G FILE": med(tool)}
+    report["wrong"] = wrong + server_wrong
+    for name, v in report["lookups"].items():
+        print(f"  {name}: median {v['median_ms']:.3f} ms ({v['min_ms']:.3f}-{v['max_ms']:.3f}), n={v['n']}")
+    print(f"  walk {report['walk_MB_s']:.0f} MB/s, build {report['build_MB_s']:.0f} MB/s, index "
+          f"{report['index_ratio']:.2%} of the binlog; wrong answers: {report['wrong']}")
+    return report
+
+
 def bench_batch(args) -> dict:
     """``gtidx seek --from`` and ``gtidx pos --from`` end to end (a process
     each, start-up included) on a copy of the bundled multifile fixture with
@@ -565,6 +682,12 @@ def main(argv=None) -> int:
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("mysql", help="MySQL 9.7 binlogs: gtidx vs the server's auto-position and mysqlbinlog")
+    s.add_argument("--size-mb", type=int, default=256)
+    s.add_argument("--targets", type=int, default=100)
+    s.add_argument("--slow-targets", type=int, default=10, help="targets for the server and mysqlbinlog")
+    s.add_argument("--seed", type=int, default=3)
+    s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("batch", help="seek --from / pos --from end to end on the multifile fixture")
     s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
     s.add_argument("--runs", type=int, default=5)
@@ -582,7 +705,7 @@ def main(argv=None) -> int:
         return 0
     report = {"scan": bench_scan, "build": bench_build, "lookup": bench_lookup, "tail": bench_tail,
               "spark": bench_spark, "batch": bench_batch,
-              "changes": bench_changes}[a.cmd](a)
+              "changes": bench_changes, "mysql": bench_mysql}[a.cmd](a)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     return 0

@@ -97,7 +97,37 @@ def machine_facts(bench) -> dict:
         pass
     ver = subprocess.run(["mariadb-binlog", "--version"], capture_output=True, text=True).stdout.strip()
     return {"python_cpu": bench.machine(), "cores": os.cpu_count(), "memory": mem,
-            "mariadb_binlog": ver, "date": machine_date()}
+            "mariadb_binlog": ver, "date": machine_date(), "versions": versions()}
+
+
+def versions() -> dict:
+    """What the figures were measured with: gtidx (and its commit), whether
+    its compiled walk was there, and the libraries it ran on."""
+    from importlib import metadata
+    out = {}
+    for dist in ("gtidx", "pyspark", "pyarrow", "mysql-replication", "fsspec", "click"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip()
+    out["commit"] = commit or None
+    try:
+        import gtidx._skip  # noqa: F401
+        out["compiled_walk"] = True
+    except ImportError:
+        out["compiled_walk"] = False
+    return out
+
+
+def versions_line(m: dict) -> str:
+    v = m.get("versions")
+    if not v:
+        return ""
+    libs = ", ".join(f"{k} {v[k]}" for k in ("pyspark", "pyarrow", "mysql-replication", "fsspec", "click") if v.get(k))
+    return (f" gtidx {v.get('gtidx')} ({v.get('commit')}, compiled walk "
+            f"{'on' if v.get('compiled_walk') else 'off'}); {libs}; {m.get('mariadb_binlog', '')}.")
 
 
 # -- build --------------------------------------------------------------------------------------------
@@ -927,9 +957,9 @@ def _s(sp: dict) -> str:
 def markdown(r: dict) -> str:
     m = r["machine"]
     if "rounds_raw" not in r:        # sections measured alone (--only) and nothing else yet
-        lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}."]
+        lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}.{versions_line(m)}"]
         return "\n".join(lines + _markdown_sections(r)) + "\n"
-    lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}. "
+    lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}.{versions_line(m)} "
              f"Servers: MariaDB {r['server']}" + (f" and {r['server_118']}" if "server_118" in r else "")
              + f". Workload: {len(r['workload']['files'])} binlogs, {r['workload']['bytes'] / 2**20:.0f} MiB "
              f"written by {r['workload']['server']}. {r['rounds']} rounds; figures are median (min-max) "
