@@ -188,6 +188,14 @@ class IndexWriter:
         return first
 
 
+def record_due(end: int, previous: int, span_min: int, max_offset: int = fmt.MAX_OFFSET) -> bool:
+    """The server's rule for a record at the end of an event group (or
+    MySQL transaction) ending at ``end``: at least ``span_min`` bytes past
+    the previous record (``previous``: 0 while there is only record 0), and
+    not past ``max_offset`` (offsets are u32)."""
+    return end - previous >= span_min and end <= max_offset
+
+
 # Where domain, server_id and seq sit in the GTID_HEAD tuples
 # ``Binlog.group_batches`` yields: (timestamp, server_id, seq, domain, flags2).
 _HEAD_FIELDS = (3, 1, 2)
@@ -264,7 +272,7 @@ class RecordPolicy:
         else:
             self.pending.add_rows_watching(((domain, server, seq),), 0, 1, 2, self.seen)
         self.walked = end
-        if end - self.previous < self.span_min or end > self.max_offset:
+        if not record_due(end, self.previous, self.span_min, self.max_offset):
             return None
         self.previous = end
         if self.seen is not None:
