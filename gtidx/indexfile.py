@@ -62,6 +62,7 @@ class MariadbFlavor:
     codec = fmt.MARIADB
     reader = IndexReader
     join = staticmethod(LatestGtids.joined)
+    keeps_seen = True           # the fingerprint holds the seq ranges the walk saw (``seen_fields``)
 
     @staticmethod
     def first(b: Binlog) -> tuple:
@@ -512,8 +513,8 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             status.close()
             # an index of ours from before gtidx stored the seq ranges it saw
             # is made again: lookups would walk its binlog for them
-            if status.usable and (status.meta is None or (status.meta.seen() is not None and
-                                                          not status.meta.legacy)):
+            if status.usable and (status.meta is None or (
+                    (status.meta.seen() is not None or not flavor.keeps_seen) and not status.meta.legacy)):
                 result.action, result.reason = "skipped", "index is valid and current"
                 if _record_etag(b, store, target, status):
                     result.reason += " (its binlog's ETag recorded with it)"

@@ -284,6 +284,7 @@ class MysqlFlavor:
     codec = MYSQL
     reader = MysqlIndexReader
     join = staticmethod(join)
+    keeps_seen = False          # nothing beyond the fingerprint
 
     @staticmethod
     def first(b: MysqlBinlog) -> tuple[int, GtidSet]:
