@@ -57,12 +57,15 @@ def _put(out: bytearray, n: int) -> None:
 
 
 def _get(blob: bytes, at: int) -> tuple[int, int]:
-    """The varint at ``at``: (value, its end). At most 10 bytes (2**64)."""
+    """The varint at ``at``: (value, its end). At most 10 bytes (2**64),
+    and minimal (no trailing zero byte): every set has one encoding."""
     value = shift = 0
     for i in range(at, min(at + 10, len(blob))):
         b = blob[i]
         value |= (b & 0x7F) << shift
         if not b & 0x80:
+            if not b and i > at:
+                raise ValueError("varint not in its shortest form")
             return value, i + 1
         shift += 7
     raise ValueError("varint runs past the key" if at + 10 > len(blob) else "varint longer than 10 bytes")
