@@ -59,6 +59,10 @@ GTID_TYPES = frozenset({GTID_LOG, ANONYMOUS_GTID, GTID_TAGGED})
 # event, or the ROTATE/STOP that closes the file (``transactions``).
 LANDING = bytes(t in GTID_TYPES or t in (ROTATE, STOP) for t in range(256))
 _U32_MASK = 0xFFFFFFFF
+try:                                   # the compiled jump walk (gtidx/_skip.c); optional
+    from ._skip import mysql_walk as _mysql_walk
+except ImportError:                    # pragma: no cover - depends on the install
+    _mysql_walk = None
 PRE_STATEMENT = frozenset({INTVAR, RAND, USER_VAR})
 # Never part of a transaction: an open one ends before them (a file's end).
 BOUNDARY = frozenset({ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS})
@@ -424,6 +428,91 @@ class MysqlBinlog(Binlog):
             yield new(MysqlGroup, (g.gtid, off, target, commit // 1_000_000 if commit else ts, commit, length))
             off, mid = target, False
         return off, mid
+
+    def set_batches(self, span: int, max_offset: int, previous: int = 0) -> Iterator[tuple[int, GtidSet]]:
+        """The walk an index build needs (``mysqlindex.MysqlRecordPolicy``):
+        yields ``(end, gtids)`` at the end of the first transaction ending
+        ``span`` bytes or more past the previous yield (the first counted
+        from ``previous``), ``gtids`` the GTIDs of the transactions since
+        (a ``GtidSet``); none past ``max_offset`` (the walk stops there).
+
+        The same records as a loop over ``transactions()``: the compiled
+        ``mysql_walk`` (gtidx/_skip.c) follows the jumps ``_jumps`` takes
+        (the same checks) and hands back GTID runs, not transactions; where
+        it stops (a GTID_TAGGED event, a transaction bigger than the
+        window, anything it does not jump from) ``_jumps`` goes on until the
+        next event it can take, and the event walk where no jump lands."""
+        off = self.body_start
+        pending = GtidSet()
+        add = pending.add
+        due = previous + span
+        walk = _mysql_walk
+        if walk is not None:
+            size, crc = self.size, self.checksum_len
+            w = self._window(off, size)
+            mm, base = w.view, off
+            while True:
+                stop, runs, code = walk(mm, off - base, base, size, crc, due, LANDING)
+                off = base + stop
+                if runs:
+                    pending |= GtidSet.from_intervals((uuid_text(u), "", a, b) for u, a, b in runs)
+                if code == 0:
+                    if off > max_offset:
+                        return
+                    yield off, pending
+                    pending = GtidSet()
+                    due = off + span
+                    continue
+                if code == 1 and stop > 0:      # the window ends: read on from there
+                    mm, base = w.move(off), off
+                    continue
+                # what the compiled walk does not jump from: the Python loop
+                # takes over up to the next event it does (or to the end)
+                jumps = self._jumps(off, False)
+                while True:
+                    try:
+                        g = next(jumps)
+                    except StopIteration as e:
+                        off, mid = e.value
+                        break
+                    if g.gtid is not None:
+                        pending.add(*g.gtid)
+                    off = g.end
+                    if off >= due:
+                        if off > max_offset:
+                            return
+                        yield off, pending
+                        pending = GtidSet()
+                        due = off + span
+                    if self._type_at(off) in (GTID_LOG, ANONYMOUS_GTID):
+                        mid = None
+                        break
+                if mid is None:                  # back to the compiled walk
+                    mm, base = w.move(off), off
+                    continue
+                break
+            groups = self._event_groups(off, mid)
+            add = pending.add
+        else:
+            groups = self.transactions()
+        for g in groups:
+            if g.gtid is not None:
+                add(*g.gtid)
+            end = g.end
+            if end >= due:
+                if end > max_offset:
+                    return
+                yield end, pending
+                pending = GtidSet()
+                add = pending.add
+                due = end + span
+
+    def _type_at(self, off: int) -> int | None:
+        """The type of the event at ``off``; None when no header is there."""
+        if off + HEADER_LEN > self.size:
+            return None
+        self._fill(off, off + HEADER_LEN)
+        return self._mm[off + 4]
 
     def _event_groups(self, off: int, mid: bool) -> Iterator[MysqlGroup]:
         """``groups`` from ``off``: ``mid`` says whether ``off`` may be

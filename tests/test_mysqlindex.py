@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import idxformat as fmt
+from gtidx import mysqlbinlog
 from gtidx.errors import CorruptBinlogError, CorruptIndexError, GtidxError
 from gtidx.indexfile import build_index, build_mysql_index, index_path, open_index, read_index, verify_index
 from gtidx.indexmeta import IndexState
@@ -233,12 +234,56 @@ def test_a_deep_tree(tmp_path):
     assert verify_index(p)["records"] == 68
 
 
-@pytest.mark.parametrize("path", [MYSQL_FIXTURES / "tagged" / "binlog.000006",
-                                  MYSQL_FIXTURES / "compressed" / "binlog.000008"], ids=lambda p: p.parent.name)
-def test_the_walk_without_jumps_builds_the_same_index(tmp_path, path):
+def _records_both_ways(b: MysqlBinlog, spans=(1, 300, 4096, 65536), cap=fmt.MAX_OFFSET):
+    for span in spans:
+        fused = MysqlRecordPolicy(span, cap, jump=True).records(b)
+        assert fused == MysqlRecordPolicy(span, cap, jump=False).records(b), span
+
+
+@pytest.fixture(params=["compiled", "python"])
+def build_walk(request, monkeypatch):
+    """The index build's walk with the compiled mysql_walk (gtidx/_skip.c)
+    and without it (the Python jumps alone)."""
+    if request.param == "compiled":
+        assert mysqlbinlog._mysql_walk is not None, "gtidx._skip is not built (see setup.py)"
+    else:
+        monkeypatch.setattr(mysqlbinlog, "_mysql_walk", None)
+    return request.param
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids)
+def test_the_build_walk_gives_the_event_walks_records(path, build_walk):
+    """``set_batches`` (compiled or not) against the event walk: the same
+    records for every span, and with a 4 GiB cap set low."""
     with MysqlBinlog(path) as b:
-        for span in (1, 4096, 65536):
-            assert MysqlRecordPolicy(span, jump=True).records(b) == MysqlRecordPolicy(span, jump=False).records(b)
+        _records_both_ways(b)
+        if b.size > 20000:
+            _records_both_ways(b, (1, 4096), cap=b.size // 2)
+
+
+def test_the_build_walk_on_growing_damaged_and_cut_files(tmp_path, build_walk):
+    src = MYSQL_FIXTURES / "single" / "binlog.000002"
+    data = src.read_bytes()
+    with MysqlBinlog(src) as b:
+        groups = list(b.groups())
+    p = tmp_path / "binlog.000002"
+    for n in sorted({x for g in groups[::3] for x in (g.end - 1, g.end, g.end + 20)}):
+        p.write_bytes(growing_copy(data, n))
+        with MysqlBinlog(p) as b:
+            _records_both_ways(b, (1, 8192))
+    damaged = bytearray((MYSQL_FIXTURES / "uuids" / "binlog.000004").read_bytes())
+    with MysqlBinlog(MYSQL_FIXTURES / "uuids" / "binlog.000004") as b:
+        lengths = {g.start: g.length for g in b.groups()}
+    for k, (off, ln) in enumerate(list(_gtid_events(bytes(damaged), 4))[2::5]):
+        if lengths[off] >= 256:
+            _set_length(damaged, off, ln, lengths[off] + (-1, 19, 1)[k % 3], k % 2 == 0)
+    p.write_bytes(bytes(damaged))
+    with MysqlBinlog(p) as b:
+        _records_both_ways(b)
+    p.write_bytes(data[:groups[20].end])               # closed, cut short: the same error
+    for jump in (True, False):
+        with MysqlBinlog(p) as b, pytest.raises(CorruptBinlogError, match="truncated"):
+            MysqlRecordPolicy(1, jump=jump).records(b)
 
 
 # -- the set coding --------------------------------------------------------------------------
