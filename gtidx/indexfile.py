@@ -98,7 +98,10 @@ def flavor_of(b: Binlog):
 def read_index(source, *, path=None) -> IndexReader:
     """An index reader of the flavor its magic names (a MySQL index's, else
     MariaDB's, which refuses any other magic)."""
-    head = source.pread(len(fmt.MAGIC), 0) if isinstance(source, Source) else source[:len(fmt.MAGIC)]
+    try:
+        head = source.pread(len(fmt.MAGIC), 0) if isinstance(source, Source) else source[:len(fmt.MAGIC)]
+    except (OSError, GtidxError):
+        head = b""                   # the reader says what is wrong with the file
     for flavor in FLAVORS.values():
         if bytes(head) == flavor.codec.magic:
             return flavor.reader(source, path=path)
