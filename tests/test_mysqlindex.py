@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import idxformat as fmt
 from gtidx import mysqlbinlog
-from gtidx.errors import CorruptBinlogError, CorruptIndexError, GtidxError
+from gtidx.errors import CorruptBinlogError, CorruptIndexError, GtidxError, MySQLBinlogError
 from gtidx.indexfile import build_index, build_mysql_index, index_path, open_index, read_index, verify_index
 from gtidx.indexmeta import IndexState
 from gtidx.mysqlbinlog import GTID_LOG, MysqlBinlog, open_binlog
@@ -554,3 +554,27 @@ def test_the_worked_example_in_the_doc(tmp_path):
     assert b"".join(bytes.fromhex(x) for x in pages) == raw
     crcs = re.search(r"golden CRCs: (.*)", text).group(1)
     assert re.findall(r"[0-9a-f]{8}", crcs) == [raw[i + 60:i + 64][::-1].hex() for i in range(0, len(raw), 64)]
+
+
+def test_a_transaction_without_its_gtid_event_is_refused(tmp_path, build_walk):
+    """A GTID event taken out (what 5.6 with GTIDs off looks like): the
+    jump before it does not land (a BEGIN is there), the event walk takes
+    over and refuses the file (exit 2), for the build as for groups()."""
+    src = MYSQL_FIXTURES / "single" / "binlog.000002"
+    data = src.read_bytes()
+    with MysqlBinlog(src) as b:
+        start = list(b.groups())[5].start
+    length = int.from_bytes(data[start + 9:start + 13], "little")
+    d = tmp_path / "logs"
+    d.mkdir()
+    p = d / src.name
+    p.write_bytes(data[:start] + data[start + length:])
+    with MysqlBinlog(p) as b:
+        for jump in (True, False):
+            with pytest.raises(MySQLBinlogError, match="outside any transaction") as e:
+                MysqlRecordPolicy(1, jump=jump).records(b)
+            assert e.value.offset == start
+    if build_walk == "compiled":
+        rc, out, err = gtidx("build", d)
+        assert rc == 2 and out == "" and err.count("\n") == 1 and "outside any transaction" in err
+        assert not os.path.exists(index_path(p))
