@@ -578,3 +578,44 @@ def test_a_transaction_without_its_gtid_event_is_refused(tmp_path, build_walk):
         rc, out, err = gtidx("build", d)
         assert rc == 2 and out == "" and err.count("\n") == 1 and "outside any transaction" in err
         assert not os.path.exists(index_path(p))
+
+
+# -- the live server -----------------------------------------------------------------------
+
+def test_index_of_the_binlog_a_live_server_writes(tmp_path):
+    """The binlog MySQL 9.7 is writing (IN_USE set by the server): build
+    leaves it alone; forced (into another file), the index's records sit
+    where the server's SHOW BINLOG EVENTS has transactions end, with the
+    sets of the GTIDs the server logged before them."""
+    from tools.make_mysql_fixtures import Session, groups_of
+    from tools.mysql97 import MySQL97
+    srv = MySQL97().ensure()
+    s = Session(srv)
+    s.sql("CREATE DATABASE IF NOT EXISTS myidx_live")
+    s.sql("CREATE TABLE IF NOT EXISTS myidx_live.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(200))")
+    name = s.one("SHOW BINARY LOG STATUS")
+    for i in range(60):
+        if i % 10 == 3:
+            s.sql("SET gtid_next = 'AUTOMATIC:myidx'")
+        s.sql("INSERT INTO myidx_live.t(v) VALUES (%s)", ("x" * (i * 3),))
+        s.sql("SET gtid_next = 'AUTOMATIC'")
+    events = [[int(r[1]), r[2], int(r[4]), str(r[5])] for r in s.sql(f"SHOW BINLOG EVENTS IN '{name}'")]
+    groups = groups_of(events)
+    path = srv.datadir / name
+    assert build_index(path).action == "skipped"           # the server's newest, IN_USE: still written
+    out = tmp_path / "live.idx"
+    r = build_index(path, force=True, out=str(out), span_min=1, max_ratio=None)
+    assert r.action == "built"
+    idx = MysqlIndexReader(out.read_bytes())
+    records = list(idx.records())
+    prev = next(e for e in events if e[1] == "Previous_gtids")
+    assert records[0][0] == prev[2] and str(records[0][1]) == prev[3]
+    state = records[0][1].copy()
+    ends = {}
+    for gtid, _, end in groups:
+        state.add(*MysqlGtid.parse(gtid))
+        ends[end] = state.copy()
+    assert len(records) > 60 and all(ends[o] == st for o, st in records[1:] if o in ends)
+    assert [o for o, _ in records[1:]][:len(groups)] == [g[2] for g in groups][:len(records) - 1]
+    mine = [MysqlGtid.parse(g[0]) for g in groups if "myidx" in g[0]]
+    assert mine and all(idx.before_gtid(g)[0] == next(x[1] for x in groups if x[0] == str(g)) for g in mine)
