@@ -346,15 +346,49 @@ class MysqlBinlog(Binlog):
         GTID event that states its ``transaction_length`` (8.0.2+), straight
         to the next transaction, not reading the events between, when the
         jump lands on an event the file really has there (``_jumps``).
-        Elsewhere (an older file without lengths, a jump that does not land,
-        the end of the file) the event-by-event walk goes on from there.
-        ``jump=False``: the event-by-event walk all the way (the tests hold
-        the two equal on every fixture)."""
+        Where a jump does not land (or a GTID event states no length: files
+        before 8.0.2) the event-by-event walk takes that transaction, up to
+        the next GTID event, and the jumps go on from there; the event walk
+        also takes the end of the file. ``jump=False``: the event-by-event
+        walk all the way (the tests hold the two equal on every fixture)."""
         off = self.body_start if start is None else start
         mid = start is not None
-        if jump:
+        if not jump:
+            return self._event_groups(off, mid)
+        return self._transactions(off, mid)
+
+    def _transactions(self, off: int, mid: bool) -> Iterator[MysqlGroup]:
+        """``transactions`` from ``off`` (``mid``: as ``_event_groups``)."""
+        while True:
             off, mid = yield from self._jumps(off, mid)
-        yield from self._event_groups(off, mid)
+            nxt = self._next_gtid_event(off)
+            if nxt is None:
+                yield from self._event_groups(off, mid)
+                return
+            yield from self._event_groups(off, mid, stop=nxt)
+            off, mid = nxt, False
+
+    def _next_gtid_event(self, off: int) -> int | None:
+        """The offset of the first GTID, GTID_TAGGED or ANONYMOUS_GTID event
+        after the event at ``off``, by the events' lengths; None when a
+        ROTATE, STOP (or another event no transaction holds), a length
+        below a header or the end of what is on disk comes first: the event
+        walk from ``off`` then goes to the end (and says what is wrong)."""
+        size, mm, fill, unpack = self.size, self._mm, self._fill, TYPE_LENGTH.unpack_from
+        first = True
+        while off + HEADER_LEN <= size:
+            fill(off, off + HEADER_LEN)
+            etype, ln = unpack(mm, off)
+            if ln < HEADER_LEN or off + ln > size:
+                return None
+            if not first:
+                if etype in GTID_TYPES:
+                    return off
+                if etype in BOUNDARY:
+                    return None
+            first = False
+            off += ln
+        return None
 
     def _jumps(self, off: int, mid: bool):
         """Yield the transactions from ``off`` by their lengths; return
@@ -467,14 +501,10 @@ class MysqlBinlog(Binlog):
                     mm, base = w.move(off), off
                     continue
                 # what the compiled walk does not jump from: the Python loop
-                # takes over up to the next event it does (or to the end)
-                jumps = self._jumps(off, False)
-                while True:
-                    try:
-                        g = next(jumps)
-                    except StopIteration as e:
-                        off, mid = e.value
-                        break
+                # (``_transactions``) takes over up to the next event it does,
+                # or to the end
+                resume = None
+                for g in self._transactions(off, False):
                     if g.gtid is not None:
                         pending.add(*g.gtid)
                     off = g.end
@@ -485,17 +515,13 @@ class MysqlBinlog(Binlog):
                         pending = GtidSet()
                         due = off + span
                     if self._type_at(off) in (GTID_LOG, ANONYMOUS_GTID):
-                        mid = None
+                        resume = off
                         break
-                if mid is None:                  # back to the compiled walk
-                    mm, base = w.move(off), off
-                    continue
-                break
-            groups = self._event_groups(off, mid)
-            add = pending.add
-        else:
-            groups = self.transactions()
-        for g in groups:
+                if resume is None:
+                    return
+                mm, base = w.move(resume), resume     # back to the compiled walk
+        add = pending.add
+        for g in self.transactions():
             if g.gtid is not None:
                 add(*g.gtid)
             end = g.end
@@ -514,10 +540,13 @@ class MysqlBinlog(Binlog):
         self._fill(off, off + HEADER_LEN)
         return self._mm[off + 4]
 
-    def _event_groups(self, off: int, mid: bool) -> Iterator[MysqlGroup]:
+    def _event_groups(self, off: int, mid: bool, stop: int | None = None) -> Iterator[MysqlGroup]:
         """``groups`` from ``off``: ``mid`` says whether ``off`` may be
-        inside a transaction begun before (its rest is skipped)."""
-        end = self.complete_end(off, closed_check=False)
+        inside a transaction begun before (its rest is skipped). ``stop``:
+        only up to there, where a GTID event starts (``_next_gtid_event``):
+        a transaction still open there ends there, as the next GTID event
+        ends it in the walk of the whole file."""
+        end = self.complete_end(off, closed_check=False) if stop is None else stop
         cur = None           # (_Gtid, start offset, header timestamp) of the open transaction
         state = None         # None (outside), "gtid", "ddl", "dml"
         last = None          # offset of the last event walked
@@ -580,6 +609,10 @@ class MysqlBinlog(Binlog):
             if terminal:
                 yield close(off + ln)
                 cur = state = None
+        if stop is not None:
+            if cur is not None:
+                yield close(stop)
+            return
         if last is not None:
             # a closed file ends with ROTATE or STOP after a whole transaction
             # (the open one here has no terminator: a file still being written)

@@ -168,29 +168,50 @@ def _set_length(data: bytearray, off: int, ln: int, value: int, fix_crc: bool) -
         struct.pack_into("<I", data, off + ln - 4, zlib.crc32(data[off:off + ln - 4]))
 
 
+def _boundaries(data: bytes) -> list[int]:
+    off, out = 4, []
+    while off + 19 <= len(data):
+        out.append(off)
+        off += struct.unpack_from("<4xB4xI", data, off)[1]
+    return out
+
+
+@pytest.mark.parametrize("path", [MYSQL_FIXTURES / "uuids" / "binlog.000004",
+                                  MYSQL_FIXTURES / "nochecksum" / "binlog.000011"], ids=["crc32", "no-checksum"])
 @pytest.mark.parametrize("fix_crc", [False, True], ids=["damaged", "crc-fixed"])
-def test_a_jump_that_does_not_land_falls_back(tmp_path, fix_crc):
+def test_a_jump_that_does_not_land_falls_back(tmp_path, path, fix_crc, build_walk):
     """A transaction_length that is damaged (its event's CRC32 fails) or
-    lands inside a transaction (on no GTID/ROTATE/STOP event, or not at an
-    event boundary): the event walk takes over; the answers are the same."""
-    path = MYSQL_FIXTURES / "uuids" / "binlog.000004"
+    lands where no transaction starts: off by a few bytes, or on a real
+    event inside a transaction (the terminator of its own, the BEGIN after
+    the next GTID event: whole, with a right CRC32 and next position, of
+    the wrong type). The event walk takes over; the answers are the same."""
     data = bytearray(path.read_bytes())
     with MysqlBinlog(path) as b:
         good = list(b.groups())
-    events = list(_gtid_events(bytes(data), 4))
+        crc = b.checksum_len
+    if not crc and fix_crc:
+        pytest.skip("no checksums to fix")
+    bounds = _boundaries(bytes(data))
+    starts = {g.start for g in good}
+    events = [(o, ln) for o, ln in _gtid_events(bytes(data), crc)]
     changed = 0
-    for (off, ln), delta in zip(events[3::6], (-1, 1, 19, -19, 40, 100)):
+    for k, (off, ln) in enumerate(events[1:-1]):
         g = next(g for g in good if g.start == off)
-        value = g.length + delta
-        if (value >= 251) != (g.length >= 251):
+        end = off + g.length
+        inside = (bounds[bounds.index(end) - 1], bounds[bounds.index(end) + 1])   # its terminator, the BEGIN after
+        target = (end - 1, end + 1, end + 19, *inside)[k % 5]
+        assert k % 5 < 3 or (target in bounds and target not in starts)
+        value = target - off
+        if (value >= 251) != (g.length >= 251) or (value >= 65536) != (g.length >= 65536):
             continue
-        _set_length(data, off, ln, value, fix_crc)
+        _set_length(data, off, ln, value, fix_crc and bool(crc))
         changed += 1
-    assert changed >= 4
+    assert changed >= 10
     p = tmp_path / path.name
     p.write_bytes(bytes(data))
     with MysqlBinlog(p) as b:
         assert [(g.gtid, g.start, g.end) for g in b.transactions()] == [(g.gtid, g.start, g.end) for g in good]
+        _records_both_ways(b, (1, 1000))
 
 
 # -- the index against the walk ------------------------------------------------------------------
