@@ -33,7 +33,7 @@ from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxEr
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
-                        open_index, read_index, stored_seen, verify_index)
+                        flavor_of, open_index, read_index, stored_seen, verify_index)
 from .mysqlbinlog import open_binlog
 from .mysqlgtid import GtidSet
 from .probe import walk_to
@@ -1926,7 +1926,8 @@ def _file_status(path: str, now: float) -> FileStatus:
         else:
             s_ = open_index(b, idx)
             s_.close()
-            if fp is None and (s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
+            if fp is None and flavor_of(b).server_writes and (
+                    s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
                 state = "server-owned"
                 reached = b.size if s_.usable and not s_.partial else 0
                 detail = "being written by the server" if b.growing else ""

@@ -63,6 +63,7 @@ class MariadbFlavor:
     reader = IndexReader
     join = staticmethod(LatestGtids.joined)
     keeps_seen = True           # the fingerprint holds the seq ranges the walk saw (``seen_fields``)
+    server_writes = True        # MariaDB 11.4+ writes these indexes itself
 
     @staticmethod
     def first(b: Binlog) -> tuple:
@@ -605,6 +606,6 @@ def _verify_states(b: Binlog, r: IndexReader, path) -> None:
 
 
 __all__ = ["index_path", "IndexRoot", "open_index", "build_index", "build_mysql_index", "verify_index",
-           "read_index", "flavor_of", "FLAVORS", "still_written", "IndexStatus",
+           "read_index", "flavor_of", "FLAVORS", "MARIADB", "still_written", "IndexStatus",
            "IndexState", "IndexMeta", "Progress", "XATTR", "BuildResult", "server_records", "coarsen",
            "fit_budget", "GtidxError"]

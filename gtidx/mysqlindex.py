@@ -297,6 +297,7 @@ class MysqlFlavor:
     reader = MysqlIndexReader
     join = staticmethod(join)
     keeps_seen = False          # nothing beyond the fingerprint
+    server_writes = False       # no MySQL server writes one: an index without a fingerprint is gtidx's
 
     @staticmethod
     def first(b: MysqlBinlog) -> tuple[int, GtidSet]:

@@ -639,3 +639,23 @@ def test_index_of_the_binlog_a_live_server_writes(tmp_path):
     assert [o for o, _ in records[1:]][:len(groups)] == [g[2] for g in groups][:len(records) - 1]
     mine = [MysqlGtid.parse(g[0]) for g in groups if "myidx" in g[0]]
     assert mine and all(idx.before_gtid(g)[0] == next(x[1] for x in groups if x[0] == str(g)) for g in mine)
+
+
+def test_status_of_an_index_without_its_fingerprint(tmp_path):
+    """No MySQL server writes an index: one whose fingerprint is gone
+    (copied without its xattr) is gtidx's, complete when it matches its
+    binlog (judged as a server's: record 0, the tail), not "server-owned"."""
+    from gtidx import api
+    from gtidx.indexmeta import IndexMeta
+    d = tmp_path / "logs"
+    shutil.copytree(MYSQL_FIXTURES / "rotated", d)
+    for r in api.build(d, max_ratio=None):
+        assert r.action == "built"
+    idx = Path(index_path(d / "binlog.000015"))
+    raw = idx.read_bytes()
+    idx.unlink()                      # the xattr goes with it (a sidecar would name the old inode)
+    IndexMeta.remove(str(idx))
+    idx.write_bytes(raw)
+    assert IndexMeta.read(index_path(d / "binlog.000015")) is None
+    rows = {Path(r.file).name: r.state for r in api.binlog_status(d)}
+    assert rows == {f"binlog.0000{n}": "complete" for n in (14, 15, 16, 17)}
