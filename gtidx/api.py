@@ -33,7 +33,8 @@ from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxEr
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
-                        open_index, stored_seen, verify_index)
+                        flavor_of, open_index, read_index, stored_seen, verify_index)
+from .mysqlbinlog import open_binlog
 from .mysqlgtid import GtidSet
 from .probe import walk_to
 
@@ -1727,8 +1728,6 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             if progress is not None:
                 progress(BuildProgress(f, done_files, files, done_bytes, total))
             yield result
-            if isinstance(result, MySQLBinlogError):
-                break       # MySQL binlogs: one error for the path, not one per file
         else:
             if listed:
                 failed = _keep_catalog(p, listed, storage_options, kw.get("index_root"))
@@ -1833,12 +1832,12 @@ def _binlog_of(index: str) -> str:
 
 
 def _read_index(index: str):
-    """An IndexReader over the open file ``index`` (read page by page: memory
-    stays bounded whatever its size), and the file to close."""
-    from .reader import IndexReader
+    """A reader over the open file ``index`` (read page by page: memory
+    stays bounded whatever its size), of the flavor its magic names
+    (``indexfile.read_index``), and the file to close."""
     f = open_file(index)
     try:
-        return IndexReader(f, path=index), f
+        return read_index(f, path=index), f
     except BaseException:
         f.close()
         raise
@@ -1851,7 +1850,7 @@ def index_info(index: str | os.PathLike) -> IndexInfo:
     r, f = _read_index(index)
     with f:
         stats = r.check()            # every page and the whole tree
-    with Binlog(binlog) as b:
+    with open_binlog(binlog) as b:
         status = open_index(b, index)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
@@ -1915,7 +1914,7 @@ def _file_status(path: str, now: float) -> FileStatus:
     st = os.stat(path)
     idx = index_path(path)
     fp = IndexMeta.read(idx)
-    with Binlog(path) as b:
+    with open_binlog(path) as b:
         if not os.path.lexists(idx):
             state, reached, detail = "missing", 0, ""
         elif fp is not None and fp.partial:
@@ -1927,7 +1926,8 @@ def _file_status(path: str, now: float) -> FileStatus:
         else:
             s_ = open_index(b, idx)
             s_.close()
-            if fp is None and (s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
+            if fp is None and flavor_of(b).server_writes and (
+                    s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
                 state = "server-owned"
                 reached = b.size if s_.usable and not s_.partial else 0
                 detail = "being written by the server" if b.growing else ""
