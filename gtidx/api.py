@@ -153,8 +153,17 @@ def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
         return err
     if not isinstance(value, str) or ":" not in value:
         return err
-    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set: MySQL binlogs are not supported yet",
-                           hint="gtidx answers MariaDB GTIDs so far: domain-server-seq, e.g. 0-1-100")
+    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set, and these are not MySQL binlogs",
+                           hint="a MariaDB GTID is domain-server-seq, e.g. 0-1-100; MySQL GTIDs are "
+                                "looked up in MySQL binlogs")
+
+
+def _mysql(path, storage_options: dict | None = None):
+    """``gtidx.mysqlapi`` when the binlogs of ``path`` are MySQL's (the one
+    place the flavor decides which answers serve them; a mix of MariaDB's and
+    MySQL's is refused there), else None."""
+    from . import mysqlapi
+    return mysqlapi if mysqlapi.flavor_of(path, storage_options) == "mysql" else None
 
 
 def _gtid(value) -> Gtid:
@@ -1565,7 +1574,12 @@ class BinlogSeries:
 
 
 def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
-    """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``)."""
+    """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``):
+    a ``BinlogSeries``, or for MySQL binlogs a ``mysqlapi.MysqlSeries`` (the
+    same lookups: ``locate``, ``state_at``, ``replica_start``)."""
+    mysql = _mysql(path, kw.get("storage_options"))
+    if mysql is not None:
+        return mysql.MysqlSeries.from_path(path, **kw)
     return BinlogSeries.from_path(path, **kw)
 
 
@@ -1578,6 +1592,11 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     ReplicaStart) or the GtidxError its single ``seek`` would raise. One
     series serves them all; the GTIDs go through ``locate_many``."""
     specs = list(specs)
+    mysql = _mysql(path, storage_options)
+    if mysql is not None:
+        yield from mysql.seek_many(specs, path, replica=replica, storage_options=storage_options,
+                                   index_root=index_root, history=history)
+        return
     parsed: list = []
     for spec in specs:
         try:
@@ -1630,8 +1649,9 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
                 path = _path(file)
                 logs = open_.pop(path, None)
                 if logs is None:
-                    logs = BinlogSeries([path], use_index=use_index, storage_options=storage_options,
-                                        index_root=index_root)
+                    mysql = _mysql(path, storage_options)
+                    logs = (BinlogSeries if mysql is None else mysql.MysqlSeries)(
+                        [path], use_index=use_index, storage_options=storage_options, index_root=index_root)
                     while len(open_) >= cache:
                         open_.popitem(last=False)[1].close()
                 open_[path] = logs
@@ -1647,6 +1667,9 @@ def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file (a path or a
     URL; ``storage_options=``: see ``storage.resolve``)."""
     path = _path(path)
+    mysql = _mysql(path, kw.get("storage_options"))
+    if mysql is not None:
+        return mysql.state_at(path, offset, **kw)
     with BinlogSeries([path], **kw) as logs:
         return logs.state_at(logs.files[0], offset)
 
@@ -1956,6 +1979,10 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too."""
+    mysql = _mysql(path, storage_options)
+    if mysql is not None:
+        return mysql.seek(spec, path, replica=replica, every=every, storage_options=storage_options,
+                          index_root=index_root, history=history)
     pos = _position(spec)
     kw = {"storage_options": storage_options, "index_root": index_root}
     try:
