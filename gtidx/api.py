@@ -1974,15 +1974,20 @@ def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
 
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
-         every: bool = False, storage_options: dict | None = None, index_root=None, history: int | None = None):
+         every: bool = False, storage_options: dict | None = None, index_root=None, history: int | None = None,
+         server_uuid: str | None = None):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
-    single domain too."""
+    single domain too. MySQL binlogs: ``spec`` is ``uuid:N`` / ``uuid:tag:N``
+    or a GTID set, see ``mysqlapi``; ``server_uuid``: their server's, for
+    a replica start (``MysqlSeries.replica_start``)."""
     mysql = _mysql(path, storage_options)
     if mysql is not None:
         return mysql.seek(spec, path, replica=replica, every=every, storage_options=storage_options,
-                          index_root=index_root, history=history)
+                          index_root=index_root, history=history, server_uuid=server_uuid)
+    if server_uuid is not None:
+        raise BadInputError("a server_uuid is for MySQL binlogs' replica starts; these are not MySQL binlogs")
     pos = _position(spec)
     kw = {"storage_options": storage_options, "index_root": index_root}
     try:

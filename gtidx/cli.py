@@ -531,7 +531,10 @@ def _seek_text(r) -> str:
 @_storage_option
 @_index_dir_option
 @_history_option("PATH")
-def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history):
+@click.option("--server-uuid", metavar="UUID",
+              help="MySQL binlogs, --replica: the source's server_uuid, to refuse the replica's extra GTIDs "
+                   "as the source does (only its own); without it any GTID the binlogs lack is refused.")
+def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history, server_uuid):
     """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
     directory of binlogs or a master-bin.index (default: the current directory). Exactly one
     of --gtid, --replica, --time and --from."""
@@ -565,7 +568,7 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
                               f"position {p.position or '(empty)'} (via {p.via})\n")
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
-                 storage_options=storage_options, index_root=index_root, history=history)
+                 storage_options=storage_options, index_root=index_root, history=history, server_uuid=server_uuid)
     if as_json:
         _emit_json(_seek_json(r))
     else:
