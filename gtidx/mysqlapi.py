@@ -412,15 +412,15 @@ class MysqlSeries:
         files = self.files
         extra = have - self.end_set()
         if server_uuid is not None:
-            # MySQL 9.7 refuses the replica's extra GTIDs of its own UUID with a tag; its extra
-            # untagged ones, and other UUIDs', it lets pass (tests/test_mysql_answers.py asks it)
+            # the source refuses the replica's extra GTIDs of its own UUID (any tag); other
+            # UUIDs' it lets pass (tests/test_mysql_answers_live.py asks 9.7)
             uuid = _server_uuid(server_uuid)
-            extra = GtidSet.from_intervals(iv for iv in extra.intervals() if iv[0] == uuid and iv[1])
+            extra = GtidSet.from_intervals(iv for iv in extra.intervals() if iv[0] == uuid)
         if extra:
             raise NotFoundError(
                 "the replica has more GTIDs than the source has (ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE): these "
                 f"binlogs never logged {extra.one_line()}",
-                hint="a MySQL 9.7 source refuses only tagged GTIDs of its own server_uuid: give server_uuid "
+                hint="the source refuses those of its own server_uuid only: give server_uuid "
                      "(seek --server-uuid) to answer as it does" if server_uuid is None else None)
         lost = self.previous_gtids(files[0])
         if not lost.issubset(have):

@@ -179,12 +179,14 @@ def test_replica_starts_by_the_previous_gtids():
         r = logs.replica_start(end_set - GtidSet([hole]))
         assert os.path.basename(r.file) == files[1]["name"]
         assert (r.first.gtid, r.first.start) == (hole, files[1]["groups"][3][1])
-        # the replica's extra GTIDs: refused, unless they are not the (given) server's tagged ones
+        # the replica's extra GTIDs: refused, unless they are not the (given) server's
+        foreign = "3e11fa47-71ca-11e1-9e33-c80aa9429562:999999"
         with pytest.raises(NotFoundError, match="ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE"):
-            logs.replica_start(end_set | GtidSet.parse(f"{UUID}:999999"))
-        assert logs.replica_start(end_set | GtidSet.parse(f"{UUID}:999999"), server_uuid=UUID).first is None
-        with pytest.raises(NotFoundError, match="ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE"):
-            logs.replica_start(end_set | GtidSet.parse(f"{UUID}:x:5"), server_uuid=UUID.upper())
+            logs.replica_start(end_set | GtidSet.parse(foreign))
+        assert logs.replica_start(end_set | GtidSet.parse(foreign), server_uuid=UUID).first is None
+        for extra in (f"{UUID}:999999", f"{UUID}:x:5"):
+            with pytest.raises(NotFoundError, match="ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE"):
+                logs.replica_start(end_set | GtidSet.parse(extra), server_uuid=UUID.upper())
         # purged: the first file's Previous_gtids is not all in the replica's set
         with pytest.raises(NotFoundError, match="ER_SOURCE_HAS_PURGED_REQUIRED_GTIDS") as e:
             logs.replica_start(end_set - GtidSet([MysqlGtid(UUID, "", 1)]))
@@ -196,7 +198,8 @@ def test_replica_starts_by_the_previous_gtids():
     assert doc["file"] == str(d / files[-1]["name"]) and doc["state"] == files[-1]["previous_gtids"].replace("\n", "")
     rc, out, err = gtidx("seek", "--replica", f"{end_set},{UUID}:999999", d)
     assert rc == 1 and out == "" and len(err) == 1 and "ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE" in err[0]
-    rc, out, err = gtidx("seek", "--replica", f"{end_set},{UUID}:999999", "--server-uuid", UUID, d)
+    rc, out, err = gtidx("seek", "--replica", f"{end_set},3e11fa47-71ca-11e1-9e33-c80aa9429562:999999",
+                         "--server-uuid", UUID, d)
     assert rc == 0 and "up to date" in out, (out, err)
 
 
