@@ -153,9 +153,9 @@ def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
         return err
     if not isinstance(value, str) or ":" not in value:
         return err
-    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set, and these are not MySQL binlogs",
-                           hint="a MariaDB GTID is domain-server-seq, e.g. 0-1-100; MySQL GTIDs are "
-                                "looked up in MySQL binlogs")
+    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set, not a MariaDB one: this answers "
+                           "MariaDB binlogs", hint="a MariaDB GTID is domain-server-seq, e.g. 0-1-100; seek and "
+                                                   "pos answer MySQL GTIDs in MySQL binlogs")
 
 
 def _mysql(path, storage_options: dict | None = None):

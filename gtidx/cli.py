@@ -556,16 +556,16 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
             p = logs.at_time(t)
         if as_json:
             _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
-                        "gtid": None if p.gtid is None else str(p.gtid), "position": str(p.position),
+                        "gtid": None if p.gtid is None else str(p.gtid), "position": _one_line(p.position),
                         "via": p.via})
         else:
             with _Output() as out:
                 if p.gtid is None:
                     out.write(f"no group at {api.format_time(p.time)} or later: {p.file} end {p.offset} "
-                              f"position {p.position or '(empty)'} (via {p.via})\n")
+                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
                 else:
                     out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
-                              f"position {p.position or '(empty)'} (via {p.via})\n")
+                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
                  storage_options=storage_options, index_root=index_root, history=history, server_uuid=server_uuid)

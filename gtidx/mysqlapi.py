@@ -44,7 +44,7 @@ from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
 from . import storage
-from .api import Location, ReplicaStart, _int, _list_binlogs, _path, parse_offset
+from .api import Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, parse_offset, parse_time
 from .binlog import is_mariadb
 from .errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
@@ -452,6 +452,26 @@ class MysqlSeries:
             if first is not None:
                 break
         return ReplicaStart(have, path, 4, state, have - state, first, "scan")
+
+    # -- a point in time --------------------------------------------------------------------------
+    def at_time(self, when) -> TimePoint:
+        """Where a restore to ``when`` stops (as ``BinlogSeries.at_time``):
+        the first transaction, in file order, whose timestamp (its
+        original_commit_timestamp's second, else its GTID event's) is at
+        least ``when``, and the GTID set just before it (``position``);
+        none that late: the end of the last binlog and the set there. Every
+        file is walked (MySQL binlogs have no catalog of timestamps yet)."""
+        t = parse_time(when)
+        for path in self.files:
+            b = self._file(path)
+            have = self.previous_gtids(path).copy()
+            for g in b.groups():
+                if g.timestamp >= t:
+                    return TimePoint(t, b.path, g.start, g.gtid, have, g.timestamp, "scan")
+                if g.gtid is not None:
+                    have.add(*g.gtid)
+        b = self._file(self.files[-1])
+        return TimePoint(t, b.path, self._end(b, b.body_start), None, self.end_set(), None, "scan")
 
     def _purged(self, have: GtidSet, lost: GtidSet) -> NotFoundError:
         return NotFoundError(

@@ -257,7 +257,7 @@ def test_mixed_directory_is_refused(tmp_path):
 
 def test_a_gtid_of_the_other_flavor():
     rc, out, err = gtidx("seek", "--gtid", f"{UUID}:5", FIXTURES / "mariadb-10.11" / "multifile")
-    assert rc == 2 and len(err) == 1 and "is a MySQL GTID or GTID set, and these are not MySQL binlogs" in err[0]
+    assert rc == 2 and len(err) == 1 and "is a MySQL GTID or GTID set, not a MariaDB one" in err[0]
     rc, out, err = gtidx("seek", "--gtid", "0-1-5", MYSQL / "rotated")
     assert rc == 2 and len(err) == 1 and "is a MariaDB GTID or position" in err[0]
     rc, out, err = gtidx("seek", "--replica", f"{UUID}:1-5", "--server-uuid", UUID,
@@ -322,3 +322,80 @@ def test_a_growing_file(tmp_path):
         with pytest.raises(NotFoundError, match="never written"):
             logs.locate(gtid)
         assert logs.locate(f["groups"][2][0]).end == f["groups"][2][2]
+
+
+def test_at_time():
+    """seek --time on MySQL binlogs: the first transaction at that second or
+    later, and the set before it; past the last: the end."""
+    d = MYSQL / "rotated"
+    files = json.loads((d / "oracle.json").read_text())["files"]
+    with api.open_binlogs(d) as logs:
+        f = files[2]
+        gtid, start, _ = f["groups"][0]
+        ts = logs.locate(gtid).timestamp
+        p = logs.at_time(ts)
+        # the first transaction of that second, in file order
+        first = next((os.path.basename(loc.file), loc.start) for loc in
+                     (logs.locate(g) for ff in files for g, _, _ in ff["groups"]) if loc.timestamp >= ts)
+        assert (os.path.basename(p.file), p.offset) == first
+        assert p.position == logs.state_at(p.file, p.offset).state
+        late = logs.at_time(ts + 10 ** 6)
+        assert late.gtid is None and late.position == logs.end_set() and late.offset == files[-1]["size"]
+    rc, out, err = gtidx("seek", "--json", "--time", f"@{ts}", d)
+    assert rc == 0 and json.loads(out)["offset"] == p.offset and "\n" not in json.loads(out)["position"]
+
+
+class Records:
+    """An index reader as the MySQL index will give one (``at_offset``,
+    ``before_gtid``: ``(offset, GtidSet) | None``), its records taken from a
+    scan here: every transaction's end."""
+
+    def __init__(self, path, prev: GtidSet, stale: int | None = None):
+        from gtidx.mysqlbinlog import MysqlBinlog
+        self.recs = []
+        s = prev.copy()
+        with MysqlBinlog(path) as b:
+            for g in b.groups():
+                if g.gtid is not None:
+                    s.add(*g.gtid)
+                self.recs.append((g.end if stale is None else g.end + stale, s.copy()))
+        self.asked = 0
+
+    def at_offset(self, target):
+        self.asked += 1
+        return next((r for r in reversed(self.recs) if r[0] <= target), None)
+
+    def before_gtid(self, g):
+        self.asked += 1
+        return next((r for r in reversed(self.recs) if g not in r[1]), None)
+
+
+def test_the_index_hook(caplog):
+    """The walks start where the index reader's record says (via "index")
+    and answer as from the file's start; a record that is not an event of
+    the file is not used (a warning, via "scan")."""
+    d = MYSQL / "rotated"
+    f = json.loads((d / "oracle.json").read_text())["files"][1]
+    path = str(d / f["name"])
+    sets = oracle_sets(f)
+
+    class Indexed(MysqlSeries):
+        stale = None
+
+        def index_reader(self, p):
+            if not hasattr(self, "_r"):
+                self._r = Records(p, self.previous_gtids(p), self.stale)
+            return self._r
+    with Indexed([path]) as logs:
+        for gtid, start, end in f["groups"][1:]:
+            loc = logs.locate(gtid)
+            assert (loc.start, loc.end, loc.via) == (start, end, "index")
+            at = logs.state_at(path, end)
+            assert at.state == sets[end] and at.via == "index"
+        assert logs._r.asked > 0
+    Indexed.stale = 3
+    with Indexed([path]) as logs:
+        gtid, start, end = f["groups"][5]
+        loc = logs.locate(gtid)
+        assert (loc.start, loc.end, loc.via) == (start, end, "scan")
+        assert "not an event" in caplog.text
