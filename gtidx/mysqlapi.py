@@ -45,10 +45,10 @@ from typing import Iterable, Iterator, NamedTuple
 
 from . import storage
 from .api import Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, parse_offset, parse_time
-from .binlog import is_mariadb
+from .binlog import EVENT_HEADER, FDE_FIXED, FORMAT_DESCRIPTION, MAGIC, is_mariadb
 from .errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
-from .mysqlbinlog import GTID_LOG, GTID_TAGGED, MysqlBinlog, open_binlog
+from .mysqlbinlog import GTID_LOG, GTID_TAGGED, MysqlBinlog
 from .mysqlgtid import GtidSet, MysqlGtid
 
 log = logging.getLogger("gtidx")
@@ -72,15 +72,30 @@ class MysqlStateAt(NamedTuple):
 # -- the flavor of a path's binlogs ------------------------------------------------------------
 
 def file_flavor(path: str, store=None) -> str | None:
-    """"mysql" or "mariadb" from a binlog's FORMAT_DESCRIPTION; None when the
-    file cannot be read (the lookup that needs it says why)."""
+    """"mysql" or "mariadb": the server version in a binlog's
+    FORMAT_DESCRIPTION (``binlog.is_mariadb``), read alone (its first
+    75 bytes: a lookup that a catalog answers opens no ``Binlog`` for this);
+    None when the file is not that (the lookup that needs it says why)."""
+    if store is None:
+        store = storage.LOCAL
+    want = len(MAGIC) + EVENT_HEADER.size + FDE_FIXED.size - 5      # up to the server version's end
     try:
-        with open_binlog(path, store) as b:
-            return b.flavor
-    except MySQLBinlogError:
-        return "mysql"          # a MySQL FDE with something MariaDB-looking after it: MySQL's anyway
+        f = store.open_file(path)
     except (GtidxError, OSError):
         return None
+    try:
+        if f.size < want:
+            return None
+        head = f.read_exact(0, want)
+    except (GtidxError, OSError):
+        return None
+    finally:
+        f.close()
+    etype = EVENT_HEADER.unpack_from(head, len(MAGIC))[1]
+    if head[:len(MAGIC)] != MAGIC or etype != FORMAT_DESCRIPTION:
+        return None
+    version = FDE_FIXED.unpack_from(head + bytes(5), len(MAGIC) + EVENT_HEADER.size)[1]
+    return "mariadb" if is_mariadb(version.split(b"\0", 1)[0].decode("ascii", "replace")) else "mysql"
 
 
 def flavor_of(path, storage_options: dict | None = None) -> str | None:
