@@ -363,12 +363,9 @@ class MysqlSeries:
         ``SET GTID_PURGED``). ``every``: accepted (a GTID is logged once)."""
         g = _gtid(gtid)
         files = self.files
-        if g in self.previous_gtids(files[0]):
+        i = holder(_Prevs(self), g)
+        if i is None:
             raise self._not_here(g, "purged: the first binlog's Previous_gtids holds it")
-        # the file holding it: the newest whose Previous_gtids lacks it
-        i = len(files) - 1
-        while g in self.previous_gtids(files[i]):
-            i -= 1
         path = files[i]
         b = self._file(path)
         offset, _, via = self._start_for_gtid(path, g)
@@ -380,18 +377,44 @@ class MysqlSeries:
                              if i + 1 < len(files) else "never written: the last binlog ends without it")
 
     def locate_many(self, gtids, **_) -> dict:
-        """``{gtid: Location or the GtidxError locate raises}``."""
+        """``{gtid: Location or the GtidxError locate raises}`` (keyed by the
+        ``MysqlGtid``; text that does not parse: by the text). The GTIDs of
+        one file are found by one pass over its transactions; the others
+        (purged, not where the Previous_gtids say) go through ``locate``."""
         out: dict = {}
+        per_file: dict[int, set] = {}
+        prevs = _Prevs(self)
         for x in gtids:
             try:
                 g = _gtid(x)
+                i = holder(prevs, g)
             except GtidxError as e:
                 out[x] = e
                 continue
+            if i is not None:
+                per_file.setdefault(i, set()).add(g)
+        for i, want in sorted(per_file.items()):
             try:
-                out[g] = self.locate(g)
-            except GtidxError as e:
-                out[g] = e
+                b = self._file(self.files[i])
+                via = "scan"
+                for grp in b.groups():
+                    if grp.gtid in want:
+                        out[grp.gtid] = Location(grp.gtid, b.path, grp.start, grp.end, grp.end, grp.timestamp, via)
+                        want.discard(grp.gtid)
+                        if not want:
+                            break
+            except GtidxError:
+                pass                    # each GTID's own lookup says what failed
+        for x in gtids:
+            try:
+                g = _gtid(x)
+            except GtidxError:
+                continue
+            if g not in out:
+                try:
+                    out[g] = self.locate(g)
+                except GtidxError as e:
+                    out[g] = e
         return out
 
     def _not_here(self, g: MysqlGtid, why: str) -> NotFoundError:
@@ -506,6 +529,46 @@ def _server_uuid(text) -> str:
     except GtidSyntaxError:
         raise BadInputError(f"{quoted(text)} is not a server_uuid",
                             hint="e.g. 3e11fa47-71ca-11e1-9e33-c80aa9429562 (SELECT @@server_uuid)") from None
+
+
+class _Prevs:
+    """The Previous_gtids of a series' files as a sequence, each read when
+    first asked for (``holder`` reads a few of them)."""
+
+    def __init__(self, logs: MysqlSeries):
+        self.logs = logs
+
+    def __len__(self) -> int:
+        return len(self.logs.files)
+
+    def __getitem__(self, i: int) -> GtidSet:
+        return self.logs.previous_gtids(self.logs.files[i])
+
+
+def holder(prevs, g: MysqlGtid) -> int | None:
+    """The index of the file that holds ``g`` if any does: the newest whose
+    Previous_gtids lacks it (``prevs``: each file's, in order; they only
+    grow along one server's files, so a bisection reads a few). None: the
+    first file's has it (purged)."""
+    if g in prevs[0]:
+        return None
+    lo, hi = 0, len(prevs) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if g in prevs[mid]:
+            hi = mid - 1
+        else:
+            lo = mid
+    return lo
+
+
+def parse_spec(value) -> MysqlGtid | GtidSet:
+    """A seek's spec on MySQL binlogs: one GTID, else a GTID set (a
+    replica's position); GtidSyntaxError for neither."""
+    try:
+        return value if isinstance(value, MysqlGtid) else MysqlGtid.parse(value)
+    except GtidSyntaxError:
+        return _gtid_set(value)
 
 
 def _samefile(a: str, b: str) -> bool:
