@@ -399,3 +399,22 @@ def test_the_index_hook(caplog):
         loc = logs.locate(gtid)
         assert (loc.start, loc.end, loc.via) == (start, end, "scan")
         assert "not an event" in caplog.text
+
+
+def test_locate_many_equals_locate():
+    """Many GTIDs at once (seek --from, Spark's tasks): one pass per file,
+    the same answers and errors as one by one."""
+    d = MYSQL / "rotated"
+    oracle = json.loads((d / "oracle.json").read_text())
+    gtids = [g for f in oracle["files"] for g, _, _ in f["groups"]]
+    odd = [f"{UUID}:999999", f"{UUID}:1", "0-1-1", "nonsense"]
+    with api.open_binlogs(d) as logs:
+        many = logs.locate_many(gtids + odd)
+        for g in gtids:
+            one = logs.locate(g)
+            assert many[MysqlGtid.parse(g)] == one
+        for x in odd:
+            got = many.get(x, many.get(MysqlGtid.parse(x) if ":" in x else None))
+            with pytest.raises(type(got)) as e:
+                logs.locate(x)
+            assert e.value.message == got.message
