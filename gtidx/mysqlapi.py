@@ -45,7 +45,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 from . import storage
 from .api import Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, parse_offset, parse_time
-from .binlog import EVENT_HEADER, FDE_FIXED, FORMAT_DESCRIPTION, MAGIC, is_mariadb
+from .binlog import EVENT_HEADER, FDE_FIXED, FORMAT_DESCRIPTION, HEADER_LEN, MAGIC, TYPE_LENGTH, is_mariadb
 from .errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
 from .mysqlbinlog import GTID_LOG, GTID_TAGGED, MysqlBinlog
@@ -339,20 +339,35 @@ class MysqlSeries:
 
     def _walk(self, b: MysqlBinlog, start: int, cur: GtidSet, target: int) -> bool:
         """Add to ``cur`` every GTID whose event lies in [start, target),
-        walking from the event boundary ``start``. True when ``target`` is an
-        event boundary (or the end of the complete events)."""
-        end = self._end(b, b.body_start)
-        if target > end:
-            return False
-        at = start
-        for off, etype, _, ln in b._headers_between(start, end):
-            if off >= target:
-                break
-            if etype in _GTID_EVENTS:
-                g = b._gtid_at(off, etype, ln).gtid
-                cur.add(*g)
-            at = off + ln
-        return at == target
+        walking the event headers from the boundary ``start`` (a moving
+        window, as ``Binlog.complete_end``) no further than ``target``. True
+        when ``target`` is an event boundary (or the end of the complete
+        events); a length below a header, or a closed file's event running
+        past its end, is corruption."""
+        size = b.size
+        w = b._window(start, size)
+        mm, base = w.view, start
+        off = start
+        while off < target:
+            if off + HEADER_LEN > size:
+                if b.growing:
+                    return False
+                raise b._corrupt(f"{size - off} trailing bytes after the last event of a closed binlog "
+                                 "(truncated?)", off)
+            if off + HEADER_LEN > base + len(mm):
+                mm, base = w.move(off), off
+            etype, ln = TYPE_LENGTH.unpack_from(mm, off - base)
+            if ln < HEADER_LEN:
+                raise b._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+            if off + ln > size:
+                if b.growing:
+                    return False          # the event being written
+                raise b._corrupt(f"event of length {ln} runs past the end of the closed binlog "
+                                 f"(file size {size})", off)
+            if etype in _GTID_EVENTS and off + ln <= target:
+                cur.add(*b._gtid_at(off, etype, ln).gtid)
+            off += ln
+        return off == target
 
     # -- a GTID ------------------------------------------------------------------------------
     def locate(self, gtid, *, every: bool = False) -> Location:
