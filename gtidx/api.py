@@ -1968,8 +1968,9 @@ def _file_status(path: str, now: float) -> FileStatus:
 
 
 def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
-    """One-shot ``BinlogSeries.at_time`` over a file, directory or master-bin.index."""
-    with BinlogSeries.from_path(_path(path), **kw) as logs:
+    """One-shot ``BinlogSeries.at_time`` over a file, directory or master-bin.index
+    (MySQL binlogs: ``MysqlSeries.at_time``)."""
+    with open_binlogs(_path(path), **kw) as logs:
         return logs.at_time(when)
 
 
