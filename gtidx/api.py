@@ -154,8 +154,17 @@ def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
         return err
     if not isinstance(value, str) or ":" not in value:
         return err
-    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set: MySQL binlogs are not supported yet",
-                           hint="gtidx answers MariaDB GTIDs so far: domain-server-seq, e.g. 0-1-100")
+    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set, not a MariaDB one: this answers "
+                           "MariaDB binlogs", hint="a MariaDB GTID is domain-server-seq, e.g. 0-1-100; seek and "
+                                                   "pos answer MySQL GTIDs in MySQL binlogs")
+
+
+def _mysql(path, storage_options: dict | None = None):
+    """``gtidx.mysqlapi`` when the binlogs of ``path`` are MySQL's (the one
+    place the flavor decides which answers serve them; a mix of MariaDB's and
+    MySQL's is refused there), else None."""
+    from . import mysqlapi
+    return mysqlapi if mysqlapi.flavor_of(path, storage_options) == "mysql" else None
 
 
 def _gtid(value) -> Gtid:
@@ -1566,7 +1575,12 @@ class BinlogSeries:
 
 
 def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
-    """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``)."""
+    """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``):
+    a ``BinlogSeries``, or for MySQL binlogs a ``mysqlapi.MysqlSeries`` (the
+    same lookups: ``locate``, ``state_at``, ``replica_start``)."""
+    mysql = _mysql(path, kw.get("storage_options"))
+    if mysql is not None:
+        return mysql.MysqlSeries.from_path(path, **kw)
     return BinlogSeries.from_path(path, **kw)
 
 
@@ -1579,6 +1593,11 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     ReplicaStart) or the GtidxError its single ``seek`` would raise. One
     series serves them all; the GTIDs go through ``locate_many``."""
     specs = list(specs)
+    mysql = _mysql(path, storage_options)
+    if mysql is not None:
+        yield from mysql.seek_many(specs, path, replica=replica, storage_options=storage_options,
+                                   index_root=index_root, history=history)
+        return
     parsed: list = []
     for spec in specs:
         try:
@@ -1631,8 +1650,9 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
                 path = _path(file)
                 logs = open_.pop(path, None)
                 if logs is None:
-                    logs = BinlogSeries([path], use_index=use_index, storage_options=storage_options,
-                                        index_root=index_root)
+                    mysql = _mysql(path, storage_options)
+                    logs = (BinlogSeries if mysql is None else mysql.MysqlSeries)(
+                        [path], use_index=use_index, storage_options=storage_options, index_root=index_root)
                     while len(open_) >= cache:
                         open_.popitem(last=False)[1].close()
                 open_[path] = logs
@@ -1648,6 +1668,9 @@ def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file (a path or a
     URL; ``storage_options=``: see ``storage.resolve``)."""
     path = _path(path)
+    mysql = _mysql(path, kw.get("storage_options"))
+    if mysql is not None:
+        return mysql.state_at(path, offset, **kw)
     with BinlogSeries([path], **kw) as logs:
         return logs.state_at(logs.files[0], offset)
 
@@ -1945,17 +1968,27 @@ def _file_status(path: str, now: float) -> FileStatus:
 
 
 def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
-    """One-shot ``BinlogSeries.at_time`` over a file, directory or master-bin.index."""
-    with BinlogSeries.from_path(_path(path), **kw) as logs:
+    """One-shot ``BinlogSeries.at_time`` over a file, directory or master-bin.index
+    (MySQL binlogs: ``MysqlSeries.at_time``)."""
+    with open_binlogs(_path(path), **kw) as logs:
         return logs.at_time(when)
 
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
-         every: bool = False, storage_options: dict | None = None, index_root=None, history: int | None = None):
+         every: bool = False, storage_options: dict | None = None, index_root=None, history: int | None = None,
+         server_uuid: str | None = None):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
-    single domain too."""
+    single domain too. MySQL binlogs: ``spec`` is ``uuid:N`` / ``uuid:tag:N``
+    or a GTID set, see ``mysqlapi``; ``server_uuid``: their server's, for
+    a replica start (``MysqlSeries.replica_start``)."""
+    mysql = _mysql(path, storage_options)
+    if mysql is not None:
+        return mysql.seek(spec, path, replica=replica, every=every, storage_options=storage_options,
+                          index_root=index_root, history=history, server_uuid=server_uuid)
+    if server_uuid is not None:
+        raise BadInputError("a server_uuid is for MySQL binlogs' replica starts; these are not MySQL binlogs")
     pos = _position(spec)
     kw = {"storage_options": storage_options, "index_root": index_root}
     try:

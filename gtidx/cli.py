@@ -397,8 +397,16 @@ def _batch(inputs: list, results, as_json: bool, to_json, to_text) -> None:
         click.get_current_context().exit(worst)
 
 
+def _one_line(x) -> str:
+    """A position, state or MySQL GTID set as JSON holds it: a MySQL set on
+    one line (``GtidSet.one_line``: ``,`` between UUIDs, not the server's ``,\\n``)."""
+    one_line = getattr(x, "one_line", None)
+    return one_line() if one_line is not None else str(x)
+
+
 def _state_json(r) -> dict:
-    return {"file": r.file, "offset": r.offset, "position": str(r.position), "state": str(r.state), "via": r.via}
+    return {"file": r.file, "offset": r.offset, "position": _one_line(r.position), "state": _one_line(r.state),
+            "via": r.via}
 
 
 @cli.command()
@@ -478,8 +486,8 @@ def _seek_json(r) -> dict:
         return {**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
                 **({} if r.history is None else {"history": r.history})}
     first = None if r.first is None else _location_json(r.first)
-    return {"position": str(r.position), "file": r.file, "offset": r.offset,
-            "state": str(r.state), "skip": str(r.skip), "first": first, "via": r.via}
+    return {"position": _one_line(r.position), "file": r.file, "offset": r.offset,
+            "state": _one_line(r.state), "skip": _one_line(r.skip), "first": first, "via": r.via}
 
 
 def _seek_text(r) -> str:
@@ -494,9 +502,12 @@ def _seek_text(r) -> str:
                      f"gtid_strict_mode=OFF); the answer is the first: "
                      f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
         return text
-    return (f"replica at {r.position or '(empty)'} starts in {r.file} at offset {r.offset} (via {r.via})\n"
-            f"  state there: {r.state or '(empty)'}\n"
-            f"  skips, per domain, groups up to and including: {r.skip or '(nothing)'}\n" +
+    mysql = hasattr(r.position, "one_line")          # a MySQL GTID set: skips every GTID in it
+    return (f"replica at {_one_line(r.position) or '(empty)'} starts in {r.file} at offset {r.offset} "
+            f"(via {r.via})\n"
+            f"  {'Previous_gtids' if mysql else 'state'} there: {_one_line(r.state) or '(empty)'}\n"
+            f"  skips{' the transactions of' if mysql else ', per domain, groups up to and including'}: "
+            f"{_one_line(r.skip) or '(nothing)'}\n" +
             (f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
              else "  first group sent: none yet (the replica is up to date)\n"))
 
@@ -520,7 +531,10 @@ def _seek_text(r) -> str:
 @_storage_option
 @_index_dir_option
 @_history_option("PATH")
-def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history):
+@click.option("--server-uuid", metavar="UUID",
+              help="MySQL binlogs, --replica: the source's server_uuid, to refuse the replica's extra GTIDs "
+                   "as the source does (only its own); without it any GTID the binlogs lack is refused.")
+def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history, server_uuid):
     """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
     directory of binlogs or a master-bin.index (default: the current directory). Exactly one
     of --gtid, --replica, --time and --from."""
@@ -542,19 +556,19 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
             p = logs.at_time(t)
         if as_json:
             _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
-                        "gtid": None if p.gtid is None else str(p.gtid), "position": str(p.position),
+                        "gtid": None if p.gtid is None else str(p.gtid), "position": _one_line(p.position),
                         "via": p.via})
         else:
             with _Output() as out:
                 if p.gtid is None:
                     out.write(f"no group at {api.format_time(p.time)} or later: {p.file} end {p.offset} "
-                              f"position {p.position or '(empty)'} (via {p.via})\n")
+                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
                 else:
                     out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
-                              f"position {p.position or '(empty)'} (via {p.via})\n")
+                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
-                 storage_options=storage_options, index_root=index_root, history=history)
+                 storage_options=storage_options, index_root=index_root, history=history, server_uuid=server_uuid)
     if as_json:
         _emit_json(_seek_json(r))
     else:

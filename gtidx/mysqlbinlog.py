@@ -290,6 +290,17 @@ class MysqlBinlog(Binlog):
                 self.previous_gtids_offset = off
                 self.body_start = off + elen
 
+    def truncation(self, last: int, open_start: int | None) -> CorruptBinlogError | None:
+        """As ``Binlog.truncation``, but a closed MySQL binlog may end after
+        a whole transaction without ROTATE or STOP: the server's crash
+        recovery closes the binlog it recovers so (it clears IN_USE, seen on
+        9.7: tests/test_mysql_answers_live.py reads every binlog of the live
+        server) and serves it as whole. Ending inside a transaction is still
+        a cut."""
+        if open_start is None and not self.fde.in_use:
+            return None
+        return super().truncation(last, open_start)
+
     # -- MariaDB's answers: not MySQL's ----------------------------------------
     def _not_yet(self, what: str) -> MySQLBinlogError:
         return MySQLBinlogError(f"a MySQL binlog (written by server {self.fde.server_version!r}): {what} "

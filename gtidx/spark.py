@@ -34,6 +34,11 @@ files x GTIDs:
 
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
+
+MySQL binlogs (``mysqlapi.flavor_of``): the driver reads each file's
+Previous_gtids, a row goes to the file holding its GTID (or, a GTID set, to
+a replica's start file), and one task per file answers them
+(``MysqlSeries.locate_many``: one pass over the file; ``replica_start``).
 """
 from __future__ import annotations
 
@@ -261,16 +266,97 @@ class _Plan:
         self.__init__(state["files"], state["starts"], state["latest"], state["ranges"], state["entries"])
 
 
+class _MysqlPlan:
+    """MySQL binlogs: each file's Previous_gtids (text, parsed lazily on each
+    executor) and the assignment of a row to the file whose task answers it
+    (``mysqlapi.holder``: a GTID to the file holding it; a GTID set, a
+    replica's, to its start file); picklable, broadcast."""
+
+    def __init__(self, files: list[str], prevs: list[str | None]):
+        self.files = files
+        self.prevs = prevs
+        self._parsed = None
+
+    def _sets(self):
+        from .mysqlgtid import GtidSet
+        if self._parsed is None:
+            self._parsed = [None if p is None else GtidSet.parse(p) for p in self.prevs]
+        return self._parsed
+
+    def assign(self, value: str | None) -> tuple[int | None, str | None]:
+        """(file index, None) or (None, why no file answers it). A file
+        whose Previous_gtids could not be read stops the bisection there:
+        its task gives its error."""
+        from .mysqlapi import holder, parse_spec
+        from .mysqlgtid import MysqlGtid
+        if value is None:
+            return None, "empty input row"
+        try:
+            spec = parse_spec(value)
+        except GtidxError as e:
+            return None, str(e)
+        sets = self._sets()
+        if isinstance(spec, MysqlGtid):
+            known = [s for s in sets if s is not None]
+            if len(known) < len(sets):
+                return len(sets) - 1, None          # unread Previous_gtids: the series decides
+            i = holder(sets, spec)
+            return (0 if i is None else i), None    # purged: the first file's task says so
+        for i in range(len(sets) - 1, -1, -1):
+            if sets[i] is not None and sets[i].issubset(spec):
+                return i, None
+        return len(sets) - 1, None                  # replica_start explains the refusal
+
+    def assign_batch(self, texts, codes=None) -> "pa.RecordBatch":
+        import pyarrow as pa
+        file, reason = [], []
+        for v in texts.to_pylist():
+            f, why = self.assign(v)
+            file.append(None if f is None else (codes[f] if codes is not None else f))
+            reason.append(why)
+        nulls = pa.nulls(len(file), pa.int64())
+        return pa.RecordBatch.from_arrays([texts.cast(pa.string()), pa.array(file, pa.int32()), nulls, nulls,
+                                           nulls, pa.array(reason, pa.string())], names=ASSIGNED_NAMES)
+
+    def teach(self, logs) -> None:
+        pass
+
+    def gtids(self, values: list) -> list:
+        """The rows of one task as ``_answer_file`` takes them: the GTID, or
+        None for a replica's set."""
+        from .mysqlapi import parse_spec
+        from .mysqlgtid import MysqlGtid
+        out = []
+        for v in values:
+            try:
+                spec = parse_spec(v)
+            except GtidxError:
+                spec = None
+            out.append(spec if isinstance(spec, MysqlGtid) else None)
+        return out
+
+    def __getstate__(self):
+        return {"files": self.files, "prevs": self.prevs}
+
+    def __setstate__(self, state):
+        self.__init__(state["files"], state["prevs"])
+
+
 class _Where(NamedTuple):
     """Where the binlogs and indexes are, as each executor opens them itself
     (shipped in the closures: an executor needs no local copy of anything):
     ``storage_options`` for URLs (``storage.resolve``; without them, the
     executor's own AWS_* variables, profile or instance role) and the
-    ``index_root`` (``BinlogSeries``)."""
+    ``index_root`` (``BinlogSeries``); ``mysql``: MySQL binlogs
+    (``mysqlapi.MysqlSeries``)."""
     storage_options: dict | None = None
     index_root: str | None = None
+    mysql: bool = False
 
     def series(self, files: list[str]) -> api.BinlogSeries:
+        if self.mysql:
+            from .mysqlapi import MysqlSeries
+            return MysqlSeries(files, storage_options=self.storage_options, index_root=self.index_root)
         return api.BinlogSeries(files, storage_options=self.storage_options, index_root=self.index_root)
 
     def open(self, binlogs: str, history: int | None = None) -> api.BinlogSeries:
@@ -330,6 +416,8 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Pla
     values = table.column("gtid").to_pylist()
     if key[0].as_py() is None:
         rows = [_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())]
+    elif where.mysql:
+        rows = _answer_file(values, plan.gtids(values), files, pass_per_byte, plan, where)
     else:
         gtids = [None if n is None else Gtid(d, s, n) for d, s, n in
                  zip(*(table.column(c).to_pylist() for c in ("domain", "server", "seq")))]
@@ -399,6 +487,10 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     it beats index lookups."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
+    from .mysqlapi import flavor_of
+    if flavor_of(binlogs, storage_options) == "mysql":
+        return _locate_mysql(spark, gtids, binlogs, column, timings, pass_per_byte,
+                             _Where(storage_options, index_root, True), history, t0)
     where = _Where(storage_options, index_root)
     with where.open(binlogs, history) as series:
         files = series.files
@@ -451,6 +543,45 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
             return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
     # Arrow batches both ways: the input column to the planner (mapInArrow),
     # each file's rows to its task (applyInArrow), the answers back
+    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
+    return assigned.repartition(n, "file").groupBy("file").applyInArrow(answer, LOCATE_SCHEMA)
+
+
+def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: str | None, timings: dict | None,
+                  pass_per_byte: float, where: _Where, history: int | None, t0: float) -> DataFrame:
+    """``locate`` on MySQL binlogs: the driver reads each file's
+    Previous_gtids (its preamble) and the rows are assigned with them
+    (``_MysqlPlan``); one task per file answers its rows with
+    ``MysqlSeries.locate_many`` (one pass over the file) and
+    ``replica_start``. The answers are ``gtidx.open(binlogs)``'s."""
+    from .mysqlapi import MysqlSeries
+    sc = spark.sparkContext
+    with MysqlSeries.from_path(binlogs, storage_options=where.storage_options, index_root=where.index_root,
+                               history=history) as series:
+        files = series.files
+        prevs = []
+        for f in files:
+            try:
+                prevs.append(series.previous_gtids(f).one_line())
+            except GtidxError:
+                prevs.append(None)          # its task gives the error
+    if column is None:
+        column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
+    plan = _MysqlPlan(files, prevs)
+    bplan = sc.broadcast(plan)
+    n = max(1, min(len(files), sc.defaultParallelism * 4))
+    codes = _codes(n, len(files))
+    if timings is not None:
+        timings["planning_s"] = time.perf_counter() - t0
+        timings["planning_read"] = len(files)
+
+    def assign(batches):
+        p = bplan.value
+        for b in batches:
+            yield p.assign_batch(b.column(0), codes)
+
+    def answer(key, table):
+        return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
     assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
     return assigned.repartition(n, "file").groupBy("file").applyInArrow(answer, LOCATE_SCHEMA)
 

@@ -56,8 +56,10 @@ def demo(tmp_path):
     """A copy of the bundled binlogs and the README's paths mapped onto it."""
     d = tmp_path / "binlog"
     shutil.copytree(DEMO, d)
+    shutil.copytree(FIXTURES / "mysql-9.7" / "rotated", tmp_path / "mysql-binlogs")     # MySQL binlogs
     (tmp_path / "wanted.csv").write_text("gtid\n0-2-432\n1-1-420\n9-9-9\n0-2-432,1-1-420,2-1-400,5-1-301,6-1-12\n")
-    paths = {"/var/lib/mysql/binlog": str(d), "/tmp/gtidx-demo": str(d), "/data/binlogs": str(d),
+    paths = {"/var/lib/mysql/binlog": str(d), "/var/lib/mysql-binlogs": str(tmp_path / "mysql-binlogs"),
+             "/tmp/gtidx-demo": str(d), "/data/binlogs": str(d),
              "wanted.parquet": str(tmp_path / "wanted.parquet"), "wanted.csv": str(tmp_path / "wanted.csv"),
              "found.parquet": str(tmp_path / "found.parquet"), '"local[*]"': '"local[2]"'}
     return d, paths

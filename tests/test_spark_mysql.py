@@ -1,0 +1,73 @@
+"""Spark locate on MySQL binlogs (issue 15 item 5): every row's answer is
+``gtidx.open(binlogs)``'s (tests/test_mysql_answers.py checks those against
+the server's oracles): every GTID of the fixtures, GTIDs not there, bad
+rows, replica sets; through ``gtidx spark locate`` too."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from gtidx import api
+from gtidx.errors import GtidxError
+
+import gtidx.spark as gs  # noqa: E402
+
+MYSQL = FIXTURES / "mysql-9.7"
+UUID = "8f2379f0-e75f-11f1-a262-02fc00000001"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = gs.session("local[2]", app="gtidx-tests-mysql")
+    yield session
+    session.stop()
+
+
+def expected(logs, value: str) -> tuple:
+    """The row gtidx.open's answer makes (found or not)."""
+    try:
+        r = api.seek(value, logs)
+    except GtidxError as e:
+        return (value, False, None, None, None, e.message)
+    if isinstance(r, api.Location):
+        return (value, True, r.file, r.start, r.end, None)
+    return (value, True, r.file, r.offset, str(r.first.gtid) if r.first else None, None)
+
+
+def test_locate_on_mysql_binlogs(spark, tmp_path):
+    d = tmp_path / "rotated"
+    shutil.copytree(MYSQL / "rotated", d)
+    oracle = json.loads((d / "oracle.json").read_text())
+    values = [g for f in oracle["files"] for g, _, _ in f["groups"]]
+    with api.open_binlogs(d) as logs:
+        sets = [str(logs.state_at(d / f["name"], f["groups"][3][1]).state).replace("\n", "") for f in oracle["files"]]
+        end = logs.end_set().one_line()
+    values += [f"{UUID}:999999", f"{UUID}:1", f"{UUID}:x:1", "0-1-1", "nonsense", end,
+               f"{end},3e11fa47-71ca-11e1-9e33-c80aa9429562:999999", *sets]
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    rows = {r.gtid: r for r in gs.locate(spark, df, str(d)).collect()}
+    assert len(rows) == len(values)
+    for v in values:
+        want = expected(str(d), v)
+        r = rows[v]
+        got = (v, r.found, r.file, r.start, r.end if r.kind == "gtid" else r.first_gtid, r.reason)
+        if not want[1]:
+            assert not r.found and r.reason, (v, r)
+            continue
+        assert got == want, v
+    assert rows[values[0]].kind == "gtid" and rows[sets[0]].kind == "position"
+    assert not rows["0-1-1"].found and "MariaDB GTID" in rows["0-1-1"].reason
+    # the CLI
+    (tmp_path / "g.txt").write_text("\n".join(values[:30]) + "\n")
+    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(tmp_path / "g.txt"),
+                        "--binlogs", str(d), "--out", str(tmp_path / "out.parquet"), "--master", "local[2]",
+                        "--json", "-q"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"out": str(tmp_path / "out.parquet"), "rows": 30, "found": 30, "not_found": 0}
