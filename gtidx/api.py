@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
-import logging
 import operator
 import os
 import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
-from . import catalog
 from . import idxformat as fmt
 from . import storage
 from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group
@@ -34,13 +32,14 @@ from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
                         open_index, stored_seen, verify_index)
-from .mysqlgtid import GtidSet
-from .probe import walk_to
+from .liblog import log
 
-if TYPE_CHECKING:                      # show imports mysql-replication: only when a group is decoded
+if TYPE_CHECKING:
+    # Imported where used, not here (issue 16: a lookup imports only what it needs):
+    # catalog (an archive's catalog), mysqlgtid (MySQL GTID text), probe, and show,
+    # which imports mysql-replication (only when a group is decoded).
+    from . import catalog
     from . import show as show_module
-
-log = logging.getLogger("gtidx")
 
 # Many GTIDs in one binlog (``locate_many``, Spark's per-file tasks): one
 # pass over its groups beats index lookups from this many GTIDs per byte on:
@@ -147,6 +146,7 @@ def format_time(t: int | float) -> str:
 def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
     """The error for GTID text that does not parse: when it is MySQL's
     (``uuid:N``, a MySQL GTID set), one saying so, else ``err``."""
+    from .mysqlgtid import GtidSet
     try:
         GtidSet.parse(value)
     except GtidSyntaxError:
@@ -678,6 +678,7 @@ class BinlogSeries:
         The files must be one history (``catalog.assign_histories``): with
         several, ``history`` picks one (its files only are answered from);
         without it, BadInputError (exit 2) naming them: never mixed."""
+        from . import catalog
         entries = cat.entries() if cat is not None else {}
         listed = [(p, entries.get(os.path.basename(p))) for p in self.files]
         known = [e for _, e in listed if e is not None]
@@ -835,6 +836,7 @@ class BinlogSeries:
             if all(store.split(f)[0] == directory for f in files):
                 root = kw.get("index_root")
                 root = None if root is None else IndexRoot(_path(root, "index_root"), storage_options)
+                from . import catalog
                 found = catalog.Catalog.load(store, directory, root)
         series = cls(files, store=store, storage_options=storage_options, **kw)
         if found is not None or history is not None:
@@ -991,6 +993,7 @@ class BinlogSeries:
             start, state, via = f.record(lambda r: r.at_offset(offset))
         if offset < 4:                 # the magic: before the first event, answered as offset 4
             return Probe(b.path, offset, 0, 0 if offset == 0 else 4, state if known else None, None, via)
+        from .probe import walk_to
         r = walk_to(b, start, state if known else None, offset)
         return Probe(b.path, offset, r.before, r.after, r.state, r.damaged, via)
 
@@ -1756,6 +1759,7 @@ def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = Non
     are kept, the others made with one walk of their file. Returns the
     catalog and the counts {"kept", "walked", "failed"}."""
     store, files, directory, root = _catalog_of(path, storage_options, index_root)
+    from . import catalog
     cat = catalog.Catalog.load(store, directory, root, damaged_ok=True) or catalog.Catalog(store, directory, root)
     counts = cat.refresh(files)
     cat.save()
@@ -1766,6 +1770,7 @@ def load_catalog(path: str | os.PathLike, *, storage_options: dict | None = None
                  index_root=None) -> "catalog.Catalog":
     """The catalog of the binlogs of ``path`` as stored (NotFoundError when there is none)."""
     store, files, directory, root = _catalog_of(path, storage_options, index_root)
+    from . import catalog
     cat = catalog.Catalog.load(store, directory, root)
     if cat is None:
         raise NotFoundError("no catalog here", path=directory, hint="gtidx catalog build makes one")
@@ -1777,6 +1782,7 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
     is one, made current (entries of changed files walked again, index
     states updated). A catalog is made only by ``catalog build``: ``build``
     alone writes nothing else (an archive may want indexes only)."""
+    from . import catalog
     try:
         store = listed[0][2]
         directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
