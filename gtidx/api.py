@@ -30,8 +30,8 @@ from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxEr
                      NotFoundError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
-                        open_index, stored_seen, verify_index)
+from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, index_path, open_index,
+                        stored_seen, verify_index)
 from .liblog import log
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     # which imports mysql-replication (only when a group is decoded).
     from . import catalog
     from . import show as show_module
+    from .indexfile import BuildResult     # made on first use (indexfile._build_result)
 
 # Many GTIDs in one binlog (``locate_many``, Spark's per-file tasks): one
 # pass over its groups beats index lookups from this many GTIDs per byte on:

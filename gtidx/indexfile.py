@@ -27,8 +27,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import idxformat as fmt
 from . import storage
@@ -123,18 +122,37 @@ def _newer_beside(store, path: str) -> bool:
 
 # -- opening -------------------------------------------------------------------------
 
-@dataclass
 class IndexStatus:
-    """Whether an index can be used for a binlog, and why not."""
-    path: str
-    state: IndexState
-    reason: str = ""
-    reader: IndexReader | None = None
-    owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
-    partial: bool = False            # complete pages of an index still being written
-    meta: IndexMeta | None = None    # what gtidx stored with it (None: a server's index)
-    index_etag: str | None = None    # an index object's ETag as opened (None: a local file)
-    _file: object = field(default=None, repr=False)   # the open .idx the reader reads
+    """Whether an index can be used for a binlog, and why not.
+
+    A plain class, not a dataclass (its repr and equality are a dataclass's,
+    ``_file`` left out of the repr): defining a dataclass costs more than a
+    lookup does, and every lookup imports this module (issue 16)."""
+
+    _FIELDS = ("path", "state", "reason", "reader", "owner", "partial", "meta", "index_etag", "_file")
+
+    def __init__(self, path: str, state: IndexState, reason: str = "", reader: IndexReader | None = None,
+                 owner: str = "unknown", partial: bool = False, meta: IndexMeta | None = None,
+                 index_etag: str | None = None, _file: object = None):
+        self.path = path
+        self.state = state
+        self.reason = reason
+        self.reader = reader
+        self.owner = owner               # "gtidx" (fingerprinted) or "server/unknown"
+        self.partial = partial           # complete pages of an index still being written
+        self.meta = meta                 # what gtidx stored with it (None: a server's index)
+        self.index_etag = index_etag     # an index object's ETag as opened (None: a local file)
+        self._file = _file               # the open .idx the reader reads
+
+    def __repr__(self) -> str:
+        return f"IndexStatus({', '.join(f'{k}={getattr(self, k)!r}' for k in self._FIELDS[:-1])})"
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self._FIELDS)
+
+    __hash__ = None
 
     @property
     def usable(self) -> bool:
@@ -297,7 +315,6 @@ def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = Fal
 
 # -- building ------------------------------------------------------------------------
 
-@dataclass
 class BuildResult:
     binlog: str
     index: str
@@ -317,6 +334,29 @@ class BuildResult:
     @property
     def ratio(self) -> float:
         return self.size / self.binlog_size if self.binlog_size else 0.0
+
+
+# BuildResult is made a dataclass on first use (``indexfile.BuildResult``,
+# ``gtidx.BuildResult``, a build): defining one costs more than a lookup does,
+# and lookups, which import this module, never build (issue 16).
+_BuildResult = BuildResult
+del BuildResult
+if TYPE_CHECKING:
+    BuildResult = _BuildResult
+
+
+def _build_result() -> type:
+    cls = globals().get("BuildResult")
+    if cls is None:
+        from dataclasses import dataclass
+        cls = globals()["BuildResult"] = dataclass(_BuildResult)
+    return cls
+
+
+def __getattr__(name: str):
+    if name == "BuildResult":
+        return _build_result()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | None = None) -> list:
@@ -441,8 +481,8 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             store, target = b.store, out
         else:
             store, target = index_root.place(b) if index_root is not None else (b.store, index_path(b.path))
-        result = BuildResult(b.path, target, "built", page_size=page_size, span_min=span_min,
-                             binlog_size=b.size)
+        result = _build_result()(b.path, target, "built", page_size=page_size, span_min=span_min,
+                                 binlog_size=b.size)
         if not force and still_written(b):
             result.action, result.reason = "skipped", ("binlog still being written (its server or gtidx tail "
                                                        "owns its index; --force indexes what is there now)")
@@ -491,7 +531,7 @@ def _record_etag(b: Binlog, store, target: str, status: IndexStatus) -> bool:
     if meta is None or meta.binlog_etag is not None or etag is None or not store.remote \
             or status.index_etag is None or meta.partial or meta.size != b.size:
         return False
-    return replace(meta, binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
+    return meta.replace(binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
 
 
 def verify_index(binlog_path, index: str | None = None) -> dict:
