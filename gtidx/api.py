@@ -51,8 +51,10 @@ PASS_PER_BYTE = 1 / 131072
 # than from the index record before the offset.
 _WALK_ON = 16384
 
-_BINLOG_NAME = re.compile(r".+\.[0-9]{6,}$")
-_OFFSET = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
+# Patterns compiled on first use (re's cache), not at import: a lookup in one
+# file needs none of them (issue 16).
+_BINLOG_NAME = r".+\.[0-9]{6,}$"
+_OFFSET = r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))"
 
 
 # -- arguments: every public entry point checks what it is given ---------------------------
@@ -89,7 +91,7 @@ def parse_offset(value) -> int:
     digits, decimal or ``0x`` hex (not ``1_000``, not other scripts' digits,
     as Python's ``int()`` would take)."""
     if isinstance(value, str):
-        m = _OFFSET.fullmatch(value)
+        m = re.fullmatch(_OFFSET, value)
         if m is None:
             raise BadInputError(f"{quoted(value)} is not an offset",
                                 hint="ASCII decimal digits, or hex like 0x11d")
@@ -105,7 +107,7 @@ def parse_offset(value) -> int:
     return value
 
 
-_UNIX = re.compile(r"@(-?[0-9]+(?:\.[0-9]+)?)")
+_UNIX = r"@(-?[0-9]+(?:\.[0-9]+)?)"            # compiled on first use
 
 
 def parse_time(value) -> int | float:
@@ -126,7 +128,7 @@ def parse_time(value) -> int | float:
         raise BadInputError(f"a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, "
                             f"not {type(value).__name__}")
     text = value.strip()
-    m = _UNIX.fullmatch(text)
+    m = re.fullmatch(_UNIX, text)
     if m:
         return parse_time(float(m.group(1)) if "." in m.group(1) else int(m.group(1)))
     try:
@@ -585,7 +587,7 @@ def _list_binlogs(path: str, store, listings: dict) -> list[str]:
             raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
                                 path=path, hint="name one of them")
         # by the number after the last dot: master-bin.1000000 follows .999999
-        names = sorted((f for f in names if _BINLOG_NAME.fullmatch(f)),
+        names = sorted((f for f in names if re.fullmatch(_BINLOG_NAME, f)),
                        key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
         if not names:
             raise NotFoundError("no binlog files here", path=path)

@@ -81,7 +81,7 @@ def _places(b: Binlog, index_root: "IndexRoot | None") -> list:
 
 # -- which binlog is still being written ------------------------------------------------
 
-_NUMBERED = re.compile(r"(.+)\.([0-9]+)")
+_NUMBERED = r"(.+)\.([0-9]+)"            # compiled on first use (re's cache): lookups need it rarely
 
 
 def still_written(b: Binlog, newest: bool | None = None) -> bool:
@@ -105,7 +105,7 @@ def still_written(b: Binlog, newest: bool | None = None) -> bool:
 
 def _newer_beside(store, path: str) -> bool:
     directory, name = store.split(os.fspath(path))
-    m = _NUMBERED.fullmatch(name)
+    m = re.fullmatch(_NUMBERED, name)
     if m is None:
         return False
     stem, number = m.group(1), int(m.group(2))
@@ -114,7 +114,7 @@ def _newer_beside(store, path: str) -> bool:
     except (OSError, GtidxError):
         return False
     for n in names:
-        o = _NUMBERED.fullmatch(n)
+        o = re.fullmatch(_NUMBERED, n)
         if o is not None and o.group(1) == stem and int(o.group(2)) > number:
             return True
     return False
