@@ -21,7 +21,7 @@ import operator
 import os
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from . import idxformat as fmt
 from . import storage
@@ -33,6 +33,7 @@ from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, index_path, open_index,
                         stored_seen, verify_index)
 from .liblog import log
+from .records import record
 
 if TYPE_CHECKING:
     # Imported where used, not here (issue 16: a lookup imports only what it needs):
@@ -180,7 +181,8 @@ def _position(value) -> Position:
 
 # -- results ------------------------------------------------------------------------------
 
-class BinlogInfo(NamedTuple):
+@record
+class BinlogInfo:
     file: str
     size: int
     server_version: str
@@ -190,7 +192,8 @@ class BinlogInfo(NamedTuple):
     body_start: int          # offset after the GTID_LIST event
 
 
-class StateAt(NamedTuple):
+@record
+class StateAt:
     """The answer to "what GTID state holds at FILE offset N"."""
     file: str
     offset: int
@@ -203,7 +206,8 @@ class StateAt(NamedTuple):
         return self.state.position()
 
 
-class Probe(NamedTuple):
+@record
+class Probe:
     """The event boundaries around any byte of a binlog (``gtidx probe``):
     ``before`` is the start of the event holding ``offset`` and ``after``
     the next boundary (both ``offset`` when it is a boundary; ``after`` is
@@ -227,14 +231,16 @@ class Probe(NamedTuple):
         return None if self.state is None else self.state.position()
 
 
-class Occurrence(NamedTuple):
+@record
+class Occurrence:
     """One place a GTID's event group was logged (file, GTID event offset, end)."""
     file: str
     start: int
     end: int
 
 
-class Location(NamedTuple):
+@record
+class Location:
     """Where a GTID's event group is: its GTID event at ``start``, its last
     event ending at ``end``; a reader resuming after it continues at ``resume``.
 
@@ -263,7 +269,8 @@ class SeveralHistories(BadInputError):
         self.groups = groups
 
 
-class TimePoint(NamedTuple):
+@record
+class TimePoint:
     """The answer to "where does a restore to time ``time`` stop": the first
     event group, in file order, whose GTID event timestamp is at least
     ``time`` starts at ``offset`` of ``file`` (``gtid``, logged at
@@ -280,7 +287,8 @@ class TimePoint(NamedTuple):
     via: str
 
 
-class ReplicaStart(NamedTuple):
+@record
+class ReplicaStart:
     """Where the server starts sending to a replica at ``position``: it reads
     ``file`` from ``offset`` (state there: ``state``), skipping per domain
     every group up to and including the position's GTID (``skip``); the first
@@ -431,7 +439,8 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
 UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
 
 
-class LocatePlan(NamedTuple):
+@record
+class LocatePlan:
     """The files (indexes into the binlog list, in file order) that can hold a
     GTID, and whether its (domain, server) looked monotonic (then at most one
     file can hold it, and it holds it at most once)."""
@@ -1665,7 +1674,8 @@ def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
         return logs.probe(logs.files[0], offset)
 
 
-class BuildProgress(NamedTuple):
+@record
+class BuildProgress:
     """Where a ``build`` run stands, as its ``progress`` callback sees it."""
     file: str | None     # the binlog being indexed or just finished (None: before the first file)
     files_done: int      # files finished (built, skipped or failed)
@@ -1816,7 +1826,8 @@ def _size(store, path: str) -> int:
         return 0
 
 
-class IndexInfo(NamedTuple):
+@record
+class IndexInfo:
     index: str
     binlog: str
     status: str              # ok / incomplete / corrupt / stale / missing
@@ -1884,7 +1895,8 @@ def verify(index: str | os.PathLike) -> dict:
     return verify_index(_binlog_of(index), index)
 
 
-class FileStatus(NamedTuple):
+@record
+class FileStatus:
     """Where one binlog's index stands (``gtidx status``)."""
     file: str
     size: int

@@ -177,3 +177,75 @@ def test_index_status_and_build_result_are_what_they_were(tmp_path):
     assert dataclasses.asdict(r)["records"] == r.records > 0 and r.ratio == r.size / r.binlog_size
     with pytest.raises(AttributeError):
         indexfile.NoSuchName
+
+
+def _span(named_tuple: bool) -> type:
+    from typing import NamedTuple
+
+    from gtidx.records import record
+
+    def made(cls):
+        return cls if named_tuple else record(cls)
+
+    @made
+    class Span(*([NamedTuple] if named_tuple else [])):
+        """Where."""
+        file: str
+        start: int
+        end: "int | None" = None
+
+        @property
+        def size(self) -> int:
+            return (self.end or self.start) - self.start
+
+        @classmethod
+        def parse(cls, text: str) -> "Span":
+            file, start, end = text.split()
+            return cls(file, int(start), int(end))
+
+        def __str__(self) -> str:
+            return f"{self.file}:{self.start}"
+    return Span
+
+
+def test_record_makes_what_typing_named_tuple_makes():
+    import pickle
+
+    from gtidx import api, binlog
+    from gtidx.gtid import Gtid
+    from gtidx.records import record
+
+    for cls in (_span(True), _span(False)):
+        s = cls("f", 4, 10)
+        assert (repr(s), str(s), s.size, cls("f", 4).end, s._asdict(), s._replace(end=5).size, cls._fields,
+                cls._field_defaults, cls.__doc__, cls.__name__, cls.__bases__, cls.parse("f 4 10")) == \
+            ("Span(file='f', start=4, end=10)", "f:4", 6, None, {"file": "f", "start": 4, "end": 10}, 1,
+             ("file", "start", "end"), {"end": None}, "Where.", "Span", (tuple,), s)
+        assert type(cls.parse("f 4 10")) is cls and s == ("f", 4, 10) and cls.__qualname__.endswith(".Span")
+        with pytest.raises(TypeError):
+            cls("f")
+
+    class Bare:
+        a: int
+    assert record(Bare).__doc__ == "Bare(a,)"
+
+    class Bad:
+        a: int = 0
+        b: int
+    with pytest.raises(TypeError):
+        record(Bad)
+
+    class Bad2:
+        a: int
+
+        def _asdict(self):
+            return {}
+    with pytest.raises(AttributeError):
+        record(Bad2)
+    # the library's: named, pickled and typed as before
+    g = Gtid.parse("0-1-5")
+    loc = api.Location(g, "f", 1, 2, 2, 0, "index")
+    for v in (g, loc, binlog.Group(g, 1, 2, 0, 0)):
+        assert pickle.loads(pickle.dumps(v)) == v and type(pickle.loads(pickle.dumps(v))) is type(v)
+    assert repr(g) == "Gtid(domain=0, server=1, seq=5)" and api.Location.__qualname__ == "Location"
+    assert loc.occurrences == () and loc.history is None and api.StateAt.position.__doc__
