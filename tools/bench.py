@@ -540,6 +540,8 @@ def bench_startup(args) -> dict:
                 t0 = time.perf_counter()
                 subprocess.run(cmd, env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
                 times[k].append((time.perf_counter() - t0) * 1e3)
+        profile = import_profile(py, ["import click"], jobs["gtidx seek --gtid G FILE"][1:], env, tmp,
+                                 max(5, args.runs // 3))
     med = {k: statistics.median(v) for k, v in times.items()}
     click_ms, pass_ms, seek_ms = med["python -c 'import click'"], med["python -c pass"], med["gtidx seek --gtid G FILE"]
     # per run (the three measured back to back): the ratio's own spread
@@ -551,7 +553,8 @@ def bench_startup(args) -> dict:
               "ratio_seek_to_click": seek_ms / click_ms,
               "ratio_per_run": {"min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)},
               "own_ms": seek_ms - click_ms, "framework_ms": click_ms - pass_ms,
-              "own_share_of_click": (seek_ms - click_ms) / click_ms, "raw_ms": times}
+              "own_share_of_click": (seek_ms - click_ms) / click_ms, "import_profile_ms": profile,
+              "raw_ms": times}
     print(f"CLI start-up, regular install ({venv}), {args.runs} interleaved runs, {machine()}")
     print(f"  {'command':<28} {'median ms':>9} {'min':>7} {'p25':>7} {'p75':>7} {'max':>7}")
     for k, v in report["ms"].items():
@@ -561,7 +564,32 @@ def bench_startup(args) -> dict:
           f"{report['ratio_per_run']['max']:.2f}); our own cost {report['own_ms']:.1f} ms = "
           f"{report['own_share_of_click']:.0%} of import click (target <= 20%); click itself "
           f"{report['framework_ms']:.1f} ms over the interpreter's {pass_ms:.1f} ms")
+    print(f"  where gtidx's own start-up goes: the modules `import click` does not import, self time "
+          f"(python -X importtime, min of {max(5, args.runs // 3)} runs), {sum(profile.values()):.1f} ms in all:")
+    print("    " + ", ".join(f"{m} {v:.2f}" for m, v in list(profile.items())[:16]))
     return report
+
+
+def import_profile(py, base: list[str], argv: list[str], env: dict, cwd: str, runs: int) -> dict:
+    """{module: self import time in ms, min over ``runs``} of the modules that
+    ``python -m gtidx ARGV`` imports and ``python -c BASE`` does not, the
+    costliest first (runpy's own modules left out)."""
+    def times(cmd) -> dict:
+        err = subprocess.run([str(py), "-X", "importtime", *cmd], env=env, cwd=cwd, capture_output=True,
+                             text=True).stderr
+        out = {}
+        for line in err.splitlines():
+            parts = line.split("|")
+            if line.startswith("import time:") and len(parts) == 3 and parts[0].split(":")[1].strip().isdigit():
+                out[parts[2].strip()] = int(parts[0].split(":")[1]) / 1e3
+        return out
+    skip = set(times(["-c", *base])) | set(times(["-c", "import runpy"]))
+    mins: dict = {}
+    for _ in range(runs):
+        for m, t in times(["-m", "gtidx", *argv]).items():
+            if m not in skip:
+                mins[m] = min(t, mins.get(m, t))
+    return dict(sorted(mins.items(), key=lambda kv: -kv[1]))
 
 
 def main(argv=None) -> int:

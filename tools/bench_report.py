@@ -1004,6 +1004,11 @@ def markdown_startup(s: dict) -> list[str]:
               f"{r['median']:.2f}, {r['min']:.2f}-{r['max']:.2f}; the target: <= 1.2). gtidx's own start-up "
               f"{s['own_ms']:.1f} ms = {s['own_share_of_click']:.0%} of `import click`; click's "
               f"{s['framework_ms']:.1f} ms over the interpreter's."]
+    if s.get("import_profile_ms"):
+        prof = s["import_profile_ms"]
+        lines += ["", f"Where it goes: the modules a lookup imports beyond click's, self time (`python -X "
+                  f"importtime`, min over runs), {sum(prof.values()):.1f} ms in all: "
+                  + ", ".join(f"{m} {v:.2f}" for m, v in list(prof.items())[:12]) + "."]
     return lines
 
 
