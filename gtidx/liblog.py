@@ -7,17 +7,20 @@ logger's, fetched (``logging`` imported) the first time one is asked for.
 
 ``on_use(fn)`` calls ``fn(logger)`` when that logger is first fetched
 through ``log``, or at once when it already was or ``logging`` is already
-imported; ``fn`` returns what undoes its work. ``on_use`` returns a function
-that undoes it, or drops ``fn`` if it was never called. The CLI puts its
-one-line stderr handler on the logger this way, for one command.
+imported; ``fn`` returns what undoes its work (and must not log through
+``log``). ``on_use`` returns a function that undoes it, or drops ``fn`` if it
+was never called. The CLI puts its one-line stderr handler on the logger
+this way, for one command.
 """
 from __future__ import annotations
 
+import _thread
 import sys
 
 NAME = "gtidx"
 
 _waiting: list = []         # [fn, its undo or None]: calls to make when the logger is first fetched
+_lock = _thread.allocate_lock()     # threads warning at once fetch it, and make those calls, once
 
 
 class _Logger:
@@ -27,11 +30,14 @@ class _Logger:
 
     def get(self):
         if self._logger is None:
-            import logging
-            type(self)._logger = logging.getLogger(NAME)
-            for call in list(_waiting):
-                if call[1] is None:
-                    call[1] = call[0](self._logger)
+            with _lock:
+                if self._logger is None:
+                    import logging
+                    logger = logging.getLogger(NAME)
+                    for call in list(_waiting):
+                        if call[1] is None:
+                            call[1] = call[0](logger)
+                    type(self)._logger = logger
         return self._logger
 
     def __getattr__(self, attr):
@@ -44,13 +50,17 @@ log = _Logger()
 def on_use(fn):
     """Call ``fn(logger)`` once the library's logger is in use (see above)."""
     call = [fn, None]
-    if log._logger is not None or "logging" in sys.modules:
+    with _lock:
+        waits = log._logger is None and "logging" not in sys.modules
+        if waits:
+            _waiting.append(call)
+    if not waits:
         call[1] = fn(log.get())
         return call[1]
-    _waiting.append(call)
 
     def undo() -> None:
-        _waiting.remove(call)
+        with _lock:
+            _waiting.remove(call)
         if call[1] is not None:
             call[1]()
     return undo

@@ -249,3 +249,31 @@ def test_record_makes_what_typing_named_tuple_makes():
         assert pickle.loads(pickle.dumps(v)) == v and type(pickle.loads(pickle.dumps(v))) is type(v)
     assert repr(g) == "Gtid(domain=0, server=1, seq=5)" and api.Location.__qualname__ == "Location"
     assert loc.occurrences == () and loc.history is None and api.StateAt.position.__doc__
+
+
+def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
+    code = """if True:
+        import sys
+        from gtidx import liblog
+        seen = []
+
+        def attach(logger):
+            seen.append(("on", logger.name))
+            return lambda: seen.append(("off", logger.name))
+        undo_dropped = liblog.on_use(attach)
+        undo_dropped()                      # never called: dropped
+        undo = liblog.on_use(attach)
+        assert seen == [] and "logging" not in sys.modules
+        liblog.log.setLevel(30)             # the first use: logging imported, attach called
+        liblog.log.warning("x")
+        assert seen == [("on", "gtidx")], seen
+        undo()
+        assert seen == [("on", "gtidx"), ("off", "gtidx")], seen
+        liblog.on_use(attach)()             # the logger in use: at once, and undone
+        assert seen[2:] == [("on", "gtidx"), ("off", "gtidx")], seen
+        import logging
+        assert liblog.log.get() is logging.getLogger("gtidx")
+        print("ok")
+    """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
