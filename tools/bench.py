@@ -36,6 +36,7 @@ import json
 import mmap
 import os
 import platform
+import resource
 import statistics
 import struct
 import subprocess
@@ -535,18 +536,25 @@ def bench_startup(args) -> dict:
             subprocess.run(cmd, env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
         items = list(jobs.items())
         times = {k: [] for k in jobs}
+        cpu = {k: [] for k in jobs}      # the child's user + system time: what a shared machine's load spares
         for i in range(args.runs):
             for k, cmd in (items if i % 2 == 0 else items[::-1]):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 subprocess.run(cmd, env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
                 times[k].append((time.perf_counter() - t0) * 1e3)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[k].append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3)
         profile = import_profile(py, ["import click"], jobs["gtidx seek --gtid G FILE"][1:], env, tmp,
                                  max(5, args.runs // 3))
     med = {k: statistics.median(v) for k, v in times.items()}
     click_ms, pass_ms, seek_ms = med["python -c 'import click'"], med["python -c pass"], med["gtidx seek --gtid G FILE"]
     # per run (the three measured back to back): the ratio's own spread
     ratios = [s / c for s, c in zip(times["gtidx seek --gtid G FILE"], times["python -c 'import click'"])]
-    report = {"machine": machine(), "runs": args.runs, "fixture": f"{kind}/{scenario}/{name}", "gtid": gtid,
+    cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
+    cpu_ratios = [s / c for s, c in zip(cpu["gtidx seek --gtid G FILE"], cpu["python -c 'import click'"])]
+    report = {"machine": machine(), "load_average": os.getloadavg(), "runs": args.runs,
+              "fixture": f"{kind}/{scenario}/{name}", "gtid": gtid,
               "install_s": install_s, "ms": {k: {"min": min(v), "median": med[k], "max": max(v),
                                                  "p25": percentile(v, 25), "p75": percentile(v, 75)}
                                              for k, v in times.items()},
@@ -554,7 +562,11 @@ def bench_startup(args) -> dict:
               "ratio_per_run": {"min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)},
               "own_ms": seek_ms - click_ms, "framework_ms": click_ms - pass_ms,
               "own_share_of_click": (seek_ms - click_ms) / click_ms, "import_profile_ms": profile,
-              "raw_ms": times}
+              "cpu_ms": {k: {"min": min(v), "median": cpu_med[k], "max": max(v)} for k, v in cpu.items()},
+              "cpu_ratio_seek_to_click": cpu_med["gtidx seek --gtid G FILE"] / cpu_med["python -c 'import click'"],
+              "cpu_ratio_per_run": {"min": min(cpu_ratios), "median": statistics.median(cpu_ratios),
+                                    "max": max(cpu_ratios)},
+              "raw_ms": times, "raw_cpu_ms": cpu}
     print(f"CLI start-up, regular install ({venv}), {args.runs} interleaved runs, {machine()}")
     print(f"  {'command':<28} {'median ms':>9} {'min':>7} {'p25':>7} {'p75':>7} {'max':>7}")
     for k, v in report["ms"].items():
@@ -564,6 +576,10 @@ def bench_startup(args) -> dict:
           f"{report['ratio_per_run']['max']:.2f}); our own cost {report['own_ms']:.1f} ms = "
           f"{report['own_share_of_click']:.0%} of import click (target <= 20%); click itself "
           f"{report['framework_ms']:.1f} ms over the interpreter's {pass_ms:.1f} ms")
+    print("  CPU time (user + system, median): " + ", ".join(f"{k} {v:.1f} ms" for k, v in cpu_med.items())
+          + f"; seek / import click {report['cpu_ratio_seek_to_click']:.2f} (per run: median "
+          f"{report['cpu_ratio_per_run']['median']:.2f}); load average {report['load_average'][0]:.1f} "
+          f"on {os.cpu_count()} cores")
     print(f"  where gtidx's own start-up goes: the modules `import click` does not import, self time "
           f"(python -X importtime, min of {max(5, args.runs // 3)} runs), {sum(profile.values()):.1f} ms in all:")
     print("    " + ", ".join(f"{m} {v:.2f}" for m, v in list(profile.items())[:16]))

@@ -1004,6 +1004,13 @@ def markdown_startup(s: dict) -> list[str]:
               f"{r['median']:.2f}, {r['min']:.2f}-{r['max']:.2f}; the target: <= 1.2). gtidx's own start-up "
               f"{s['own_ms']:.1f} ms = {s['own_share_of_click']:.0%} of `import click`; click's "
               f"{s['framework_ms']:.1f} ms over the interpreter's."]
+    if s.get("cpu_ms"):
+        c = s["cpu_ms"]
+        lines += ["", "CPU time (user + system; what a shared machine's load leaves alone), median: "
+                  + ", ".join(f"`{k}` {_f(v['median'])} ms" for k, v in c.items())
+                  + f"; seek / import click {s['cpu_ratio_seek_to_click']:.2f} (run by run: median "
+                  f"{s['cpu_ratio_per_run']['median']:.2f}). Load average during the runs: "
+                  f"{s['load_average'][0]:.1f}."]
     if s.get("import_profile_ms"):
         prof = s["import_profile_ms"]
         lines += ["", f"Where it goes: the modules a lookup imports beyond click's, self time (`python -X "
