@@ -1,5 +1,6 @@
 /*
- * gtidx._skip: the one optional compiled piece of gtidx.
+ * gtidx._skip: the one optional compiled piece of gtidx: skip (below) for
+ * the MariaDB walk, mysql_walk (further down) for the MySQL index build.
  *
  * skip(buf, off, cold[, limit]) -> int
  *
@@ -21,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TYPE_AT 4
 #define LENGTH_AT 9
@@ -83,7 +85,193 @@ skip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromUnsignedLongLong(off);
 }
 
+/*
+ * mysql_walk(buf, off, base, fsize, crc_len, due, landing) -> (stop, runs, code)
+ *
+ * The transaction_length walk of MysqlBinlog.set_batches (gtidx/mysqlbinlog.py,
+ * whose Python loop, MysqlBinlog._jumps, is the definition): from the GTID
+ * or ANONYMOUS_GTID event at ``off`` in ``buf`` (file offset ``base + off``),
+ * jump from transaction to transaction by the GTID event's
+ * transaction_length while each jump lands: the GTID event is whole, its
+ * next-position field is its end, its CRC32 checks out (``crc_len`` 4), its
+ * GTID number is in range (1 .. 2**63-2; 0 for ANONYMOUS_GTID), it states a
+ * length at least its own; at ``off + length`` a whole event of a type marked
+ * in ``landing`` whose next-position field is its end and whose CRC32 checks
+ * out. ``runs``: the GTIDs of the transactions walked, in file order, as
+ * (uuid bytes, start, end) with end exclusive, consecutive numbers of one
+ * UUID merged. ``code``: 0 after the first transaction that ends at or past
+ * the file offset ``due`` (``stop`` is its end); 1 when the next check needs
+ * bytes past ``buf`` but inside the file (``stop``: where to read on); 2 when
+ * the event at ``stop`` is not one this walk jumps from (a GTID_TAGGED, no
+ * length, a jump that does not land, the end of the file at ``fsize``).
+ */
+static uint32_t crc_table[256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static uint32_t
+crc32_of(const unsigned char *p, uint64_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    while (n--)
+        c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static uint64_t
+le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+#define GTID_LOG 33
+#define ANONYMOUS_GTID 34
+#define GTID_FIXED 42           /* flags, uuid, gno, lt_type, last_committed, sequence_number */
+#define LOGICAL_TS_TYPE 2
+#define COMMIT_TS_FLAG (1ULL << 55)
+#define GNO_MAX ((1ULL << 63) - 2)
+
+/* Is the event at p (n bytes available from p, file offset at) whole, with
+ * its next position and (crc_len) CRC32 right? 0: no; 1: yes; -1: it runs
+ * past the n bytes. */
+static int
+event_ok(const unsigned char *p, uint64_t n, uint64_t at, uint64_t crc_len, uint64_t *len)
+{
+    uint64_t ln = le(p + 9, 4);
+    *len = ln;
+    if (ln < HEADER_LEN + crc_len || le(p + 13, 4) != ((at + ln) & 0xFFFFFFFFu))
+        return 0;
+    if (ln > n)
+        return -1;
+    if (crc_len && crc32_of(p, ln - 4) != (uint32_t)le(p + ln - 4, 4))
+        return 0;
+    return 1;
+}
+
+static PyObject *
+mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer buf, landing;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "mysql_walk(buf, off, base, fsize, crc_len, due, landing) takes 7 arguments");
+        return NULL;
+    }
+    unsigned long long off = PyLong_AsUnsignedLongLong(args[1]);
+    unsigned long long base = PyLong_AsUnsignedLongLong(args[2]);
+    unsigned long long fsize = PyLong_AsUnsignedLongLong(args[3]);
+    unsigned long long crc_len = PyLong_AsUnsignedLongLong(args[4]);
+    unsigned long long due = PyLong_AsUnsignedLongLong(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (crc_len != 0 && crc_len != 4) {
+        PyErr_SetString(PyExc_ValueError, "crc_len must be 0 or 4");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[6], &landing, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    PyObject *runs = PyList_New(0);
+    if (landing.len != 256 || runs == NULL) {
+        if (runs == NULL)
+            goto fail;
+        PyErr_SetString(PyExc_ValueError, "landing must be 256 bytes");
+        goto fail;
+    }
+    const unsigned char *p = (const unsigned char *)buf.buf;
+    const unsigned char *land = (const unsigned char *)landing.buf;
+    uint64_t len = (uint64_t)buf.len;
+    const unsigned char *run_uuid = NULL;   /* the open run: not yet in the list */
+    uint64_t run_start = 0, run_end = 0;
+    uint64_t checked = (uint64_t)-1;        /* a landing already CRC-checked */
+    int code;
+    for (;;) {
+        if (base + off + HEADER_LEN > fsize) { code = 2; break; }
+        if (off + HEADER_LEN > len) { code = 1; break; }
+        const unsigned char *h = p + off;
+        int type = h[4];
+        if (type != GTID_LOG && type != ANONYMOUS_GTID) { code = 2; break; }
+        uint64_t ln;
+        int ok = event_ok(h, len - off, base + off, checked == off ? 0 : crc_len, &ln);
+        if (ok == 0 || base + off + ln > fsize) { code = 2; break; }
+        if (ok < 0) { code = 1; break; }
+        const unsigned char *body = h + HEADER_LEN;
+        uint64_t blen = ln - HEADER_LEN - crc_len, at = GTID_FIXED + 7;
+        if (blen < at || body[GTID_FIXED - 17] != LOGICAL_TS_TYPE) { code = 2; break; }
+        uint64_t gno = le(body + 17, 8);
+        if (type == GTID_LOG ? gno < 1 || gno > GNO_MAX : gno != 0) { code = 2; break; }
+        if (le(body + GTID_FIXED, 7) & COMMIT_TS_FLAG)
+            at += 7;
+        if (at >= blen) { code = 2; break; }
+        uint64_t length, first = body[at];
+        int width = first < 251 ? 0 : first == 252 ? 2 : first == 253 ? 3 : first == 254 ? 8 : -1;
+        if (width < 0 || at + 1 + width > blen) { code = 2; break; }
+        length = width ? le(body + at + 1, width) : first;
+        if (length < ln || length > fsize) { code = 2; break; }
+        uint64_t target = off + length;
+        if (base + target + HEADER_LEN > fsize) { code = 2; break; }
+        if (target + HEADER_LEN > len) { code = 1; break; }
+        const unsigned char *t = p + target;
+        uint64_t tln;
+        if (!land[t[4]]) { code = 2; break; }
+        ok = event_ok(t, len - target, base + target, crc_len, &tln);
+        if (ok == 0 || base + target + tln > fsize) { code = 2; break; }
+        if (ok < 0) { code = 1; break; }
+        checked = target;
+        if (type == GTID_LOG) {
+            const unsigned char *uuid = body + 1;
+            if (run_uuid != NULL && run_end == gno && memcmp(run_uuid, uuid, 16) == 0) {
+                run_end = gno + 1;
+            } else {
+                if (run_uuid != NULL) {
+                    PyObject *r = Py_BuildValue("(y#KK)", (const char *)run_uuid, (Py_ssize_t)16,
+                                                (unsigned long long)run_start, (unsigned long long)run_end);
+                    if (r == NULL || PyList_Append(runs, r) < 0) { Py_XDECREF(r); goto fail; }
+                    Py_DECREF(r);
+                }
+                run_uuid = uuid;
+                run_start = gno;
+                run_end = gno + 1;
+            }
+        }
+        off = target;
+        if (base + off >= due) { code = 0; break; }
+    }
+    if (run_uuid != NULL) {
+        PyObject *r = Py_BuildValue("(y#KK)", (const char *)run_uuid, (Py_ssize_t)16,
+                                    (unsigned long long)run_start, (unsigned long long)run_end);
+        if (r == NULL || PyList_Append(runs, r) < 0) { Py_XDECREF(r); goto fail; }
+        Py_DECREF(r);
+    }
+    PyBuffer_Release(&landing);
+    PyBuffer_Release(&buf);
+    PyObject *out = Py_BuildValue("(KNi)", (unsigned long long)off, runs, code);
+    return out;
+fail:
+    Py_XDECREF(runs);
+    PyBuffer_Release(&landing);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"mysql_walk", (PyCFunction)(void (*)(void))mysql_walk, METH_FASTCALL,
+     "mysql_walk(buf, off, base, fsize, crc_len, due, landing) -> (stop, runs, code): "
+     "MySQL transactions by their transaction_length (see gtidx/_skip.c)"},
     {"skip", (PyCFunction)(void (*)(void))skip, METH_FASTCALL,
      "skip(buf, off, cold[, limit]) -> offset of the next cold or short event, or where a header "
      "no longer fits (or the first past limit)"},
@@ -99,5 +287,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__skip(void)
 {
+    crc_init();
     return PyModule_Create(&module);
 }

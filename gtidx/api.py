@@ -30,15 +30,16 @@ from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxEr
                      NotFoundError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, index_path, open_index,
-                        stored_seen, verify_index)
+from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
+                        open_index, read_index, stored_seen, verify_index)
 from .liblog import log
 from .records import record
 
 if TYPE_CHECKING:
     # Imported where used, not here (issue 16: a lookup imports only what it needs):
-    # catalog (an archive's catalog), mysqlgtid (MySQL GTID text), probe, and show,
-    # which imports mysql-replication (only when a group is decoded).
+    # catalog (an archive's catalog), mysqlgtid (MySQL GTID text), mysqlbinlog (MySQL
+    # binlogs), probe, and show, which imports mysql-replication (only when a group is
+    # decoded).
     from . import catalog
     from . import show as show_module
     from .indexfile import BuildResult     # made on first use (indexfile._build_result)
@@ -1743,8 +1744,6 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
             if progress is not None:
                 progress(BuildProgress(f, done_files, files, done_bytes, total))
             yield result
-            if isinstance(result, MySQLBinlogError):
-                break       # MySQL binlogs: one error for the path, not one per file
         else:
             if listed:
                 failed = _keep_catalog(p, listed, storage_options, kw.get("index_root"))
@@ -1853,12 +1852,12 @@ def _binlog_of(index: str) -> str:
 
 
 def _read_index(index: str):
-    """An IndexReader over the open file ``index`` (read page by page: memory
-    stays bounded whatever its size), and the file to close."""
-    from .reader import IndexReader
+    """A reader over the open file ``index`` (read page by page: memory
+    stays bounded whatever its size), of the flavor its magic names
+    (``indexfile.read_index``), and the file to close."""
     f = open_file(index)
     try:
-        return IndexReader(f, path=index), f
+        return read_index(f, path=index), f
     except BaseException:
         f.close()
         raise
@@ -1871,7 +1870,8 @@ def index_info(index: str | os.PathLike) -> IndexInfo:
     r, f = _read_index(index)
     with f:
         stats = r.check()            # every page and the whole tree
-    with Binlog(binlog) as b:
+    from .mysqlbinlog import open_binlog
+    with open_binlog(binlog) as b:
         status = open_index(b, index)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
@@ -1936,7 +1936,8 @@ def _file_status(path: str, now: float) -> FileStatus:
     st = os.stat(path)
     idx = index_path(path)
     fp = IndexMeta.read(idx)
-    with Binlog(path) as b:
+    from .mysqlbinlog import open_binlog
+    with open_binlog(path) as b:
         if not os.path.lexists(idx):
             state, reached, detail = "missing", 0, ""
         elif fp is not None and fp.partial:
@@ -1948,7 +1949,8 @@ def _file_status(path: str, now: float) -> FileStatus:
         else:
             s_ = open_index(b, idx)
             s_.close()
-            if fp is None and (s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
+            if fp is None and flavor_of(b).server_writes and (
+                    s_.usable or (s_.state == IndexState.INCOMPLETE and b.growing)):
                 state = "server-owned"
                 reached = b.size if s_.usable and not s_.partial else 0
                 detail = "being written by the server" if b.growing else ""
@@ -2009,9 +2011,10 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     try:
         if offset is not None:
             offset = parse_offset(offset) if isinstance(offset, str) else _int(offset, "offset", 0)
-            with BinlogSeries([_path(path)], use_index=False, **kw) as logs:     # a walk: no index needed
+            with BinlogSeries([_path(path)], use_index=False, **kw) as logs:
                 b = logs._file(logs.files[0]).binlog
-                return show_module.decode_group(b, _group_at(b, offset), schema=schema)
+                start = _walk_start(b, offset, logs.index_root)
+                return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
         g = _gtid(gtid)
         try:
             logs = BinlogSeries.from_path(path, history=history, **kw)
@@ -2026,9 +2029,34 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
             schema.close()
 
 
-def _group_at(b: Binlog, offset: int) -> Group:
-    """The event group of ``b`` that starts at ``offset`` or has an event starting there."""
-    for g in b.groups():
+def _walk_start(b: Binlog, offset: int, index_root=None) -> int | None:
+    """Where a walk to the group at ``offset`` may begin: the index record
+    at or before it when ``b`` has a usable index whose record holds a real
+    event (records lie at group ends), else None (the file's start). The
+    index only shortens the walk: without one nothing is said (the walk
+    alone answers)."""
+    try:
+        status = open_index(b, index_root=index_root)
+    except GtidxError:
+        return None
+    try:
+        if not status.usable:
+            return None
+        rec = status.reader.at_offset(offset)
+        if rec is None or rec.offset <= b.body_start or rec.offset >= b.size or not b.event_ok(rec.offset):
+            return None
+        return rec.offset
+    except GtidxError:
+        return None
+    finally:
+        status.close()
+
+
+def _group_at(b: Binlog, offset: int, start: int | None = None) -> Group:
+    """The event group of ``b`` that starts at ``offset`` or has an event
+    starting there, walking from ``start`` (a group boundary at or before
+    ``offset``; default the file's first group)."""
+    for g in b.groups(start):
         if g.start > offset:
             break
         if offset < g.end:

@@ -627,7 +627,8 @@ def show_group(gtid, args, as_json, storage_options, index_root, history, schema
 @_index_dir_option
 def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json, storage_options, index_root):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
-    index format, usable by a MariaDB 11.4+ server. Skips indexes that are valid and current.
+    index format, usable by a MariaDB 11.4+ server; for a MySQL binlog gtidx's MySQL index
+    (docs/mysql-index-format.md). Skips indexes that are valid and current.
     On a terminal, a progress line: files and bytes done, MB/s, ETA."""
     with _Progress(quiet) as shown:
         _build(shown, paths, page_size=page_size, span_min=span_min,
@@ -793,13 +794,15 @@ def info(index, as_json):
 @_json_option("Accepted for uniformity: the output is JSON anyway.")
 def dump(index, as_json):
     """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
-    full binlog state there (every (domain, server) entry). An index that breaks half-way
+    full binlog state there (every (domain, server) entry; of a MySQL binlog's index the
+    executed GTID set, as MySQL prints it). An index that breaks half-way
     adds "error" after the records before the damage."""
     from . import api
     page_size, records = api.index_records(index)
     with _Output() as out:
         out.write(f'{{"page_size": {page_size}, "records": [')
-        n, err = _write_items(out, (f'{{"offset": {rec.offset}, "state": "{rec.state}"}}' for rec in records))
+        n, err = _write_items(out, (f'{{"offset": {rec.offset}, "state": {json.dumps(str(rec.state))}}}'
+                                    for rec in records))
         _close_stream(out, err, "]")
 
 

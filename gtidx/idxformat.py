@@ -14,12 +14,20 @@ Layout (all little-endian; see docs/index-format.md for the worked example):
   key headers (8 bytes: GTID count + 1, binlog offset), GTIDs (16 bytes) and,
   in interior nodes, child pointers (4 bytes, page numbers);
 * a key count of 0, or too few bytes left on the node's last page, ends it.
+
+What a key holds is the one pluggable part (``KeyCodec``): MariaDB's
+format (``MARIADB``: 16-byte GTIDs) and gtidx's MySQL index
+(``mysqlindex.MYSQL``: a delta-coded GTID set in 1-byte units) share every
+other rule here, in the writer and in the reader; each has its own magic.
 """
 from __future__ import annotations
 
 import functools
 import struct
 import zlib
+from itertools import chain
+
+from .gtid import BinlogState, LatestGtids
 
 MAGIC = b"\xfe\xfe\x0c\x01"
 VERSION_MAJOR = 1
@@ -68,8 +76,8 @@ def payload_start(page_no: int) -> int:
     return flags_at(page_no) + PAGE_HEADER_SIZE
 
 
-def file_header(page_size: int) -> bytes:
-    return FILE_HEADER.pack(MAGIC, VERSION_MAJOR, VERSION_MINOR, page_size)
+def file_header(page_size: int, magic: bytes = MAGIC) -> bytes:
+    return FILE_HEADER.pack(magic, VERSION_MAJOR, VERSION_MINOR, page_size)
 
 
 def seal(page: bytearray) -> bytearray:
@@ -150,9 +158,83 @@ class NodeCursor:
             self.pos += GTID_SIZE
         return out
 
+    def units(self, count: int, size: int) -> bytes | None:
+        """``count`` units of ``size`` bytes, joined; None if the node ends
+        first. A unit never straddles a page: each page holds as many whole
+        units as fit before its CRC."""
+        n = count * size
+        if self.pos + n <= self.end:
+            pos = self.pos
+            self.pos = pos + n
+            return bytes(self.buf[pos:pos + n])
+        if count > self.remaining_units(size):
+            return None
+        parts = []
+        while count:
+            if not self.need(size):
+                return None
+            take = min(count, (self.end - self.pos) // size)
+            parts.append(self.buf[self.pos:self.pos + take * size])
+            self.pos += take * size
+            count -= take
+        return b"".join(parts)
+
     def child(self) -> int | None:
         if not self.need(CHILD_PTR_SIZE):
             return None
         (page,) = CHILD_PTR.unpack_from(self.buf, self.pos)
         self.pos += CHILD_PTR_SIZE
         return page
+
+
+class KeyCodec:
+    """What a key holds: the one part of the format a flavor chooses. Keys
+    are ``count`` units of ``unit`` bytes after the key header; the node
+    filling, paging, tree and search rules are the same for every codec.
+
+    A key's *value* is the change since the previous record (a delta); a
+    *state* is where applying values in file order gets (a record's full
+    state); a *union* accumulates values (a node's running union, which
+    the writer carries up as a separator)."""
+
+    magic = MAGIC
+    unit = GTID_SIZE
+    name = "MariaDB binlog GTID index"
+
+    def encode(self, value) -> tuple[int, bytes]:
+        """(count of units, their bytes) of a key's value."""
+        n = len(value)
+        return n, gtid_block(n).pack(*chain.from_iterable(value)) if n else b""
+
+    def read(self, cur: NodeCursor, count: int):
+        """The value of a key of ``count`` units at ``cur``; None if the
+        node ends first. Raises ValueError for bytes that do not decode."""
+        return cur.gtids(count)
+
+    def union(self):
+        """An empty accumulator: ``update(value)``, ``items()`` (its value)."""
+        return LatestGtids()
+
+    def state(self):
+        """An empty state: ``copy()``, ``update(value)`` (returns itself)."""
+        return BinlogState()
+
+    def apply_all(self, state, values: list) -> None:
+        """Apply ``values`` in order to ``state``, in place."""
+        state.update(chain.from_iterable(values))
+
+    def holds(self, state, value, exact: bool = False) -> bool:
+        """Does ``state`` already hold ``value`` (a leaf's first key
+        repeating the separator that leads to it)? ``exact``: applying it
+        must change nothing at all."""
+        get = state.get
+        if any(get(d, s) != q for d, s, q in value):
+            return False
+        return not exact or state.copy().update(value) == state
+
+    def same(self, a, b) -> bool:
+        """Are two states equal (record 0 against the binlog's start)?"""
+        return a == b
+
+
+MARIADB = KeyCodec()

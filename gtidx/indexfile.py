@@ -50,6 +50,71 @@ def index_path(binlog_path: str | os.PathLike) -> str:
     return os.fspath(binlog_path) + ".idx"
 
 
+# -- flavors: what differs between a MariaDB binlog's index and a MySQL one's ---------------
+
+class MariadbFlavor:
+    """What the functions here ask of an index flavor, for MariaDB binlogs
+    (MariaDB's own format 1.0). MySQL's: ``mysqlindex.FLAVOR``."""
+
+    name = "mariadb"
+    codec = fmt.MARIADB
+    reader = IndexReader
+    join = staticmethod(LatestGtids.joined)
+    keeps_seen = True           # the fingerprint holds the seq ranges the walk saw (``seen_fields``)
+    server_writes = True        # MariaDB 11.4+ writes these indexes itself
+
+    @staticmethod
+    def first(b: Binlog) -> tuple:
+        """Record 0 as the binlog says it must be: (offset, state)."""
+        return RecordPolicy.first_offset(b), b.start_state
+
+    @staticmethod
+    def records(b: Binlog, span_min: int, progress=None) -> tuple[list, dict]:
+        """(the server's records, the fingerprint's extra fields: the seq ranges seen)."""
+        policy = RecordPolicy(span_min)
+        records = policy.records(b, progress)
+        return records, seen_fields(policy.finished())
+
+    @staticmethod
+    def tail_problem(r: IndexReader, b: Binlog, last: int) -> str:
+        return _tail_problem(r, b, last)
+
+    @staticmethod
+    def verify(b: Binlog, r: IndexReader, path) -> None:
+        _verify_states(b, r, path)
+
+
+MARIADB = MariadbFlavor()
+
+
+def flavors() -> dict:
+    """The one dispatch on a binlog's flavor (``Binlog.flavor``) and on an
+    index's magic: {name: flavor}. MySQL's (``mysqlindex``, with its binlog
+    and GTID set modules) is imported here, on first use: a MariaDB lookup
+    never needs it (issue 16)."""
+    from . import mysqlindex
+    return {MARIADB.name: MARIADB, mysqlindex.FLAVOR.name: mysqlindex.FLAVOR}
+
+
+def flavor_of(b: Binlog):
+    """The index flavor of binlog ``b``."""
+    return MARIADB if b.flavor == MARIADB.name else flavors()[b.flavor]
+
+
+def read_index(source, *, path=None) -> IndexReader:
+    """An index reader of the flavor its magic names (a MySQL index's, else
+    MariaDB's, which refuses any other magic)."""
+    try:
+        head = source.pread(len(fmt.MAGIC), 0) if isinstance(source, Source) else source[:len(fmt.MAGIC)]
+    except (OSError, GtidxError):
+        head = b""                   # the reader says what is wrong with the file
+    if bytes(head) != MARIADB.codec.magic:
+        for flavor in flavors().values():
+            if bytes(head) == flavor.codec.magic:
+                return flavor.reader(source, path=path)
+    return IndexReader(source, path=path)
+
+
 class IndexRoot:
     """Indexes kept apart from their binlogs (``--index-dir``, ``index_root=``):
     a local directory or a URL prefix that mirrors where each binlog is,
@@ -220,7 +285,7 @@ def open_index(b: Binlog, path: str | None = None, *, check_tail: bool = True,
 def _judge(status: IndexStatus, b: Binlog, f: Source, path: str, meta: IndexMeta | None,
            check_tail: bool, deep: bool) -> None:
     try:
-        status.reader = IndexReader(f, path=path)
+        status.reader = flavor_of(b).reader(f, path=path)
         if deep:
             status.reader.check()
         problem = _staleness(status.reader, b, meta, check_tail)
@@ -240,14 +305,15 @@ def _hot(status: IndexStatus, b: Binlog, f: Source, path: str, meta: IndexMeta |
     complete leaves on disk (a lookup past them scans the binlog from the last
     one). Written by gtidx tail: its saved progress must match the binlog;
     written by the server: record 0 must match the GTID_LIST."""
+    flavor = flavor_of(b)
     try:
-        hot = HotIndex(PartialIndex(f, path=path))
+        hot = HotIndex(PartialIndex(f, path=path, codec=flavor.codec))
     except CorruptIndexError as e:
         status.reason += f"; no usable complete pages: {e.message}"
         return
     first, last = hot.first_record(), hot.last_offset()
-    expected = RecordPolicy.first_offset(b)
-    if first.offset != expected or first.state != b.start_state or last > b.size:
+    expected, start = flavor.first(b)
+    if first.offset != expected or first.state != start or last > b.size:
         status.state, status.reason = IndexState.STALE, "partial index does not match the binlog"
         return
     if meta is not None and (not meta.partial or not meta.matches(b)):
@@ -258,12 +324,14 @@ def _hot(status: IndexStatus, b: Binlog, f: Source, path: str, meta: IndexMeta |
 
 def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bool) -> str:
     """Why the index does not belong to this binlog as it is now; '' if it does."""
+    flavor = flavor_of(b)
     first = r.first_record()
-    expected = RecordPolicy.first_offset(b)
+    expected, start = flavor.first(b)
+    start_event = "GTID_LIST" if flavor is MARIADB else "PREVIOUS_GTIDS"
     if first.offset != expected:
-        return f"record 0 is at offset {first.offset}, the binlog's GTID_LIST ends at {expected}"
-    if first.state != b.start_state:
-        return "record 0's state differs from the binlog's GTID_LIST"
+        return f"record 0 is at offset {first.offset}, the binlog's {start_event} ends at {expected}"
+    if first.state != start:
+        return f"record 0's state differs from the binlog's {start_event}"
     last = r.last_offset()
     if last > b.size:
         return f"last record at offset {last} lies past the end of the binlog ({b.size} bytes)"
@@ -274,7 +342,7 @@ def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bo
             return "binlog content differs from the one the index was made for"
         return ""
     if check_tail and not b.growing:
-        return _tail_problem(r, b, last)
+        return flavor.tail_problem(r, b, last)
     return ""
 
 
@@ -356,6 +424,8 @@ def _build_result() -> type:
 def __getattr__(name: str):
     if name == "BuildResult":
         return _build_result()
+    if name == "FLAVORS":           # flavors(), as a name
+        return flavors()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -364,51 +434,51 @@ def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | N
     return RecordPolicy(span_min).records(b, progress)
 
 
-def coarsen(records: list, span: int) -> list:
+def coarsen(records: list, span: int, join: Callable = LatestGtids.joined) -> list:
     """A subset of ``records`` at least ``span`` bytes apart, record 0 always
     kept: the server's policy again, over the server's records. Each kept
-    record carries the GTIDs of the ones dropped before it, so it still
-    holds the exact state at its offset."""
+    record carries the GTIDs of the ones dropped before it (``join``: the
+    flavor's), so it still holds the exact state at its offset."""
     out = [records[0]]
     segment: list = []
     previous = 0
     for offset, gtids in records[1:]:
         segment.append(gtids)
         if offset - previous >= span:
-            out.append((offset, LatestGtids.joined(segment)))
+            out.append((offset, join(segment)))
             segment = []
             previous = offset
     return out
 
 
-def _packed_size(records: list, page_size: int) -> int:
-    return len(write_records(records, page_size)) * page_size
+def _packed_size(records: list, page_size: int, flavor=MARIADB) -> int:
+    return len(write_records(records, page_size, flavor.codec)) * page_size
 
 
-def fit_budget(records: list, page_size: int, budget: int):
+def fit_budget(records: list, page_size: int, budget: int, flavor=MARIADB):
     """Choose (records, page_size) within ``budget`` bytes, keeping as many
     records as possible. Returns (records, page_size, fits)."""
-    full = _packed_size(records, page_size)
+    full = _packed_size(records, page_size, flavor)
     sizes = set(FIT_PAGE_SIZES) | {page_size}
     if full > 64 * page_size:
         sizes = {page_size}     # small pages only pay off for an index of a few pages
     best = None
     for ps in sorted(sizes):
-        if _packed_size(records[:1], ps) > budget:
+        if _packed_size(records[:1], ps, flavor) > budget:
             continue
-        chosen = _fit_span(records, ps, budget, full)
-        size = _packed_size(chosen, ps)
+        chosen = _fit_span(records, ps, budget, full, flavor)
+        size = _packed_size(chosen, ps, flavor)
         key = (len(chosen), -size)
         if best is None or key > best[0]:
             best = (key, chosen, ps)
     if best is not None:
         return best[1], best[2], True
     # Nothing fits: record 0 alone at the page size that makes it smallest.
-    ps = min(FIT_PAGE_SIZES, key=lambda p: (_packed_size(records[:1], p), p))
+    ps = min(FIT_PAGE_SIZES, key=lambda p: (_packed_size(records[:1], p, flavor), p))
     return records[:1], ps, False
 
 
-def _fit_span(records: list, page_size: int, budget: int, full: int) -> list:
+def _fit_span(records: list, page_size: int, budget: int, full: int, flavor=MARIADB) -> list:
     """The coarsening (span between kept records) that keeps the most records
     within ``budget``. Size is not monotone in the span: a shorter span may
     keep an early record with a small delta where a longer one keeps a late
@@ -423,14 +493,14 @@ def _fit_span(records: list, page_size: int, budget: int, full: int) -> list:
     if len(records) <= 256:
         best = records[:1]
         for span in sorted({o for o, _ in records[1:] if o > 0}):
-            cand = coarsen(records, span)
-            if len(cand) > len(best) and _packed_size(cand, page_size) <= budget:
+            cand = coarsen(records, span, flavor.join)
+            if len(cand) > len(best) and _packed_size(cand, page_size, flavor) <= budget:
                 best = cand
         return best
 
     def attempt(span):
-        cand = coarsen(records, span)
-        return cand if _packed_size(cand, page_size) <= budget else None
+        cand = coarsen(records, span, flavor.join)
+        return cand if _packed_size(cand, page_size, flavor) <= budget else None
 
     guess = max(1, int(last / len(records) * full / budget))
     fits_at, fitting = None, None
@@ -469,14 +539,19 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     its server or ``gtidx tail`` owns it. ``max_ratio=None`` writes the
     server's layout whatever its size. ``store``: where the binlog and its
     index are (``storage``; by default the one the path's form names).
-    ``index_root``: write the index there (``IndexRoot``), not beside."""
+    ``index_root``: write the index there (``IndexRoot``), not beside.
+    The binlog's flavor (its FDE: ``open_binlog``) picks the index's
+    (``flavor_of``): MariaDB's format for a MariaDB binlog, gtidx's MySQL
+    index (``mysqlindex``) for a MySQL one; the rules here are the same."""
     if not fmt.valid_page_size(page_size):
         raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
-    policy = RecordPolicy(span_min)      # refuses a span_min below 1
+    RecordPolicy(span_min)               # refuses a span_min below 1
     if max_ratio is not None and not 0 < max_ratio <= 1:
         raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
     t0 = time.perf_counter()
-    with Binlog(binlog_path, store) as b:
+    from .mysqlbinlog import open_binlog
+    with open_binlog(binlog_path, store) as b:
+        flavor = flavor_of(b)
         if out:
             store, target = b.store, out
         else:
@@ -492,26 +567,26 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             status.close()
             # an index of ours from before gtidx stored the seq ranges it saw
             # is made again: lookups would walk its binlog for them
-            if status.usable and (status.meta is None or (status.meta.seen() is not None and
-                                                          not status.meta.legacy)):
+            if status.usable and (status.meta is None or (
+                    (status.meta.seen() is not None or not flavor.keeps_seen) and not status.meta.legacy)):
                 result.action, result.reason = "skipped", "index is valid and current"
                 if _record_etag(b, store, target, status):
                     result.reason += " (its binlog's ETag recorded with it)"
                 return result
-        records = policy.records(b, progress)
-        pages = write_records(records, page_size)
+        records, seen = flavor.records(b, span_min, progress)
+        pages = write_records(records, page_size, flavor.codec)
         budget = None if max_ratio is None else int(max_ratio * b.size)
         if budget is not None and len(pages) * page_size > budget:
-            records, page_size, fits = fit_budget(records, page_size, budget)
-            pages = write_records(records, page_size)
+            records, page_size, fits = fit_budget(records, page_size, budget, flavor)
+            pages = write_records(records, page_size, flavor.codec)
             result.server_layout = False
             result.page_size = page_size
             if not fits:
                 result.over_budget = True
                 result.warning = (f"even the smallest valid index ({len(pages) * page_size} bytes: "
-                                  f"the GTID_LIST state alone) exceeds {max_ratio:.1%} of this "
-                                  f"{b.size}-byte binlog; wrote that one")
-        meta = IndexMeta.of(b, page_size=page_size, span_min=span_min, **seen_fields(policy.finished()))
+                                  f"the {'GTID_LIST' if flavor is MARIADB else 'Previous_gtids'} state "
+                                  f"alone) exceeds {max_ratio:.1%} of this {b.size}-byte binlog; wrote that one")
+        meta = IndexMeta.of(b, page_size=page_size, span_min=span_min, **seen)
     result.records = len(records)
     result.pages = len(pages)
     result.size = len(pages) * page_size
@@ -534,35 +609,56 @@ def _record_etag(b: Binlog, store, target: str, status: IndexStatus) -> bool:
     return meta.replace(binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
 
 
+def build_mysql_index(binlog_path, **kw) -> BuildResult:
+    """``build_index`` of a MySQL binlog (gtidx's MySQL index,
+    ``mysqlindex``); refuses any other binlog. ``build_index`` itself picks
+    the flavor per file: this is it with the flavor checked."""
+    from . import mysqlindex
+    from .mysqlbinlog import open_binlog
+    with open_binlog(binlog_path, kw.get("store")) as b:
+        if b.flavor != mysqlindex.FLAVOR.name:
+            raise BadInputError(f"not a MySQL binlog (written by server {b.fde.server_version!r})", path=b.path,
+                                hint="build_index indexes any binlog")
+    return build_index(binlog_path, **kw)
+
+
 def verify_index(binlog_path, index: str | None = None) -> dict:
     """Full check: every page, the tree, and every record's state equal to a
     scan of the binlog. Raises CorruptIndexError on the first problem."""
-    with Binlog(binlog_path) as b, b.store.open_file(index or index_path(b.path)) as f:
+    from .mysqlbinlog import open_binlog
+    with open_binlog(binlog_path) as b, b.store.open_file(index or index_path(b.path)) as f:
         path = f.path
-        r = IndexReader(f, path=path)
+        flavor = flavor_of(b)
+        r = flavor.reader(f, path=path)
         stats = r.check()
         problem = _staleness(r, b, IndexMeta.read(path, b.store), check_tail=True)
         if problem:
             raise CorruptIndexError(f"stale: {problem}", path=path)
-        state = b.start_state.copy()
-        pos = b.body_start
-        for rec in r.records():
-            if rec.offset < pos:
-                if rec.offset != b.gtid_list_end or rec.state != b.start_state:
-                    raise CorruptIndexError(f"record at {rec.offset} does not match the binlog", path=path)
-                continue
-            if not b.apply_until(state, pos, rec.offset):
-                raise CorruptIndexError(f"record offset {rec.offset} is not an event boundary", path=path)
-            pos = rec.offset
-            if state != rec.state:
-                raise CorruptIndexError(f"record at {rec.offset}: state {rec.state} differs from the "
-                                        f"binlog's {state}", path=path)
+        flavor.verify(b, r, path)
         stats["page_size"] = r.page_size
         stats["binlog_size"] = b.size
         stats["index_size"] = r.size
         return stats
 
 
-__all__ = ["index_path", "IndexRoot", "open_index", "build_index", "verify_index", "still_written", "IndexStatus",
+def _verify_states(b: Binlog, r: IndexReader, path) -> None:
+    """Every record's state equal to the MariaDB walk's at its offset."""
+    state = b.start_state.copy()
+    pos = b.body_start
+    for rec in r.records():
+        if rec.offset < pos:
+            if rec.offset != b.gtid_list_end or rec.state != b.start_state:
+                raise CorruptIndexError(f"record at {rec.offset} does not match the binlog", path=path)
+            continue
+        if not b.apply_until(state, pos, rec.offset):
+            raise CorruptIndexError(f"record offset {rec.offset} is not an event boundary", path=path)
+        pos = rec.offset
+        if state != rec.state:
+            raise CorruptIndexError(f"record at {rec.offset}: state {rec.state} differs from the "
+                                    f"binlog's {state}", path=path)
+
+
+__all__ = ["index_path", "IndexRoot", "open_index", "build_index", "build_mysql_index", "verify_index",
+           "read_index", "flavor_of", "flavors", "MARIADB", "still_written", "IndexStatus",
            "IndexState", "IndexMeta", "Progress", "XATTR", "BuildResult", "server_records", "coarsen",
            "fit_budget", "GtidxError"]

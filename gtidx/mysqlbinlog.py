@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from typing import Iterator, NamedTuple
 
-from .binlog import (EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP, TYPE_LENGTH,
-                     U32, XA_PREPARE, XID, Binlog, decode_query_text, is_mariadb)
+from .binlog import (EVENT_HEADER, EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP,
+                     TYPE_LENGTH, U32, XA_PREPARE, XID, Binlog, decode_query_text, is_mariadb)
+from . import filebuf
 from .errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
 from .mysqlgtid import GNO_MAX, GtidSet, MysqlGtid, uuid_text
 
@@ -53,6 +55,14 @@ HEARTBEAT_V2 = 41
 GTID_TAGGED = 42
 
 GTID_TYPES = frozenset({GTID_LOG, ANONYMOUS_GTID, GTID_TAGGED})
+# Where a transaction_length jump may land: the next transaction's GTID
+# event, or the ROTATE/STOP that closes the file (``transactions``).
+LANDING = bytes(t in GTID_TYPES or t in (ROTATE, STOP) for t in range(256))
+_U32_MASK = 0xFFFFFFFF
+try:                                   # the compiled jump walk (gtidx/_skip.c); optional
+    from ._skip import mysql_walk as _mysql_walk
+except ImportError:                    # pragma: no cover - depends on the install
+    _mysql_walk = None
 PRE_STATEMENT = frozenset({INTVAR, RAND, USER_VAR})
 # Never part of a transaction: an open one ends before them (a file's end).
 BOUNDARY = frozenset({ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS})
@@ -322,12 +332,221 @@ class MysqlBinlog(Binlog):
         (a transaction begun before ``start`` is left out).
         In a file still being written, the last one is yielded once its
         terminating event is on disk. A closed file cut short raises after
-        the complete ones (as ``Binlog.groups``)."""
-        off = self.body_start if start is None else start
-        end = self.complete_end(off, closed_check=False)
+        the complete ones (as ``Binlog.groups``).
+
+        This is the event-by-event walk, the definition of a transaction;
+        ``transactions`` gives the same faster."""
         # From an explicit start inside a transaction, its rest is no transaction's
         # (skipped); from the file's start an event outside any is an error.
+        return self._event_groups(self.body_start if start is None else start, start is not None)
+
+    def transactions(self, start: int | None = None, *, jump: bool = True) -> Iterator[MysqlGroup]:
+        """The transactions ``groups(start)`` yields, the same ones (and the
+        same error at the end of a file cut short), found faster: from each
+        GTID event that states its ``transaction_length`` (8.0.2+), straight
+        to the next transaction, not reading the events between, when the
+        jump lands on an event the file really has there (``_jumps``).
+        Where a jump does not land (or a GTID event states no length: files
+        before 8.0.2) the event-by-event walk takes that transaction, up to
+        the next GTID event, and the jumps go on from there; the event walk
+        also takes the end of the file. ``jump=False``: the event-by-event
+        walk all the way (the tests hold the two equal on every fixture)."""
+        off = self.body_start if start is None else start
         mid = start is not None
+        if not jump:
+            return self._event_groups(off, mid)
+        return self._transactions(off, mid)
+
+    def _transactions(self, off: int, mid: bool) -> Iterator[MysqlGroup]:
+        """``transactions`` from ``off`` (``mid``: as ``_event_groups``)."""
+        while True:
+            off, mid = yield from self._jumps(off, mid)
+            nxt = self._next_gtid_event(off)
+            if nxt is None:
+                yield from self._event_groups(off, mid)
+                return
+            yield from self._event_groups(off, mid, stop=nxt)
+            off, mid = nxt, False
+
+    def _next_gtid_event(self, off: int) -> int | None:
+        """The offset of the first GTID, GTID_TAGGED or ANONYMOUS_GTID event
+        after the event at ``off``, by the events' lengths; None when a
+        ROTATE, STOP (or another event no transaction holds), a length
+        below a header or the end of what is on disk comes first: the event
+        walk from ``off`` then goes to the end (and says what is wrong)."""
+        size, mm, fill, unpack = self.size, self._mm, self._fill, TYPE_LENGTH.unpack_from
+        first = True
+        while off + HEADER_LEN <= size:
+            fill(off, off + HEADER_LEN)
+            etype, ln = unpack(mm, off)
+            if ln < HEADER_LEN or off + ln > size:
+                return None
+            if not first:
+                if etype in GTID_TYPES:
+                    return off
+                if etype in BOUNDARY:
+                    return None
+            first = False
+            off += ln
+        return None
+
+    def _jumps(self, off: int, mid: bool):
+        """Yield the transactions from ``off`` by their lengths; return
+        ``(offset, mid)`` where the event walk must go on (``mid``: as
+        ``_event_groups`` takes it).
+
+        A jump from the GTID event at ``off`` (whole, its CRC32 checked when
+        the file has checksums, decoding, with ``transaction_length`` at
+        least its own length) to ``off + length`` is taken only when a whole
+        event is there that starts a transaction or closes the file (GTID,
+        ANONYMOUS_GTID, GTID_TAGGED, ROTATE, STOP: ``LANDING``), whose
+        next-position field is its end (MySQL always writes it) and whose
+        CRC32 checks out: a wrong length lands there by chance about once
+        in 2**32. The transaction is then ``[off, off + length)``, what the
+        event walk finds (it ends a transaction at the next GTID or at
+        ROTATE/STOP at the latest). What no jump sees: an event inside a
+        transaction with a broken length (the event walk would say so).
+        The last transaction of the file (nothing after it yet, or a file
+        cut short) is left to the event walk, which knows those rules."""
+        size = self.size
+        crc = self.checksum_len
+        header = EVENT_HEADER.unpack_from
+        crc32, u32 = zlib.crc32, U32.unpack_from
+        landing = LANDING
+        new = tuple.__new__
+        w = self._window(off, size)
+        mm, base = w.view, off
+        checked = -1                 # the landing just checked: its CRC is not checked twice
+
+        def whole(at: int, n: int):
+            """The window holding [at, at + n), or None when it cannot."""
+            nonlocal mm, base
+            if at - base + n > len(mm):
+                if at + n > size or n > filebuf.WINDOW:
+                    return None
+                mm, base = w.move(at), at
+                if n > len(mm):
+                    return None
+            return mm
+
+        while off + HEADER_LEN <= size:
+            if whole(off, HEADER_LEN) is None:
+                break
+            ts, etype, _, ln, nxt, _ = header(mm, off - base)
+            if etype not in GTID_TYPES or ln < HEADER_LEN + crc or nxt != (off + ln) & _U32_MASK \
+                    or whole(off, ln) is None:
+                break
+            rel = off - base
+            if crc and checked != off and crc32(mm[rel:rel + ln - crc]) != u32(mm, rel + ln - crc)[0]:
+                break
+            body = mm[rel + HEADER_LEN:rel + ln - crc]
+            try:
+                g = decode_tagged_gtid(body) if etype == GTID_TAGGED else decode_untagged_gtid(body, etype)
+            except (ValueError, struct.error, UnicodeDecodeError):
+                break                # the event walk says what is wrong
+            length = g.length
+            if length is None or length < ln:
+                break
+            target = off + length
+            if target + HEADER_LEN > size or whole(target, HEADER_LEN) is None:
+                break
+            _, ttype, _, tln, tnxt, _ = header(mm, target - base)
+            if not landing[ttype] or tln < HEADER_LEN + crc or tnxt != (target + tln) & _U32_MASK \
+                    or whole(target, tln) is None:
+                break
+            rel = target - base
+            if crc and crc32(mm[rel:rel + tln - crc]) != u32(mm, rel + tln - crc)[0]:
+                break
+            checked = target
+            commit = g.commit_us
+            yield new(MysqlGroup, (g.gtid, off, target, commit // 1_000_000 if commit else ts, commit, length))
+            off, mid = target, False
+        return off, mid
+
+    def set_batches(self, span: int, max_offset: int, previous: int = 0) -> Iterator[tuple[int, GtidSet]]:
+        """The walk an index build needs (``mysqlindex.MysqlRecordPolicy``):
+        yields ``(end, gtids)`` at the end of the first transaction ending
+        ``span`` bytes or more past the previous yield (the first counted
+        from ``previous``), ``gtids`` the GTIDs of the transactions since
+        (a ``GtidSet``); none past ``max_offset`` (the walk stops there).
+
+        The same records as a loop over ``transactions()``: the compiled
+        ``mysql_walk`` (gtidx/_skip.c) follows the jumps ``_jumps`` takes
+        (the same checks) and hands back GTID runs, not transactions; where
+        it stops (a GTID_TAGGED event, a transaction bigger than the
+        window, anything it does not jump from) ``_jumps`` goes on until the
+        next event it can take, and the event walk where no jump lands."""
+        off = self.body_start
+        pending = GtidSet()
+        add = pending.add
+        due = previous + span
+        walk = _mysql_walk
+        if walk is not None:
+            size, crc = self.size, self.checksum_len
+            w = self._window(off, size)
+            mm, base = w.view, off
+            while True:
+                stop, runs, code = walk(mm, off - base, base, size, crc, due, LANDING)
+                off = base + stop
+                if runs:
+                    pending |= GtidSet.from_intervals((uuid_text(u), "", a, b) for u, a, b in runs)
+                if code == 0:
+                    if off > max_offset:
+                        return
+                    yield off, pending
+                    pending = GtidSet()
+                    due = off + span
+                    continue
+                if code == 1 and stop > 0:      # the window ends: read on from there
+                    mm, base = w.move(off), off
+                    continue
+                # what the compiled walk does not jump from: the Python loop
+                # (``_transactions``) takes over up to the next event it does,
+                # or to the end
+                resume = None
+                for g in self._transactions(off, False):
+                    if g.gtid is not None:
+                        pending.add(*g.gtid)
+                    off = g.end
+                    if off >= due:
+                        if off > max_offset:
+                            return
+                        yield off, pending
+                        pending = GtidSet()
+                        due = off + span
+                    if self._type_at(off) in (GTID_LOG, ANONYMOUS_GTID):
+                        resume = off
+                        break
+                if resume is None:
+                    return
+                mm, base = w.move(resume), resume     # back to the compiled walk
+        add = pending.add
+        for g in self.transactions():
+            if g.gtid is not None:
+                add(*g.gtid)
+            end = g.end
+            if end >= due:
+                if end > max_offset:
+                    return
+                yield end, pending
+                pending = GtidSet()
+                add = pending.add
+                due = end + span
+
+    def _type_at(self, off: int) -> int | None:
+        """The type of the event at ``off``; None when no header is there."""
+        if off + HEADER_LEN > self.size:
+            return None
+        self._fill(off, off + HEADER_LEN)
+        return self._mm[off + 4]
+
+    def _event_groups(self, off: int, mid: bool, stop: int | None = None) -> Iterator[MysqlGroup]:
+        """``groups`` from ``off``: ``mid`` says whether ``off`` may be
+        inside a transaction begun before (its rest is skipped). ``stop``:
+        only up to there, where a GTID event starts (``_next_gtid_event``):
+        a transaction still open there ends there, as the next GTID event
+        ends it in the walk of the whole file."""
+        end = self.complete_end(off, closed_check=False) if stop is None else stop
         cur = None           # (_Gtid, start offset, header timestamp) of the open transaction
         state = None         # None (outside), "gtid", "ddl", "dml"
         last = None          # offset of the last event walked
@@ -390,6 +609,10 @@ class MysqlBinlog(Binlog):
             if terminal:
                 yield close(off + ln)
                 cur = state = None
+        if stop is not None:
+            if cur is not None:
+                yield close(stop)
+            return
         if last is not None:
             # a closed file ends with ROTATE or STOP after a whole transaction
             # (the open one here has no terminator: a file still being written)

@@ -22,7 +22,6 @@ separator and is checked, not applied). Every loop over a node's keys is
 """
 from __future__ import annotations
 
-from itertools import chain
 from typing import Callable, Iterator
 
 from . import idxformat as fmt
@@ -90,7 +89,8 @@ def _child(cur: fmt.NodeCursor, page: int, path) -> int:
 
 
 def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int | None = None,
-          children: bool = False, ordered: bool = True) -> Iterator[tuple[int, list, int | None]]:
+          children: bool = False, ordered: bool = True,
+          codec: fmt.KeyCodec = fmt.MARIADB) -> Iterator[tuple[int, list, int | None]]:
     """Iterate the keys of the node at ``page``, from ``cur`` on, left to right.
 
     Yields ``(offset, gtids, child)``: the key's binlog offset, its GTIDs as
@@ -105,20 +105,25 @@ def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int |
     allows: above the previous key (the node's first key: above ``lo``, the
     separator left of the node) and below ``hi`` (the separator right of
     it); None is no bound. Raises CorruptIndexError, with ``page``, on the
-    first broken rule.
+    first broken rule. ``codec`` reads a key's value (``KeyCodec.read``;
+    bytes that do not decode are corrupt too).
 
     Runtime complexity: O(k) for a node of k keys, each GTID read once.
     """
     prev = lo
-    next_key, next_gtids = cur.key, cur.gtids
+    next_key = cur.key
+    read = codec.read
     while True:
         head = next_key()
         if head is None:
             return
         count, offset = head
-        gtids = next_gtids(count)
+        try:
+            gtids = read(cur, count)
+        except ValueError as e:
+            raise _corrupt(f"key at offset {offset} does not decode: {e}", path, page) from None
         if gtids is None:
-            raise _corrupt(f"key claims {count} GTIDs, more than its node holds", path, page)
+            raise _corrupt(f"key claims {count} units, more than its node holds", path, page)
         if ordered:
             if prev is not None and offset <= prev:
                 raise _corrupt(f"key offsets out of order ({offset} after {prev})", path, page)
@@ -129,7 +134,8 @@ def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int |
 
 
 def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
-              accept: Callable[[int, BinlogState | None], bool], needs_state: bool, states: bool = True):
+              accept: Callable[[int, BinlogState | None], bool], needs_state: bool, states: bool = True,
+              codec: fmt.KeyCodec = fmt.MARIADB):
     """Apply ``keys`` to ``state`` while ``accept(offset, state with the
     key)`` holds: the step shared by the root descent and the leaf search.
 
@@ -162,7 +168,7 @@ def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
         accepted.append(gtids)
         last, child = offset, right
     if states:
-        state.update(chain.from_iterable(accepted))
+        codec.apply_all(state, accepted)
     return state, last, child, stop
 
 
@@ -186,6 +192,8 @@ class _Lookups:
 
 
 class IndexReader(_Lookups):
+    codec = fmt.MARIADB         # what a key holds, and the magic (gtidx's MySQL index: mysqlindex)
+
     def __init__(self, source, *, path=None):
         """``source``: an open ``filebuf.Source`` (a local file or an object) (which this reader then
         reads from; the caller closes it) or a bytes-like buffer."""
@@ -204,8 +212,8 @@ class IndexReader(_Lookups):
             raise self._corrupt(f"{size} bytes: too short for an index", incomplete=True)
         head = self.buf if self._src is None else _read(self._src, 0, fmt.FILE_HEADER_SIZE, path, 1)
         magic, major, minor, page_size = fmt.FILE_HEADER.unpack_from(head, 0)
-        if magic != fmt.MAGIC:
-            raise self._corrupt("not a binlog GTID index (bad magic)")
+        if magic != self.codec.magic:
+            raise self._corrupt(f"not a {self.codec.name} (bad magic {bytes(magic).hex()})")
         if major > fmt.VERSION_MAJOR:
             raise self._corrupt(f"index format {major}.{minor} is newer than this gtidx reads (1.x)")
         if not fmt.valid_page_size(page_size):
@@ -347,11 +355,11 @@ class IndexReader(_Lookups):
         True
         """
         page, cur, state, lo, hi = self._descend(accept, needs_state, states)
-        keys = _keys(cur, page, self.path, None, hi)      # the first key is checked against lo
+        keys = _keys(cur, page, self.path, None, hi, codec=self.codec)  # the first key is checked against lo
         offset = self._leaf_start(page, keys, state, lo, apply=states)
         if not accept(offset, state if needs_state else None):
             return None
-        state, last, _, _ = _accepted(keys, state, accept, needs_state, states)
+        state, last, _, _ = _accepted(keys, state, accept, needs_state, states, self.codec)
         return Record(offset if last is None else last, state if states else None)
 
     def _descend(self, accept: Callable[[int, BinlogState | None], bool], needs_state: bool,
@@ -369,15 +377,16 @@ class IndexReader(_Lookups):
 
         Runtime complexity: O(log(n)) nodes, the keys of each scanned once.
         """
-        state = BinlogState()
+        codec = self.codec
+        state = codec.state()
         lo = hi = None
         path = self.path
         page = self.root_page
         leaf, cur = self._node(page)
         while not leaf:
             child = _child(cur, page, path)             # left of the node's first key
-            state, last, right, stop = _accepted(_keys(cur, page, path, lo, hi, True),
-                                                 state, accept, needs_state, states)
+            state, last, right, stop = _accepted(_keys(cur, page, path, lo, hi, True, codec=codec),
+                                                 state, accept, needs_state, states, codec)
             if last is not None:
                 lo, child = last, right
             if stop is not None:
@@ -404,7 +413,7 @@ class IndexReader(_Lookups):
         offset, gtids, _ = first
         if sep is None:
             if apply:
-                state.update(gtids)
+                self.codec.apply_all(state, [gtids])
         elif not apply:           # no state to hold the separator's GTIDs: its offset at least
             if check and offset != sep:
                 raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {sep})", page)
@@ -423,9 +432,7 @@ class IndexReader(_Lookups):
         applying the key must change nothing at all: each domain's last
         server included (O(k) state lookups more for a key of k GTIDs).
         """
-        get = state.get
-        if offset != sep or any(get(d, s) != q for d, s, q in gtids) or (
-                exact and state.copy().update(gtids) != state):
+        if offset != sep or not self.codec.holds(state, gtids, exact):
             raise self._corrupt(f"leaf's first key (at {offset}) is not its separator (at {sep})", page)
 
     def first_record(self) -> Record:
@@ -439,8 +446,8 @@ class IndexReader(_Lookups):
         while not leaf:
             page = _child(cur, page, self.path)
             leaf, cur = self._node(page)
-        state = BinlogState()
-        return Record(self._leaf_start(page, _keys(cur, page, self.path), state, None), state)
+        state = self.codec.state()
+        return Record(self._leaf_start(page, _keys(cur, page, self.path, codec=self.codec), state, None), state)
 
     def last_record(self) -> Record:
         """Return the last record of the index.
@@ -467,7 +474,7 @@ class IndexReader(_Lookups):
 
         Runtime complexity: O(n) for n records (each page read once).
         """
-        yield from self._walk(self.root_page, BinlogState(), None, None)
+        yield from self._walk(self.root_page, self.codec.state(), None, None)
 
     def check(self) -> dict:
         """Walk the whole tree checking every page CRC, key order, child
@@ -477,7 +484,7 @@ class IndexReader(_Lookups):
         self._check_all_pages()
         stats = {"records": 0, "levels": 0, "nodes": 0, "pages": self.npages}
         last = -1
-        for rec in self._walk(self.root_page, BinlogState(), None, stats):
+        for rec in self._walk(self.root_page, self.codec.state(), None, stats):
             if rec.offset <= last:
                 raise self._corrupt(f"record offsets out of order ({rec.offset} after {last})")
             last = rec.offset
@@ -496,7 +503,7 @@ class IndexReader(_Lookups):
         if check is not None:
             check["nodes"] += 1
             check["levels"] = max(check["levels"], depth)
-        keys = _keys(cur, page, self.path, children=not leaf, ordered=False)
+        keys = _keys(cur, page, self.path, children=not leaf, ordered=False, codec=self.codec)
         if leaf:
             offset = self._leaf_start(page, keys, state, sep, check is not None, exact=True)
             yield Record(offset, state.copy())
@@ -526,10 +533,12 @@ class PartialIndex:
     is the union of the GTIDs since the previous leaf's first key, which the
     running state already holds, plus its own record)."""
 
-    def __init__(self, source, *, path=None):
+    def __init__(self, source, *, path=None, codec: fmt.KeyCodec = fmt.MARIADB):
         """``source``: an open ``filebuf.Source`` (a local file or an object) (read page by page with
-        pread, up to the first page it no longer has) or a bytes-like buffer."""
+        pread, up to the first page it no longer has) or a bytes-like buffer. ``codec``: the
+        index's flavor (what a key holds, the magic)."""
         self.path = path
+        self.codec = codec
         self.page_size = 0
         self.pages = 0               # pages of complete nodes
         self.nodes = 0
@@ -559,8 +568,8 @@ class PartialIndex:
         if len(head) < fmt.FILE_HEADER_SIZE:
             return                   # it shrank since open: nothing usable
         magic, major, _, page_size = fmt.FILE_HEADER.unpack_from(head, 0)
-        if magic != fmt.MAGIC or major > fmt.VERSION_MAJOR or not fmt.valid_page_size(page_size):
-            raise CorruptIndexError("not a binlog GTID index (bad header)", path=path)
+        if magic != codec.magic or major > fmt.VERSION_MAJOR or not fmt.valid_page_size(page_size):
+            raise CorruptIndexError(f"not a {codec.name} (bad header)", path=path)
         self.page_size = page_size
         whole = size // page_size
         end = page_size - fmt.CHECKSUM_SIZE
@@ -591,10 +600,10 @@ class PartialIndex:
             if first_flags & fmt.IS_LEAF:
                 # records() checks their order, across leaves
                 self.keys.extend((offset, gtids) for offset, gtids, _ in
-                                 _keys(fmt.NodeCursor(pages), first, path, ordered=False))
+                                 _keys(fmt.NodeCursor(pages), first, path, ordered=False, codec=codec))
 
     def records(self) -> list[Record]:
-        state, out, last = BinlogState(), [], -1
+        state, out, last = self.codec.state(), [], -1
         for offset, gtids in self.keys:
             if offset <= last:
                 raise CorruptIndexError(f"record offsets out of order ({offset} after {last})", path=self.path)

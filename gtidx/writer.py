@@ -22,7 +22,6 @@ statement of that rule; the build and the tail both ask it).
 """
 from __future__ import annotations
 
-from itertools import chain
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from . import idxformat as fmt
@@ -36,30 +35,34 @@ Gtids = Sequence[tuple[int, int, int]]
 
 
 class _Node:
-    __slots__ = ("level", "pages", "page", "pos", "state", "records", "force_spill")
+    __slots__ = ("level", "pages", "page", "pos", "state", "records", "force_spill", "union")
 
-    def __init__(self, level: int):
+    def __init__(self, level: int, union: Callable = LatestGtids):
         self.level = level
+        self.union = union
         self.reset()
 
     def reset(self) -> None:
         self.pages: list[tuple[bytearray, int]] = []   # (page, flags position)
         self.page: bytearray | None = None
         self.pos = 0
-        self.state = LatestGtids()      # the union of the records added since it started
+        self.state = self.union()       # the union of the records added since it started
         self.records = 0
         self.force_spill = False
 
 
 class IndexWriter:
-    """The server's B+-tree writer. ``sink(page_bytes)`` receives each page."""
+    """The server's B+-tree writer. ``sink(page_bytes)`` receives each page.
+    ``codec``: what a key holds (``idxformat.KeyCodec``; MariaDB's GTIDs by
+    default), and the file's magic."""
 
-    def __init__(self, page_size: int, sink: Callable[[bytes], None]):
+    def __init__(self, page_size: int, sink: Callable[[bytes], None], codec: fmt.KeyCodec = fmt.MARIADB):
         if not fmt.valid_page_size(page_size):
             raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
         self.page_size = page_size
         self.sink = sink
-        self.nodes = [_Node(0)]
+        self.codec = codec
+        self.nodes = [_Node(0, codec.union)]
         self.pages_written = 0
         self.header_written = False
         self.records = 0
@@ -72,22 +75,25 @@ class IndexWriter:
         if not 0 <= offset <= fmt.MAX_OFFSET:
             raise BadInputError(f"offset {offset} does not fit an index record (u32)")
         level = 0
+        encode = self.codec.encode
+        key = encode(gtids)
         while True:
             n = self.nodes[level]
             n.state.update(gtids)
-            if self._check_room(n, len(gtids)):
-                self._write_key(n, offset, gtids)
+            if self._check_room(n, key[0]):
+                self._write_key(n, offset, key)
                 break
             # The node is full: write it, point its parent at it, and carry
             # its union up as the separator (and down as the new leaf's first key).
             page_no = self._flush(n, is_root=False)
             if level + 1 == len(self.nodes):
-                self.nodes.append(_Node(level + 1))
+                self.nodes.append(_Node(level + 1, self.codec.union))
             self._add_child(self.nodes[level + 1], page_no)
             union = n.state.items()
             n.reset()
+            key = encode(union)
             if level == 0:
-                self._write_key(n, offset, union)
+                self._write_key(n, offset, key)
             else:
                 self._reserve(n, fmt.CHILD_PTR_SIZE)
             gtids = union
@@ -118,7 +124,7 @@ class IndexWriter:
             return True
         if n.force_spill:
             return True
-        needed = fmt.KEY_HEADER_SIZE + fmt.GTID_SIZE * count
+        needed = fmt.KEY_HEADER_SIZE + self.codec.unit * count
         if n.level > 0:
             needed += fmt.CHILD_PTR_SIZE
         return needed <= avail
@@ -131,7 +137,7 @@ class IndexWriter:
         n.force_spill = False
         pos = 0
         if not self.header_written:          # the first page ever started is page 1
-            page[:fmt.FILE_HEADER_SIZE] = fmt.file_header(self.page_size)
+            page[:fmt.FILE_HEADER_SIZE] = fmt.file_header(self.page_size, self.codec.magic)
             pos = fmt.FILE_HEADER_SIZE
             self.header_written = True
         flags = (fmt.IS_LEAF if n.level == 0 else 0) | (fmt.IS_CONT if n.page is not None else 0)
@@ -140,22 +146,24 @@ class IndexWriter:
         n.page = page
         n.pos = pos + fmt.PAGE_HEADER_SIZE
 
-    def _write_key(self, n: _Node, offset: int, gtids: Gtids) -> None:
+    def _write_key(self, n: _Node, offset: int, key: tuple[int, bytes]) -> None:
+        count, blob = key
         self._reserve(n, fmt.KEY_HEADER_SIZE)
-        fmt.KEY_HEADER.pack_into(n.page, n.pos, len(gtids) + 1, offset)
+        fmt.KEY_HEADER.pack_into(n.page, n.pos, count + 1, offset)
         n.pos += fmt.KEY_HEADER_SIZE
-        if not gtids:
+        if not count:
             n.records += 1
             return
-        # All GTIDs of the key packed by one C call, then copied a page-full
-        # at a time: a 400-domain state is 6 KB per key, and one pack call
-        # per GTID made huge indexes ~20x slower to write.
-        blob = fmt.gtid_block(len(gtids)).pack(*chain.from_iterable(gtids))
+        # The key's units packed at once (``codec.encode``: one C call for
+        # MariaDB's GTIDs), then copied a page-full at a time: a 400-domain
+        # state is 6 KB per key, and one pack call per GTID made huge
+        # indexes ~20x slower to write. Units never straddle a page.
+        unit = self.codec.unit
         limit = self.page_size - fmt.CHECKSUM_SIZE
         done, total = 0, len(blob)
         while done < total:
-            self._reserve(n, fmt.GTID_SIZE)
-            take = min(total - done, (limit - n.pos) // fmt.GTID_SIZE * fmt.GTID_SIZE)
+            self._reserve(n, unit)
+            take = min(total - done, (limit - n.pos) // unit * unit)
             n.page[n.pos:n.pos + take] = blob[done:done + take]
             n.pos += take
             done += take
@@ -178,6 +186,14 @@ class IndexWriter:
             self.sink(bytes(fmt.seal(page)))
             self.pages_written += 1
         return first
+
+
+def record_due(end: int, previous: int, span_min: int, max_offset: int = fmt.MAX_OFFSET) -> bool:
+    """The server's rule for a record at the end of an event group (or
+    MySQL transaction) ending at ``end``: at least ``span_min`` bytes past
+    the previous record (``previous``: 0 while there is only record 0), and
+    not past ``max_offset`` (offsets are u32)."""
+    return end - previous >= span_min and end <= max_offset
 
 
 # Where domain, server_id and seq sit in the GTID_HEAD tuples
@@ -256,7 +272,7 @@ class RecordPolicy:
         else:
             self.pending.add_rows_watching(((domain, server, seq),), 0, 1, 2, self.seen)
         self.walked = end
-        if end - self.previous < self.span_min or end > self.max_offset:
+        if not record_due(end, self.previous, self.span_min, self.max_offset):
             return None
         self.previous = end
         if self.seen is not None:
@@ -316,10 +332,11 @@ class RecordPolicy:
         return records
 
 
-def write_records(records: Iterable[tuple[int, Gtids]], page_size: int) -> list[bytes]:
+def write_records(records: Iterable[tuple[int, Gtids]], page_size: int,
+                  codec: fmt.KeyCodec = fmt.MARIADB) -> list[bytes]:
     """Pack records into pages in memory (for sizing, tests, and small files)."""
     pages: list[bytes] = []
-    w = IndexWriter(page_size, pages.append)
+    w = IndexWriter(page_size, pages.append, codec)
     for offset, gtids in records:
         w.add(offset, gtids)
     w.close()

@@ -66,11 +66,5 @@ def test_pos_in_a_mysql_file(logs):
     one_line(*gtidx("pos", logs / "binlog.000015", 158), *MYSQL_FILE)
 
 
-def test_build_a_mysql_directory(logs):
-    one_line(*gtidx("build", logs), *MYSQL_FILE)
-    one_line(*gtidx("build", logs / "binlog.000016"), *MYSQL_FILE)
-    assert not list(logs.glob("*.idx"))
-
-
 def test_scan_a_mysql_file(logs):
     one_line(*gtidx("scan", logs / "binlog.000015"), *MYSQL_FILE)

@@ -404,3 +404,36 @@ def test_live_schema_from_names_the_columns(row_server, tmp_path):
         errors = [x for x in r.stderr.splitlines() if not x.startswith("gtidx: warning: ")]   # no index: a scan
         assert r.returncode == code and len(errors) == 1, (where, r.stderr)
         assert "Traceback" not in r.stderr and "wrong" not in r.stderr
+
+
+def test_show_at_an_offset_walks_from_the_index_record_before_it(tmp_path):
+    """``show FILE OFFSET`` on an indexed binlog walks from the index record
+    at or before OFFSET, not from the file's start: with an event header
+    destroyed in the middle of the file (its length; where the index's
+    fingerprint of the file's head and tail does not look), a group far past
+    it is still shown, equal to the undamaged file's; without the index the
+    walk from the start meets the damage (exit 3). The index only shortens
+    the walk: a missing one is not mentioned (one line on stderr)."""
+    from gtidx.indexfile import build_index
+    copy = tmp_path / MIXED.name
+    data = bytearray(MIXED.read_bytes())
+    copy.write_bytes(bytes(data))
+    build_index(copy, span_min=4096)
+    records = [r.offset for r in api.index_records(str(copy) + ".idx")[1]]
+    far = next(r for r in records if r > 600_000)
+    with Binlog(copy) as b:
+        group = next(b.groups(far))
+        hit = next(g for g in b.groups() if g.start > 200_000)
+        event = list(b.events_between(hit.start, hit.end))[1].offset
+    clean = gtidx("show", "--json", copy, group.start)
+    assert clean.returncode == 0 and clean.stderr == "", clean.stderr
+    data[event + 9] ^= 0x40                # the event's length
+    copy.write_bytes(bytes(data))
+    r = gtidx("show", "--json", copy, group.start)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert json.loads(r.stdout) == json.loads(clean.stdout)
+    Path(str(copy) + ".idx").unlink()
+    r = gtidx("show", copy, group.start)
+    assert r.returncode == 3 and len(r.stderr.splitlines()) == 1, r.stderr
+    at = int(r.stderr.split(", offset ")[1].split(":")[0])
+    assert event <= at < group.start, r.stderr      # the walk from the start met the damage

@@ -12,6 +12,10 @@
     tools/bench batch  [--repeat 30]             seek --from / pos --from end to end (lookups/s)
     tools/bench startup [--runs 30] [--venv DIR] `gtidx seek` start-up vs `python -c 'import click'`
                                               in a regular (non-editable) install, interleaved
+    tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
+                                              pushed-down filters (table, time, GTIDs)
+    tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
+                                              auto-position and mysqlbinlog --include-gtids
 
 scan: the event-group walk (what `gtidx scan` and index builds do) against
 the bare header walk, on a 256 MiB binlog written by a real MariaDB 10.11
@@ -40,6 +44,7 @@ import resource
 import statistics
 import struct
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -362,17 +367,23 @@ def sample_gtids(files: list[str], n: int, seed: int) -> tuple[list[str], int]:
     return wanted, len(population)
 
 
+def big_workload() -> tuple[list[str], str, int]:
+    """The >= 4 GiB workload (17 closed 256 MiB binlogs from a real 10.11, made
+    once by tools/make_workload): its files, their directory, their bytes."""
+    out = subprocess.run([str(HERE / "make_workload"), "--files", "17"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    files = out[0::2]
+    total = sum(os.path.getsize(f) for f in files)
+    if total < 4 * 2**30:
+        raise SystemExit(f"workload is {total / 2**30:.2f} GiB, the benchmark needs >= 4 GiB")
+    return files, os.path.dirname(files[0]), total
+
+
 def bench_spark(args) -> dict:
     """1 M lookups over >= 4 GiB of binlogs from a real 10.11 (tools/make_workload,
     17 closed files of 256 MiB): Spark's locate (local[*]) against one process
     calling BinlogSeries.locate in a loop."""
-    out = subprocess.run([str(HERE / "make_workload"), "--files", "17"], check=True,
-                         capture_output=True, text=True).stdout.split()
-    files = out[0::2]
-    directory = os.path.dirname(files[0])
-    total = sum(os.path.getsize(f) for f in files)
-    if total < 4 * 2**30:
-        raise SystemExit(f"workload is {total / 2**30:.2f} GiB, the benchmark needs >= 4 GiB")
+    files, directory, total = big_workload()
     t0 = time.perf_counter()
     list(api.build(directory))          # missing indexes only; current ones are skipped
     build_s = time.perf_counter() - t0
@@ -430,6 +441,175 @@ def bench_spark(args) -> dict:
     print(f"  library loop (one process, BinlogSeries.locate per GTID): {loop_s:.1f} s"
           f"{'' if loop_n == len(wanted) else f' (extrapolated from {loop_n})'}"
           f" -> Spark is {loop_s / spark_s:.1f}x faster")
+    return report
+
+
+def bench_changes(args) -> dict:
+    """Row changes on Spark (``format("gtidx.changes")``, local[*]) over the
+    >= 4 GiB workload (17 closed 256 MiB binlogs from a real 10.11): every
+    changed row; one rarely written table (``w.m``, its filter pushed down);
+    a one-minute timestamp window, without and with a catalog (which lets
+    whole files go unread); and 1,000 GTIDs (located through the indexes).
+    Beside it, one process decoding one file (rows per second of one core)."""
+    files, directory, total = big_workload()
+    list(api.build(directory))          # missing indexes only
+    from gtidx.changes import ChangesReader
+    small = min(files, key=os.path.getsize)
+    reader = ChangesReader(small)
+    t0 = time.perf_counter()
+    with Binlog(small) as b:
+        one_rows = sum(1 for _ in reader.rows(b, None))
+    one_s = time.perf_counter() - t0
+    # a one-minute window in the middle of the workload's time, and 1,000 GTIDs drawn from it
+    with Binlog(files[len(files) // 2]) as b:
+        stamps = [x[0] for _, _, x in b.group_spans()]
+    mid = stamps[len(stamps) // 2]
+    wanted, _ = sample_gtids(files[:3], 1000, args.seed)
+    from gtidx import spark as gs
+    spark = gs.session(args.master, app="gtidx-bench-changes")
+    cores = spark.sparkContext.defaultParallelism
+    runs = {}
+    try:
+        src = spark.read.format("gtidx.changes")
+        with tempfile.TemporaryDirectory(prefix="gtidx-bench-cat-") as cat:
+            t0 = time.perf_counter()
+            api.build_catalog(directory, index_root=cat)
+            catalog_s = time.perf_counter() - t0
+            window = f"timestamp BETWEEN {mid} AND {mid + 59}"
+            gtid_in = "gtid IN (" + ", ".join(f"'{g}'" for g in wanted) + ")"
+            queries = [("every row", src.load(directory)),
+                       ("table = 'w.m' (pushed down)", src.load(directory).where("table = 'w.m'")),
+                       ("one-minute timestamp window, no catalog", src.load(directory).where(window)),
+                       ("one-minute timestamp window, with a catalog",
+                        src.option("index_root", cat).load(directory).where(window)),
+                       ("gtid IN 1,000 GTIDs (located through the indexes)",
+                        src.load(directory).where(gtid_in))]
+            for name, df in queries:
+                load0 = os.getloadavg()[0]
+                t0 = time.perf_counter()
+                n = df.count()
+                s = time.perf_counter() - t0
+                runs[name] = {"rows": n, "s": s, "rows_s": n / s, "load_average": max(load0, os.getloadavg()[0])}
+                print(f"  {name}: {n:,} rows in {s:.1f} s = {n / s:,.0f} rows/s")
+    finally:
+        spark.stop()
+    return {"machine": machine(), "files": len(files), "bytes": total, "cores": cores, "runs": runs,
+            "catalog_s": catalog_s, "one_process": {"file_bytes": os.path.getsize(small), "rows": one_rows,
+                                                    "s": one_s, "rows_s": one_rows / one_s}}
+
+
+def _first_sent(srv, executed: str, timeout: float = 600) -> tuple[str, float]:
+    """A real replica connection to the MySQL server with auto-position
+    (COM_BINLOG_DUMP_GTID, the server's own ``mysqlbinlog`` client: it
+    speaks tagged sets, which mysql-replication 1.0.17 cannot): the GTID of
+    the first transaction the server sends a replica whose executed set is
+    ``executed``, and the seconds from connecting to receiving it."""
+    sock = "/" + os.path.relpath(srv.socket, srv.root)
+    cmd = ["chroot", str(srv.root), "mysqlbinlog", "--read-from-remote-source=BINLOG-DUMP-GTIDS",
+           f"--exclude-gtids={executed}", f"--socket={sock}", "--user=root", "--connection-server-id=4242",
+           "--to-last-log", ""]          # no file named: the server picks it from the files' Previous_gtids
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if "GTID_NEXT=" in line and "AUTOMATIC" not in line:
+                return line.split("'")[1], time.perf_counter() - t0
+            if time.perf_counter() - t0 > timeout:
+                break
+        raise SystemExit(f"the server sent no transaction for {executed[:80]}...: {proc.stderr.read()[:300]}")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def bench_mysql(args) -> dict:
+    """MySQL 9.7 binlogs (tools/make_mysql_workload: one closed ~256 MiB
+    binlog, ~600,000 transactions): gtidx's index build (MB/s, index size
+    ratio), ``seek --gtid`` through the index (warm, cold) and ``pos``
+    against what users have without gtidx: the server finding an
+    auto-position start (a real replica connection: time to the first
+    transaction it sends) and ``mysqlbinlog --include-gtids`` on the file.
+    Every answer is checked: gtidx's against the walk, the server's first
+    transaction against the target."""
+    import random as _random
+    from gtidx.mysqlbinlog import MysqlBinlog
+    from tools.make_mysql_workload import DEFAULT_DIR, make
+    from tools.mysql97 import MySQL97
+    meta = make(DEFAULT_DIR, args.size_mb)
+    path = str(DEFAULT_DIR / meta["file"])
+    size = os.path.getsize(path)
+    srv = MySQL97().ensure()
+    if (srv.datadir / meta["file"]).stat().st_size != size:
+        raise SystemExit(f"the server's {meta['file']} is not the workload's copy (remake it: "
+                         f"rm -r {DEFAULT_DIR})")
+    t0 = time.perf_counter()
+    with MysqlBinlog(path) as b:
+        prev = b.previous_gtids.copy()
+        groups = [g for g in b.groups() if g.gtid is not None]
+    walk_s = time.perf_counter() - t0
+    rnd = _random.Random(args.seed)
+    picks = sorted(rnd.sample(range(len(groups)), args.targets))
+    executed, sets, i = prev.copy(), {}, 0
+    for k in picks:                         # the executed set just before each target
+        while i < k:
+            executed.add(*groups[i].gtid)
+            i += 1
+        sets[k] = executed.one_line()
+    t0 = time.perf_counter()
+    built = list(api.build(path, force=True))
+    build_s = time.perf_counter() - t0
+    idx = path + ".idx"
+    report = {"machine": machine(), "server": meta["server"], "file_bytes": size, "transactions": len(groups),
+              "targets": len(picks), "walk_MB_s": size / 1e6 / walk_s, "build_MB_s": size / 1e6 / build_s,
+              "index_bytes": os.path.getsize(idx), "index_ratio": os.path.getsize(idx) / size,
+              "build": [str(x) for x in built][:1]}
+    wrong = 0
+    warm = []
+    with api.open_binlogs(path) as logs:
+        for k in picks:
+            t0 = time.perf_counter_ns()
+            loc = logs.locate(str(groups[k].gtid))
+            warm.append((time.perf_counter_ns() - t0) / 1e6)
+            wrong += (loc.start, loc.end) != (groups[k].start, groups[k].end)
+    cold = []
+    for k in picks:
+        t0 = time.perf_counter_ns()
+        with api.open_binlogs(path) as logs:
+            loc = logs.locate(str(groups[k].gtid))
+        cold.append((time.perf_counter_ns() - t0) / 1e6)
+        wrong += (loc.start, loc.end) != (groups[k].start, groups[k].end)
+    pos = []
+    for k in picks:
+        t0 = time.perf_counter_ns()
+        st = api.state_at(path, groups[k].start)
+        pos.append((time.perf_counter_ns() - t0) / 1e6)
+        wrong += str(st.position) != sets[k]
+    server, server_wrong = [], 0
+    slow = picks[::max(1, len(picks) // args.slow_targets)][:args.slow_targets]
+    for k in slow:
+        gtid, s_ = _first_sent(srv, sets[k])
+        server.append(s_ * 1000)
+        server_wrong += gtid != str(groups[k].gtid)
+    tool = []
+    for k in slow:
+        t0 = time.perf_counter()
+        with open(os.devnull, "wb") as null:
+            subprocess.run(["chroot", str(srv.root), "mysqlbinlog", f"--include-gtids={groups[k].gtid}",
+                            "/" + os.path.relpath(srv.datadir / meta["file"], srv.root)], stdout=null, check=True)
+        tool.append((time.perf_counter() - t0) * 1000)
+
+    def med(v):
+        return {"n": len(v), "median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v),
+                "p99_ms": percentile(v, 99)}
+    report["lookups"] = {"seek --gtid: gtidx index, warm": med(warm), "seek --gtid: gtidx, cold (open + lookup)":
+                         med(cold), "pos: gtidx, cold (open + lookup)": med(pos),
+                         "replica start: MySQL server (auto-position, connect to first transaction)": med(server),
+                         "mysqlbinlog --include-gtids=G FILE": med(tool)}
+    report["wrong"] = wrong + server_wrong
+    for name, v in report["lookups"].items():
+        print(f"  {name}: median {v['median_ms']:.3f} ms ({v['min_ms']:.3f}-{v['max_ms']:.3f}), n={v['n']}")
+    print(f"  walk {report['walk_MB_s']:.0f} MB/s, build {report['build_MB_s']:.0f} MB/s, index "
+          f"{report['index_ratio']:.2%} of the binlog; wrong answers: {report['wrong']}")
     return report
 
 
@@ -627,6 +807,16 @@ def main(argv=None) -> int:
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("changes", help="format('gtidx.changes') rows/s over the 4 GiB workload")
+    s.add_argument("--master", default="local[*]")
+    s.add_argument("--seed", type=int, default=5)
+    s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("mysql", help="MySQL 9.7 binlogs: gtidx vs the server's auto-position and mysqlbinlog")
+    s.add_argument("--size-mb", type=int, default=256)
+    s.add_argument("--targets", type=int, default=100)
+    s.add_argument("--slow-targets", type=int, default=10, help="targets for the server and mysqlbinlog")
+    s.add_argument("--seed", type=int, default=3)
+    s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("batch", help="seek --from / pos --from end to end on the multifile fixture")
     s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
     s.add_argument("--runs", type=int, default=5)
@@ -648,7 +838,8 @@ def main(argv=None) -> int:
         bench_report.run(sys.modules[__name__], a)
         return 0
     report = {"scan": bench_scan, "build": bench_build, "lookup": bench_lookup, "tail": bench_tail,
-              "spark": bench_spark, "batch": bench_batch, "startup": bench_startup}[a.cmd](a)
+              "spark": bench_spark, "batch": bench_batch, "startup": bench_startup,
+              "changes": bench_changes, "mysql": bench_mysql}[a.cmd](a)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     return 0

@@ -20,6 +20,8 @@ rounds are repeated: the report gives min / median / max over the rounds.
     sizes      index size / binlog size per fixture, gtidx vs the server's own .idx
     tail       `gtidx tail` lag and CPU beside a 10.11 written at full speed and 5 MB/s
     spark      Spark locate vs a library loop (tools/bench spark, fewer lookups)
+    changes    format("gtidx.changes") over the >= 4 GiB workload: every row, and with
+               table / time / GTID filters pushed down (tools/bench changes)
     s3         the first file uploaded to a moto_server (tools/s3server.py) once: `build`
                from S3 (MB/s, GETs, PUTs) vs the local build and a download; one-shot
                seek/pos on S3 through the index (requests counted on the server, bytes
@@ -28,7 +30,7 @@ rounds are repeated: the report gives min / median / max over the rounds.
                standalone cluster (tools/spark_cluster.py: 1 master, 1 worker, 2 cores)
                vs local[2], alternating; every row compared between the two
 
-`--only s3,cluster` (any of tail, spark, s3, cluster, startup) measures those sections
+`--only s3,cluster` (any of tail, spark, changes, s3, cluster, startup) measures those sections
 alone and merges them into the existing report.json (the other figures are
 kept, not measured again), with the workload files there are (one is made
 if there is none; s3 uses the first, cluster all of them).
@@ -98,7 +100,37 @@ def machine_facts(bench) -> dict:
         pass
     ver = subprocess.run(["mariadb-binlog", "--version"], capture_output=True, text=True).stdout.strip()
     return {"python_cpu": bench.machine(), "cores": os.cpu_count(), "memory": mem,
-            "mariadb_binlog": ver, "date": machine_date()}
+            "mariadb_binlog": ver, "date": machine_date(), "versions": versions()}
+
+
+def versions() -> dict:
+    """What the figures were measured with: gtidx (and its commit), whether
+    its compiled walk was there, and the libraries it ran on."""
+    from importlib import metadata
+    out = {}
+    for dist in ("gtidx", "pyspark", "pyarrow", "mysql-replication", "fsspec", "click"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip()
+    out["commit"] = commit or None
+    try:
+        import gtidx._skip  # noqa: F401
+        out["compiled_walk"] = True
+    except ImportError:
+        out["compiled_walk"] = False
+    return out
+
+
+def versions_line(m: dict) -> str:
+    v = m.get("versions")
+    if not v:
+        return ""
+    libs = ", ".join(f"{k} {v[k]}" for k in ("pyspark", "pyarrow", "mysql-replication", "fsspec", "click") if v.get(k))
+    return (f" gtidx {v.get('gtidx')} ({v.get('commit')}, compiled walk "
+            f"{'on' if v.get('compiled_walk') else 'off'}); {libs}; {m.get('mariadb_binlog', '')}.")
 
 
 # -- build --------------------------------------------------------------------------------------------
@@ -769,7 +801,7 @@ def index_sizes(workload: list[str], m118) -> list[dict]:
 
 # -- the report ---------------------------------------------------------------------------------------
 
-SECTIONS = ("tail", "spark", "s3", "cluster", "startup")     # measured on their own too: --only
+SECTIONS = ("tail", "spark", "changes", "s3", "cluster", "startup")     # measured on their own too: --only
 
 
 def parse_only(text: str | None) -> list[str] | None:
@@ -800,6 +832,8 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
                                                           master="local[*]", seed=args.seed))
         elif name == "startup":
             report["startup"] = bench.bench_startup(Namespace(runs=args.startup_runs, venv=None))
+        elif name == "changes":
+            report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed))
         else:
             section = s3_section if name == "s3" else lambda *a: cluster_section(bench, *a)
             with tempfile.TemporaryDirectory(prefix=f"gtidx-bench-{name}-") as tmp:
@@ -928,9 +962,9 @@ def _s(sp: dict) -> str:
 def markdown(r: dict) -> str:
     m = r["machine"]
     if "rounds_raw" not in r:        # sections measured alone (--only) and nothing else yet
-        lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}."]
+        lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}.{versions_line(m)}"]
         return "\n".join(lines + _markdown_sections(r)) + "\n"
-    lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}. "
+    lines = [f"Machine: {m['python_cpu']}, {m['cores']} cores, {m['memory']}; {m['date']}.{versions_line(m)} "
              f"Servers: MariaDB {r['server']}" + (f" and {r['server_118']}" if "server_118" in r else "")
              + f". Workload: {len(r['workload']['files'])} binlogs, {r['workload']['bytes'] / 2**20:.0f} MiB "
              f"written by {r['workload']['server']}. {r['rounds']} rounds; figures are median (min-max) "
@@ -987,6 +1021,8 @@ def _markdown_sections(r: dict) -> list[str]:
             lines += ["", f"The per-file tasks used {s['per_file_cpu_s_total']:.1f} s of CPU of their "
                       f"{s['per_file_task_s_total']:.1f} s (the rest waiting for a core: load average "
                       f"{s['load_average']:.1f} on {s['cores']} cores during the run)."]
+    if "changes" in r:
+        lines += markdown_changes(r["changes"])
     return lines + (markdown_s3(r["s3"]) if "s3" in r else []) + \
         (markdown_cluster(r["cluster"]) if "cluster" in r else []) + \
         (markdown_startup(r["startup"]) if "startup" in r else [])
@@ -1016,6 +1052,18 @@ def markdown_startup(s: dict) -> list[str]:
         lines += ["", f"Where it goes: the modules a lookup imports beyond click's, self time (`python -X "
                   f"importtime`, min over runs), {sum(prof.values()):.1f} ms in all: "
                   + ", ".join(f"{m} {v:.2f}" for m, v in list(prof.items())[:12]) + "."]
+    return lines
+
+
+def markdown_changes(c: dict) -> list[str]:
+    one = c["one_process"]
+    lines = ["", f"**Row changes on Spark** (`format(\"gtidx.changes\")`, one run; local, {c['cores']} cores; "
+             f"{c['files']} binlogs, {c['bytes'] / 2**30:.2f} GiB): one process decoding a "
+             f"{one['file_bytes'] / 2**20:.0f} MiB binlog alone gives {one['rows_s']:,.0f} rows/s (one core; "
+             "the row decoding is mysql-replication's).", "",
+             "| query | rows | s | rows/s | load average |", "|---|---:|---:|---:|---:|"]
+    for name, v in c["runs"].items():
+        lines.append(f"| {name} | {v['rows']:,} | {v['s']:.1f} | {v['rows_s']:,.0f} | {v['load_average']:.1f} |")
     return lines
 
 
@@ -1081,6 +1129,7 @@ def add_arguments(s) -> None:
     s.add_argument("--no-118", action="store_true", help="leave MariaDB 11.8 out")
     s.add_argument("--no-tail", action="store_true")
     s.add_argument("--no-spark", action="store_true")
+    s.add_argument("--no-changes", action="store_true")
     s.add_argument("--s3-targets", type=int, default=50, help="random targets of the seeks on S3")
     s.add_argument("--s3-downloads", type=int, default=3, help="of them, answered by downloading and scanning")
     s.add_argument("--s3-builds", type=int, default=3, help="builds from S3 (each also builds locally, downloads)")
