@@ -9,14 +9,17 @@
     ...     print(result)
 """
 from .errors import GtidxError
-from .gtid import BinlogState, Gtid, Position
 
 __version__ = "0.1.0"
 
 # Public names of the library, each imported from its module on first use so
-# that `import gtidx` stays cheap (the CLI and the value types need none of it):
-# name -> module, or (module, its name there) where the two differ.
+# that `import gtidx` stays cheap (the CLI needs none of it, `gtidx --help` not
+# even the value types): name -> module, or (module, its name there) where the
+# two differ.
 _LAZY = {
+    "Gtid": "gtid",
+    "BinlogState": "gtid",
+    "Position": "gtid",
     "open": ("api", "open_binlogs"),      # gtidx.open: api does not shadow the builtin
     "BinlogSeries": "api",
     "build": "api",

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
-import logging
 import operator
 import os
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from . import catalog
 from . import idxformat as fmt
 from . import storage
 from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group
@@ -32,16 +30,19 @@ from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxEr
                      NotFoundError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, BuildResult, IndexRoot, IndexState, IndexStatus, build_index, index_path,
-                        flavor_of, open_index, read_index, stored_seen, verify_index)
-from .mysqlbinlog import open_binlog
-from .mysqlgtid import GtidSet
-from .probe import walk_to
+from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
+                        open_index, read_index, stored_seen, verify_index)
+from .liblog import log
+from .records import record
 
-if TYPE_CHECKING:                      # show imports mysql-replication: only when a group is decoded
+if TYPE_CHECKING:
+    # Imported where used, not here (issue 16: a lookup imports only what it needs):
+    # catalog (an archive's catalog), mysqlgtid (MySQL GTID text), mysqlbinlog (MySQL
+    # binlogs), probe, and show, which imports mysql-replication (only when a group is
+    # decoded).
+    from . import catalog
     from . import show as show_module
-
-log = logging.getLogger("gtidx")
+    from .indexfile import BuildResult     # made on first use (indexfile._build_result)
 
 # Many GTIDs in one binlog (``locate_many``, Spark's per-file tasks): one
 # pass over its groups beats index lookups from this many GTIDs per byte on:
@@ -52,8 +53,10 @@ PASS_PER_BYTE = 1 / 131072
 # than from the index record before the offset.
 _WALK_ON = 16384
 
-_BINLOG_NAME = re.compile(r".+\.[0-9]{6,}$")
-_OFFSET = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
+# Patterns compiled on first use (re's cache), not at import: a lookup in one
+# file needs none of them (issue 16).
+_BINLOG_NAME = r".+\.[0-9]{6,}$"
+_OFFSET = r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))"
 
 
 # -- arguments: every public entry point checks what it is given ---------------------------
@@ -90,7 +93,7 @@ def parse_offset(value) -> int:
     digits, decimal or ``0x`` hex (not ``1_000``, not other scripts' digits,
     as Python's ``int()`` would take)."""
     if isinstance(value, str):
-        m = _OFFSET.fullmatch(value)
+        m = re.fullmatch(_OFFSET, value)
         if m is None:
             raise BadInputError(f"{quoted(value)} is not an offset",
                                 hint="ASCII decimal digits, or hex like 0x11d")
@@ -106,7 +109,7 @@ def parse_offset(value) -> int:
     return value
 
 
-_UNIX = re.compile(r"@(-?[0-9]+(?:\.[0-9]+)?)")
+_UNIX = r"@(-?[0-9]+(?:\.[0-9]+)?)"            # compiled on first use
 
 
 def parse_time(value) -> int | float:
@@ -127,7 +130,7 @@ def parse_time(value) -> int | float:
         raise BadInputError(f"a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, "
                             f"not {type(value).__name__}")
     text = value.strip()
-    m = _UNIX.fullmatch(text)
+    m = re.fullmatch(_UNIX, text)
     if m:
         return parse_time(float(m.group(1)) if "." in m.group(1) else int(m.group(1)))
     try:
@@ -148,6 +151,7 @@ def format_time(t: int | float) -> str:
 def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
     """The error for GTID text that does not parse: when it is MySQL's
     (``uuid:N``, a MySQL GTID set), one saying so, else ``err``."""
+    from .mysqlgtid import GtidSet
     try:
         GtidSet.parse(value)
     except GtidSyntaxError:
@@ -187,7 +191,8 @@ def _position(value) -> Position:
 
 # -- results ------------------------------------------------------------------------------
 
-class BinlogInfo(NamedTuple):
+@record
+class BinlogInfo:
     file: str
     size: int
     server_version: str
@@ -197,7 +202,8 @@ class BinlogInfo(NamedTuple):
     body_start: int          # offset after the GTID_LIST event
 
 
-class StateAt(NamedTuple):
+@record
+class StateAt:
     """The answer to "what GTID state holds at FILE offset N"."""
     file: str
     offset: int
@@ -210,7 +216,8 @@ class StateAt(NamedTuple):
         return self.state.position()
 
 
-class Probe(NamedTuple):
+@record
+class Probe:
     """The event boundaries around any byte of a binlog (``gtidx probe``):
     ``before`` is the start of the event holding ``offset`` and ``after``
     the next boundary (both ``offset`` when it is a boundary; ``after`` is
@@ -234,14 +241,16 @@ class Probe(NamedTuple):
         return None if self.state is None else self.state.position()
 
 
-class Occurrence(NamedTuple):
+@record
+class Occurrence:
     """One place a GTID's event group was logged (file, GTID event offset, end)."""
     file: str
     start: int
     end: int
 
 
-class Location(NamedTuple):
+@record
+class Location:
     """Where a GTID's event group is: its GTID event at ``start``, its last
     event ending at ``end``; a reader resuming after it continues at ``resume``.
 
@@ -270,7 +279,8 @@ class SeveralHistories(BadInputError):
         self.groups = groups
 
 
-class TimePoint(NamedTuple):
+@record
+class TimePoint:
     """The answer to "where does a restore to time ``time`` stop": the first
     event group, in file order, whose GTID event timestamp is at least
     ``time`` starts at ``offset`` of ``file`` (``gtid``, logged at
@@ -287,7 +297,8 @@ class TimePoint(NamedTuple):
     via: str
 
 
-class ReplicaStart(NamedTuple):
+@record
+class ReplicaStart:
     """Where the server starts sending to a replica at ``position``: it reads
     ``file`` from ``offset`` (state there: ``state``), skipping per domain
     every group up to and including the position's GTID (``skip``); the first
@@ -438,7 +449,8 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
 UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
 
 
-class LocatePlan(NamedTuple):
+@record
+class LocatePlan:
     """The files (indexes into the binlog list, in file order) that can hold a
     GTID, and whether its (domain, server) looked monotonic (then at most one
     file can hold it, and it holds it at most once)."""
@@ -594,7 +606,7 @@ def _list_binlogs(path: str, store, listings: dict) -> list[str]:
             raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
                                 path=path, hint="name one of them")
         # by the number after the last dot: master-bin.1000000 follows .999999
-        names = sorted((f for f in names if _BINLOG_NAME.fullmatch(f)),
+        names = sorted((f for f in names if re.fullmatch(_BINLOG_NAME, f)),
                        key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
         if not names:
             raise NotFoundError("no binlog files here", path=path)
@@ -688,6 +700,7 @@ class BinlogSeries:
         The files must be one history (``catalog.assign_histories``): with
         several, ``history`` picks one (its files only are answered from);
         without it, BadInputError (exit 2) naming them: never mixed."""
+        from . import catalog
         entries = cat.entries() if cat is not None else {}
         listed = [(p, entries.get(os.path.basename(p))) for p in self.files]
         known = [e for _, e in listed if e is not None]
@@ -845,6 +858,7 @@ class BinlogSeries:
             if all(store.split(f)[0] == directory for f in files):
                 root = kw.get("index_root")
                 root = None if root is None else IndexRoot(_path(root, "index_root"), storage_options)
+                from . import catalog
                 found = catalog.Catalog.load(store, directory, root)
         series = cls(files, store=store, storage_options=storage_options, **kw)
         if found is not None or history is not None:
@@ -1001,6 +1015,7 @@ class BinlogSeries:
             start, state, via = f.record(lambda r: r.at_offset(offset))
         if offset < 4:                 # the magic: before the first event, answered as offset 4
             return Probe(b.path, offset, 0, 0 if offset == 0 else 4, state if known else None, None, via)
+        from .probe import walk_to
         r = walk_to(b, start, state if known else None, offset)
         return Probe(b.path, offset, r.before, r.after, r.state, r.damaged, via)
 
@@ -1683,7 +1698,8 @@ def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
         return logs.probe(logs.files[0], offset)
 
 
-class BuildProgress(NamedTuple):
+@record
+class BuildProgress:
     """Where a ``build`` run stands, as its ``progress`` callback sees it."""
     file: str | None     # the binlog being indexed or just finished (None: before the first file)
     files_done: int      # files finished (built, skipped or failed)
@@ -1778,6 +1794,7 @@ def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = Non
     are kept, the others made with one walk of their file. Returns the
     catalog and the counts {"kept", "walked", "failed"}."""
     store, files, directory, root = _catalog_of(path, storage_options, index_root)
+    from . import catalog
     cat = catalog.Catalog.load(store, directory, root, damaged_ok=True) or catalog.Catalog(store, directory, root)
     counts = cat.refresh(files)
     cat.save()
@@ -1788,6 +1805,7 @@ def load_catalog(path: str | os.PathLike, *, storage_options: dict | None = None
                  index_root=None) -> "catalog.Catalog":
     """The catalog of the binlogs of ``path`` as stored (NotFoundError when there is none)."""
     store, files, directory, root = _catalog_of(path, storage_options, index_root)
+    from . import catalog
     cat = catalog.Catalog.load(store, directory, root)
     if cat is None:
         raise NotFoundError("no catalog here", path=directory, hint="gtidx catalog build makes one")
@@ -1799,6 +1817,7 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
     is one, made current (entries of changed files walked again, index
     states updated). A catalog is made only by ``catalog build``: ``build``
     alone writes nothing else (an archive may want indexes only)."""
+    from . import catalog
     try:
         store = listed[0][2]
         directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
@@ -1829,7 +1848,8 @@ def _size(store, path: str) -> int:
         return 0
 
 
-class IndexInfo(NamedTuple):
+@record
+class IndexInfo:
     index: str
     binlog: str
     status: str              # ok / incomplete / corrupt / stale / missing
@@ -1873,6 +1893,7 @@ def index_info(index: str | os.PathLike) -> IndexInfo:
     r, f = _read_index(index)
     with f:
         stats = r.check()            # every page and the whole tree
+    from .mysqlbinlog import open_binlog
     with open_binlog(binlog) as b:
         status = open_index(b, index)
         status.close()
@@ -1897,7 +1918,8 @@ def verify(index: str | os.PathLike) -> dict:
     return verify_index(_binlog_of(index), index)
 
 
-class FileStatus(NamedTuple):
+@record
+class FileStatus:
     """Where one binlog's index stands (``gtidx status``)."""
     file: str
     size: int
@@ -1937,6 +1959,7 @@ def _file_status(path: str, now: float) -> FileStatus:
     st = os.stat(path)
     idx = index_path(path)
     fp = IndexMeta.read(idx)
+    from .mysqlbinlog import open_binlog
     with open_binlog(path) as b:
         if not os.path.lexists(idx):
             state, reached, detail = "missing", 0, ""

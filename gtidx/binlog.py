@@ -44,12 +44,13 @@ import os
 import re
 import struct
 import zlib
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from . import filebuf, storage
 from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxIOError,
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
 from .gtid import BinlogState, Gtid
+from .records import record
 
 MAGIC = b"\xfebin"
 HEADER_LEN = 19
@@ -184,7 +185,8 @@ def event_crc(event, etype: int) -> int:
     return zlib.crc32(event)
 
 
-class FormatDescription(NamedTuple):
+@record
+class FormatDescription:
     binlog_version: int
     server_version: str
     created: int
@@ -194,7 +196,8 @@ class FormatDescription(NamedTuple):
     length: int            # of the FDE event itself
 
 
-class Event(NamedTuple):
+@record
+class Event:
     offset: int
     type: int
     server_id: int
@@ -212,7 +215,8 @@ class Event(NamedTuple):
         return EVENT_NAMES.get(self.type, f"TYPE_{self.type}")
 
 
-class Group(NamedTuple):
+@record
+class Group:
     """An event group: its GTID event's offset (start) and the offset just
     after its last event (end)."""
     gtid: Gtid

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import json
-import logging
 import os
 import stat
 import sys
@@ -23,6 +22,7 @@ import time
 import click
 
 from . import idxformat as fmt
+from . import liblog
 from .errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted
 
 
@@ -239,11 +239,23 @@ def _wants_json(args) -> bool:
     return "--json" in (args[:args.index("--")] if "--" in args else args)
 
 
-class _WarningLine(logging.Handler):
-    """Library warnings (an index that cannot be used) as one stderr line each."""
+def _warning_lines(logger):
+    """Library warnings (an index that cannot be used) as one stderr line each:
+    a handler on the library's logger ``logger``, and what takes it off."""
+    import logging
 
-    def emit(self, record):
-        click.echo(f"gtidx: warning: {record.getMessage()}", err=True)
+    class _WarningLine(logging.Handler):
+        def emit(self, record):
+            click.echo(f"gtidx: warning: {record.getMessage()}", err=True)
+
+    handler = _WarningLine()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+
+    def undo() -> None:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+    return undo
 
 
 class GtidxGroup(click.Group):
@@ -264,11 +276,10 @@ class GtidxGroup(click.Group):
 
     def invoke(self, ctx):
         # Library warnings become "gtidx: warning: ..." lines for this command
-        # only: the logger is process-wide state (tests run many commands).
-        logger = logging.getLogger("gtidx")
-        handler = _WarningLine()
-        logger.addHandler(handler)
-        propagate, logger.propagate = logger.propagate, False
+        # only: the logger is process-wide state (tests run many commands). The
+        # handler goes on when the library first uses its logger (liblog: a
+        # command with nothing to warn about never imports logging).
+        undo_warning_lines = liblog.on_use(_warning_lines)
         try:
             return super().invoke(ctx)
         except _OutputFailed as e:
@@ -298,8 +309,7 @@ class GtidxGroup(click.Group):
             self._fail(ctx, e, f"gtidx: internal error: {type(e).__name__}: {e} "
                                "(set GTIDX_DEBUG=1 for a traceback, and please report it)", EXIT_CORRUPT)
         finally:
-            logger.removeHandler(handler)
-            logger.propagate = propagate
+            undo_warning_lines()
 
     @staticmethod
     def _fail(ctx, err: BaseException, line: str, code: int) -> None:
@@ -853,16 +863,19 @@ def _tail_settings():
     return TailSettings
 
 
-class _JsonLogLines(logging.Formatter):
+def _json_log_lines():
     """tail --json: each log line one JSON object {ts, level, event, ...fields}."""
+    import logging
 
-    def format(self, record: logging.LogRecord) -> str:
-        ts = self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z"
-        return json.dumps({"ts": ts, "level": record.levelname.lower(), "event": record.getMessage(),
-                           **{k: v if isinstance(v, (int, float, bool, type(None))) else str(v)
-                              for k, v in getattr(record, "fields", {}).items()}})
+    class _JsonLogLines(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            ts = self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z"
+            return json.dumps({"ts": ts, "level": record.levelname.lower(), "event": record.getMessage(),
+                               **{k: v if isinstance(v, (int, float, bool, type(None))) else str(v)
+                                  for k, v in getattr(record, "fields", {}).items()}})
 
-    converter = staticmethod(time.gmtime)
+        converter = staticmethod(time.gmtime)
+    return _JsonLogLines()
 
 
 @cli.command()
@@ -892,9 +905,11 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
     when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
     current too (tail never makes one)."""
     _directory(directory)
+    import logging
+
     from .tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonLogLines() if as_json else LogfmtFormatter())
+    handler.setFormatter(_json_log_lines() if as_json else LogfmtFormatter())
     logger = logging.getLogger("gtidx.tail")
     logger.addHandler(handler)
     # process-wide state (tests run many commands in one process): restored after

@@ -19,9 +19,10 @@ rule per domain, for the per-domain questions a state answers.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from .errors import GtidSyntaxError, quoted as _shown
+from .records import record
 
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
@@ -35,7 +36,8 @@ _GTID_RE = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
 _MAX_DIGITS = len(str(U64_MAX))
 
 
-class Gtid(NamedTuple):
+@record
+class Gtid:
     domain: int
     server: int
     seq: int

@@ -27,17 +27,15 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import idxformat as fmt
-from . import mysqlindex, storage
+from . import storage
 from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
 from .filebuf import Source
 from .gtid import LatestGtids
 from .indexmeta import XATTR, IndexMeta, IndexState, Progress, object_etag, seen_fields
-from .mysqlbinlog import open_binlog
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
@@ -87,13 +85,20 @@ class MariadbFlavor:
 
 
 MARIADB = MariadbFlavor()
-# The one dispatch on a binlog's flavor (``Binlog.flavor``) and on an index's magic.
-FLAVORS = {MARIADB.name: MARIADB, mysqlindex.FLAVOR.name: mysqlindex.FLAVOR}
+
+
+def flavors() -> dict:
+    """The one dispatch on a binlog's flavor (``Binlog.flavor``) and on an
+    index's magic: {name: flavor}. MySQL's (``mysqlindex``, with its binlog
+    and GTID set modules) is imported here, on first use: a MariaDB lookup
+    never needs it (issue 16)."""
+    from . import mysqlindex
+    return {MARIADB.name: MARIADB, mysqlindex.FLAVOR.name: mysqlindex.FLAVOR}
 
 
 def flavor_of(b: Binlog):
     """The index flavor of binlog ``b``."""
-    return FLAVORS[b.flavor]
+    return MARIADB if b.flavor == MARIADB.name else flavors()[b.flavor]
 
 
 def read_index(source, *, path=None) -> IndexReader:
@@ -103,9 +108,10 @@ def read_index(source, *, path=None) -> IndexReader:
         head = source.pread(len(fmt.MAGIC), 0) if isinstance(source, Source) else source[:len(fmt.MAGIC)]
     except (OSError, GtidxError):
         head = b""                   # the reader says what is wrong with the file
-    for flavor in FLAVORS.values():
-        if bytes(head) == flavor.codec.magic:
-            return flavor.reader(source, path=path)
+    if bytes(head) != MARIADB.codec.magic:
+        for flavor in flavors().values():
+            if bytes(head) == flavor.codec.magic:
+                return flavor.reader(source, path=path)
     return IndexReader(source, path=path)
 
 
@@ -140,7 +146,7 @@ def _places(b: Binlog, index_root: "IndexRoot | None") -> list:
 
 # -- which binlog is still being written ------------------------------------------------
 
-_NUMBERED = re.compile(r"(.+)\.([0-9]+)")
+_NUMBERED = r"(.+)\.([0-9]+)"            # compiled on first use (re's cache): lookups need it rarely
 
 
 def still_written(b: Binlog, newest: bool | None = None) -> bool:
@@ -164,7 +170,7 @@ def still_written(b: Binlog, newest: bool | None = None) -> bool:
 
 def _newer_beside(store, path: str) -> bool:
     directory, name = store.split(os.fspath(path))
-    m = _NUMBERED.fullmatch(name)
+    m = re.fullmatch(_NUMBERED, name)
     if m is None:
         return False
     stem, number = m.group(1), int(m.group(2))
@@ -173,7 +179,7 @@ def _newer_beside(store, path: str) -> bool:
     except (OSError, GtidxError):
         return False
     for n in names:
-        o = _NUMBERED.fullmatch(n)
+        o = re.fullmatch(_NUMBERED, n)
         if o is not None and o.group(1) == stem and int(o.group(2)) > number:
             return True
     return False
@@ -181,18 +187,37 @@ def _newer_beside(store, path: str) -> bool:
 
 # -- opening -------------------------------------------------------------------------
 
-@dataclass
 class IndexStatus:
-    """Whether an index can be used for a binlog, and why not."""
-    path: str
-    state: IndexState
-    reason: str = ""
-    reader: IndexReader | None = None
-    owner: str = "unknown"           # "gtidx" (fingerprinted) or "server/unknown"
-    partial: bool = False            # complete pages of an index still being written
-    meta: IndexMeta | None = None    # what gtidx stored with it (None: a server's index)
-    index_etag: str | None = None    # an index object's ETag as opened (None: a local file)
-    _file: object = field(default=None, repr=False)   # the open .idx the reader reads
+    """Whether an index can be used for a binlog, and why not.
+
+    A plain class, not a dataclass (its repr and equality are a dataclass's,
+    ``_file`` left out of the repr): defining a dataclass costs more than a
+    lookup does, and every lookup imports this module (issue 16)."""
+
+    _FIELDS = ("path", "state", "reason", "reader", "owner", "partial", "meta", "index_etag", "_file")
+
+    def __init__(self, path: str, state: IndexState, reason: str = "", reader: IndexReader | None = None,
+                 owner: str = "unknown", partial: bool = False, meta: IndexMeta | None = None,
+                 index_etag: str | None = None, _file: object = None):
+        self.path = path
+        self.state = state
+        self.reason = reason
+        self.reader = reader
+        self.owner = owner               # "gtidx" (fingerprinted) or "server/unknown"
+        self.partial = partial           # complete pages of an index still being written
+        self.meta = meta                 # what gtidx stored with it (None: a server's index)
+        self.index_etag = index_etag     # an index object's ETag as opened (None: a local file)
+        self._file = _file               # the open .idx the reader reads
+
+    def __repr__(self) -> str:
+        return f"IndexStatus({', '.join(f'{k}={getattr(self, k)!r}' for k in self._FIELDS[:-1])})"
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self._FIELDS)
+
+    __hash__ = None
 
     @property
     def usable(self) -> bool:
@@ -358,7 +383,6 @@ def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = Fal
 
 # -- building ------------------------------------------------------------------------
 
-@dataclass
 class BuildResult:
     binlog: str
     index: str
@@ -378,6 +402,31 @@ class BuildResult:
     @property
     def ratio(self) -> float:
         return self.size / self.binlog_size if self.binlog_size else 0.0
+
+
+# BuildResult is made a dataclass on first use (``indexfile.BuildResult``,
+# ``gtidx.BuildResult``, a build): defining one costs more than a lookup does,
+# and lookups, which import this module, never build (issue 16).
+_BuildResult = BuildResult
+del BuildResult
+if TYPE_CHECKING:
+    BuildResult = _BuildResult
+
+
+def _build_result() -> type:
+    cls = globals().get("BuildResult")
+    if cls is None:
+        from dataclasses import dataclass
+        cls = globals()["BuildResult"] = dataclass(_BuildResult)
+    return cls
+
+
+def __getattr__(name: str):
+    if name == "BuildResult":
+        return _build_result()
+    if name == "FLAVORS":           # flavors(), as a name
+        return flavors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | None = None) -> list:
@@ -500,14 +549,15 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     if max_ratio is not None and not 0 < max_ratio <= 1:
         raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
     t0 = time.perf_counter()
+    from .mysqlbinlog import open_binlog
     with open_binlog(binlog_path, store) as b:
         flavor = flavor_of(b)
         if out:
             store, target = b.store, out
         else:
             store, target = index_root.place(b) if index_root is not None else (b.store, index_path(b.path))
-        result = BuildResult(b.path, target, "built", page_size=page_size, span_min=span_min,
-                             binlog_size=b.size)
+        result = _build_result()(b.path, target, "built", page_size=page_size, span_min=span_min,
+                                 binlog_size=b.size)
         if not force and still_written(b):
             result.action, result.reason = "skipped", ("binlog still being written (its server or gtidx tail "
                                                        "owns its index; --force indexes what is there now)")
@@ -556,13 +606,15 @@ def _record_etag(b: Binlog, store, target: str, status: IndexStatus) -> bool:
     if meta is None or meta.binlog_etag is not None or etag is None or not store.remote \
             or status.index_etag is None or meta.partial or meta.size != b.size:
         return False
-    return replace(meta, binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
+    return meta.replace(binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
 
 
 def build_mysql_index(binlog_path, **kw) -> BuildResult:
     """``build_index`` of a MySQL binlog (gtidx's MySQL index,
     ``mysqlindex``); refuses any other binlog. ``build_index`` itself picks
     the flavor per file: this is it with the flavor checked."""
+    from . import mysqlindex
+    from .mysqlbinlog import open_binlog
     with open_binlog(binlog_path, kw.get("store")) as b:
         if b.flavor != mysqlindex.FLAVOR.name:
             raise BadInputError(f"not a MySQL binlog (written by server {b.fde.server_version!r})", path=b.path,
@@ -573,6 +625,7 @@ def build_mysql_index(binlog_path, **kw) -> BuildResult:
 def verify_index(binlog_path, index: str | None = None) -> dict:
     """Full check: every page, the tree, and every record's state equal to a
     scan of the binlog. Raises CorruptIndexError on the first problem."""
+    from .mysqlbinlog import open_binlog
     with open_binlog(binlog_path) as b, b.store.open_file(index or index_path(b.path)) as f:
         path = f.path
         flavor = flavor_of(b)
@@ -606,6 +659,6 @@ def _verify_states(b: Binlog, r: IndexReader, path) -> None:
 
 
 __all__ = ["index_path", "IndexRoot", "open_index", "build_index", "build_mysql_index", "verify_index",
-           "read_index", "flavor_of", "FLAVORS", "MARIADB", "still_written", "IndexStatus",
+           "read_index", "flavor_of", "flavors", "MARIADB", "still_written", "IndexStatus",
            "IndexState", "IndexMeta", "Progress", "XATTR", "BuildResult", "server_records", "coarsen",
            "fit_budget", "GtidxError"]

@@ -26,7 +26,6 @@ import os
 import stat
 import time
 import zlib
-from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 from . import safefile
@@ -114,31 +113,65 @@ def strong_etag(etag) -> str | None:
     return etag if isinstance(etag, str) and etag and not etag.startswith("W/") else None
 
 
-@dataclass(frozen=True)
 class IndexMeta:
-    """The fingerprint of the binlog prefix an index covers, and progress."""
-    size: int
-    head_crc32: int
-    tail_crc32: int
-    state: Progress = Progress.COMPLETE
-    page_size: int | None = None
-    span_min: int | None = None
-    processed: int | None = None       # tail: the binlog is read up to here
-    records: int | None = None         # tail: records so far
-    updated: float | None = None       # tail: when progress was saved (epoch seconds)
-    # what the walk saw of the binlog up to ``covers`` (a SeqRanges): per
-    # (domain, server) its lowest and highest seq_no, and the pairs whose
-    # seq_no does not grow; None: unknown
-    ranges: tuple[tuple[int, int, int, int], ...] | None = None
-    repeats: tuple[tuple[int, int], ...] | None = None
-    # the Adler-32s of the same spans (see ``digest_masked``): without them
-    # (a fingerprint from a gtidx before they were kept) the content cannot
-    # be told, only the event lengths: ``legacy``
-    head_adler32: int | None = None
-    tail_adler32: int | None = None
-    # the binlog object's ETag when the fingerprint was taken of all of an
-    # object (``object_etag``); None: a local file, or not recorded
-    binlog_etag: str | None = None
+    """The fingerprint of the binlog prefix an index covers, and progress.
+
+    Immutable, compared and hashed by its fields, ``replace(**changes)`` for a
+    changed copy: a frozen dataclass written out, since defining a dataclass
+    costs more than a lookup does, and every lookup reads one (issue 16)."""
+
+    _FIELDS = ("size", "head_crc32", "tail_crc32", "state", "page_size", "span_min", "processed", "records",
+               "updated", "ranges", "repeats", "head_adler32", "tail_adler32", "binlog_etag")
+
+    def __init__(self, size: int, head_crc32: int, tail_crc32: int, state: Progress = Progress.COMPLETE,
+                 page_size: int | None = None, span_min: int | None = None,
+                 processed: int | None = None,      # tail: the binlog is read up to here
+                 records: int | None = None,        # tail: records so far
+                 updated: float | None = None,      # tail: when progress was saved (epoch seconds)
+                 # what the walk saw of the binlog up to ``covers`` (a SeqRanges): per
+                 # (domain, server) its lowest and highest seq_no, and the pairs whose
+                 # seq_no does not grow; None: unknown
+                 ranges: tuple[tuple[int, int, int, int], ...] | None = None,
+                 repeats: tuple[tuple[int, int], ...] | None = None,
+                 # the Adler-32s of the same spans (see ``digest_masked``): without them
+                 # (a fingerprint from a gtidx before they were kept) the content cannot
+                 # be told, only the event lengths: ``legacy``
+                 head_adler32: int | None = None, tail_adler32: int | None = None,
+                 # the binlog object's ETag when the fingerprint was taken of all of an
+                 # object (``object_etag``); None: a local file, or not recorded
+                 binlog_etag: str | None = None):
+        values = self.__dict__
+        values["size"], values["head_crc32"], values["tail_crc32"], values["state"] = \
+            size, head_crc32, tail_crc32, state
+        values["page_size"], values["span_min"], values["processed"], values["records"] = \
+            page_size, span_min, processed, records
+        values["updated"], values["ranges"], values["repeats"] = updated, ranges, repeats
+        values["head_adler32"], values["tail_adler32"], values["binlog_etag"] = \
+            head_adler32, tail_adler32, binlog_etag
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, k) for k in self._FIELDS)
+
+    def replace(self, **changes) -> "IndexMeta":
+        """A copy with these fields changed."""
+        return IndexMeta(**{**dict(zip(self._FIELDS, self._values())), **changes})
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"IndexMeta({', '.join(f'{k}={getattr(self, k)!r}' for k in self._FIELDS)})"
 
     @classmethod
     def of(cls, b: Binlog, size: int | None = None, **progress) -> "IndexMeta":
@@ -204,7 +237,7 @@ class IndexMeta:
         return {(d, s): (lo, hi) for d, s, lo, hi in self.ranges}, frozenset(self.repeats)
 
     def to_json(self) -> bytes:
-        d = {"v": 1, **{k: v for k, v in asdict(self).items() if v is not None}}
+        d = {"v": 1, **{k: v for k, v in zip(self._FIELDS, self._values()) if v is not None}}
         d["state"] = str(self.state)
         return json.dumps(d, separators=(",", ":")).encode()
 

@@ -9,7 +9,6 @@ import os
 import random
 import shutil
 import struct
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -337,7 +336,7 @@ def test_build_stores_seq_ranges_and_upgrades_an_index_without_them(tmp_path):
     assert build_index(binlog, max_ratio=None).action == "skipped"
     meta = IndexMeta.read(idx)
     with open(idx, "rb+") as f:       # what an older gtidx stored: no ranges
-        replace(meta, ranges=None, repeats=None).write(f.fileno(), idx)
+        meta.replace(ranges=None, repeats=None).write(f.fileno(), idx)
     assert build_index(binlog, max_ratio=None).action == "built"
     assert os.stat(idx).st_ino != before and IndexMeta.read(idx).seen() is not None
 
@@ -641,7 +640,7 @@ def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path
     build_index(binlog, max_ratio=None)
     meta = IndexMeta.read(idx)
     with open(idx, "rb+") as f:
-        replace(meta, head_adler32=None, tail_adler32=None).write(f.fileno(), idx)
+        meta.replace(head_adler32=None, tail_adler32=None).write(f.fileno(), idx)
     assert IndexMeta.read(idx).legacy
     with Binlog(binlog) as b:
         status = open_index(b)

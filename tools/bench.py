@@ -10,6 +10,8 @@
     tools/bench tail   [--seconds 15]            gtidx tail lag and CPU beside a live 10.11
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
     tools/bench batch  [--repeat 30]             seek --from / pos --from end to end (lookups/s)
+    tools/bench startup [--runs 30] [--venv DIR] `gtidx seek` start-up vs `python -c 'import click'`
+                                              in a regular (non-editable) install, interleaved
     tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
                                               pushed-down filters (table, time, GTIDs)
     tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
@@ -38,6 +40,7 @@ import json
 import mmap
 import os
 import platform
+import resource
 import statistics
 import struct
 import subprocess
@@ -659,6 +662,132 @@ def bench_batch(args) -> dict:
     return report
 
 
+# A bundled binlog (1 MB, 661 groups of 6 (domain, server) pairs) and a GTID near its end,
+# found through the index gtidx builds for a copy of it (as a user's lookups are).
+STARTUP_FIXTURE = ("mariadb-10.11", "mixed", "master-bin.000002", "2-2-225")
+
+
+def startup_venv(venv: Path) -> Path:
+    """A regular (non-editable) install of this checkout and click into the
+    venv ``venv`` (made if missing; gtidx reinstalled each time, so that the
+    figures are the checkout's): its python."""
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # --no-deps: a lookup needs click alone (show's mysql-replication and PyMySQL are
+    # imported by that command only); pip compiles the .pyc files as a user's install has them
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                    str(HERE.parent), "click"], check=True)
+    return py
+
+
+def bench_startup(args) -> dict:
+    """CLI start-up in a regular install: ``gtidx seek --gtid G FILE`` (a
+    GTID found through the index of a copy of a bundled fixture) against
+    ``python -c 'import click'`` (the floor of any click CLI) and ``python -c
+    pass`` (the interpreter), run interleaved (order flipped every run) in
+    the venv's interpreter, with the .pyc caches in use (no
+    PYTHONDONTWRITEBYTECODE) and this checkout off the module path. The
+    target (issue 16): seek / import click <= 1.2, that is our own start-up
+    cost (seek - import click) at most a fifth of the framework's."""
+    import shutil
+    import tempfile
+    kind, scenario, name, gtid = STARTUP_FIXTURE
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME")}
+    with tempfile.TemporaryDirectory(prefix="gtidx-bench-startup-") as tmp:
+        venv = Path(args.venv) if args.venv else Path(tmp) / "venv"
+        t0 = time.perf_counter()
+        py = startup_venv(venv)
+        install_s = time.perf_counter() - t0
+        gtidx_exe = str(venv / "bin" / "gtidx")
+        binlog = Path(tmp) / name
+        shutil.copyfile(HERE.parent / "fixtures" / kind / scenario / name, binlog)
+        subprocess.run([gtidx_exe, "build", "-q", str(binlog)], env=env, cwd=tmp, check=True,
+                       stdout=subprocess.DEVNULL)
+        jobs = {"python -c pass": [str(py), "-c", "pass"],
+                "python -c 'import click'": [str(py), "-c", "import click"],
+                "gtidx seek --gtid G FILE": [gtidx_exe, "seek", "--gtid", gtid, str(binlog)]}
+        answer = subprocess.run(jobs["gtidx seek --gtid G FILE"], env=env, cwd=tmp, capture_output=True,
+                                text=True)
+        if answer.returncode != 0 or not answer.stdout.endswith("(via index)\n"):
+            raise SystemExit(f"gtidx seek did not answer through the index: {answer.stdout}{answer.stderr}")
+        for cmd in jobs.values():        # warm: the page cache, and .pyc files pip did not write
+            subprocess.run(cmd, env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+        items = list(jobs.items())
+        times = {k: [] for k in jobs}
+        cpu = {k: [] for k in jobs}      # the child's user + system time: what a shared machine's load spares
+        for i in range(args.runs):
+            for k, cmd in (items if i % 2 == 0 else items[::-1]):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                subprocess.run(cmd, env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+                times[k].append((time.perf_counter() - t0) * 1e3)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[k].append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3)
+        profile = import_profile(py, ["import click"], jobs["gtidx seek --gtid G FILE"][1:], env, tmp,
+                                 max(5, args.runs // 3))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    click_ms, pass_ms, seek_ms = med["python -c 'import click'"], med["python -c pass"], med["gtidx seek --gtid G FILE"]
+    # per run (the three measured back to back): the ratio's own spread
+    ratios = [s / c for s, c in zip(times["gtidx seek --gtid G FILE"], times["python -c 'import click'"])]
+    cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
+    cpu_ratios = [s / c for s, c in zip(cpu["gtidx seek --gtid G FILE"], cpu["python -c 'import click'"])]
+    report = {"machine": machine(), "load_average": os.getloadavg(), "runs": args.runs,
+              "fixture": f"{kind}/{scenario}/{name}", "gtid": gtid,
+              "install_s": install_s, "ms": {k: {"min": min(v), "median": med[k], "max": max(v),
+                                                 "p25": percentile(v, 25), "p75": percentile(v, 75)}
+                                             for k, v in times.items()},
+              "ratio_seek_to_click": seek_ms / click_ms,
+              "ratio_per_run": {"min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)},
+              "own_ms": seek_ms - click_ms, "framework_ms": click_ms - pass_ms,
+              "own_share_of_click": (seek_ms - click_ms) / click_ms, "import_profile_ms": profile,
+              "cpu_ms": {k: {"min": min(v), "median": cpu_med[k], "max": max(v)} for k, v in cpu.items()},
+              "cpu_ratio_seek_to_click": cpu_med["gtidx seek --gtid G FILE"] / cpu_med["python -c 'import click'"],
+              "cpu_ratio_per_run": {"min": min(cpu_ratios), "median": statistics.median(cpu_ratios),
+                                    "max": max(cpu_ratios)},
+              "raw_ms": times, "raw_cpu_ms": cpu}
+    print(f"CLI start-up, regular install ({venv}), {args.runs} interleaved runs, {machine()}")
+    print(f"  {'command':<28} {'median ms':>9} {'min':>7} {'p25':>7} {'p75':>7} {'max':>7}")
+    for k, v in report["ms"].items():
+        print(f"  {k:<28} {v['median']:9.1f} {v['min']:7.1f} {v['p25']:7.1f} {v['p75']:7.1f} {v['max']:7.1f}")
+    print(f"  seek / import click: {report['ratio_seek_to_click']:.2f} (per run: median "
+          f"{report['ratio_per_run']['median']:.2f}, {report['ratio_per_run']['min']:.2f}-"
+          f"{report['ratio_per_run']['max']:.2f}); our own cost {report['own_ms']:.1f} ms = "
+          f"{report['own_share_of_click']:.0%} of import click (target <= 20%); click itself "
+          f"{report['framework_ms']:.1f} ms over the interpreter's {pass_ms:.1f} ms")
+    print("  CPU time (user + system, median): " + ", ".join(f"{k} {v:.1f} ms" for k, v in cpu_med.items())
+          + f"; seek / import click {report['cpu_ratio_seek_to_click']:.2f} (per run: median "
+          f"{report['cpu_ratio_per_run']['median']:.2f}); load average {report['load_average'][0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    print(f"  where gtidx's own start-up goes: the modules `import click` does not import, self time "
+          f"(python -X importtime, min of {max(5, args.runs // 3)} runs), {sum(profile.values()):.1f} ms in all:")
+    print("    " + ", ".join(f"{m} {v:.2f}" for m, v in list(profile.items())[:16]))
+    return report
+
+
+def import_profile(py, base: list[str], argv: list[str], env: dict, cwd: str, runs: int) -> dict:
+    """{module: self import time in ms, min over ``runs``} of the modules that
+    ``python -m gtidx ARGV`` imports and ``python -c BASE`` does not, the
+    costliest first (runpy's own modules left out)."""
+    def times(cmd) -> dict:
+        err = subprocess.run([str(py), "-X", "importtime", *cmd], env=env, cwd=cwd, capture_output=True,
+                             text=True).stderr
+        out = {}
+        for line in err.splitlines():
+            parts = line.split("|")
+            if line.startswith("import time:") and len(parts) == 3 and parts[0].split(":")[1].strip().isdigit():
+                out[parts[2].strip()] = int(parts[0].split(":")[1]) / 1e3
+        return out
+    skip = set(times(["-c", *base])) | set(times(["-c", "import runpy"]))
+    mins: dict = {}
+    for _ in range(runs):
+        for m, t in times(["-m", "gtidx", *argv]).items():
+            if m not in skip:
+                mins[m] = min(t, mins.get(m, t))
+    return dict(sorted(mins.items(), key=lambda kv: -kv[1]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd")
@@ -692,6 +821,11 @@ def main(argv=None) -> int:
     s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
     s.add_argument("--runs", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("startup", help="gtidx seek start-up vs import click, in a regular install")
+    s.add_argument("--runs", type=int, default=30)
+    s.add_argument("--venv", help="make (or reuse) the venv here; gtidx is reinstalled from this checkout "
+                                  "(default: a temporary one)")
+    s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("lookup")
     s.add_argument("--file", help="a binlog (default: the 256 MiB workload file)")
     s.add_argument("--n", type=int, default=200)
@@ -704,7 +838,7 @@ def main(argv=None) -> int:
         bench_report.run(sys.modules[__name__], a)
         return 0
     report = {"scan": bench_scan, "build": bench_build, "lookup": bench_lookup, "tail": bench_tail,
-              "spark": bench_spark, "batch": bench_batch,
+              "spark": bench_spark, "batch": bench_batch, "startup": bench_startup,
               "changes": bench_changes, "mysql": bench_mysql}[a.cmd](a)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))

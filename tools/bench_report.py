@@ -14,6 +14,9 @@ rounds are repeated: the report gives min / median / max over the rounds.
                  python-mysql-replication streaming from the file start to the GTID,
                  a replica connecting at the GTID's position to 10.11 (scan) and 11.8 (index)
     cli        `gtidx seek` end to end vs `python -c pass` (interpreter start)
+    startup    `gtidx seek` in a regular (non-editable) install vs `python -c 'import click'`
+               and `python -c pass`, interleaved (tools/bench startup; the target: seek
+               <= 1.2x import click)
     sizes      index size / binlog size per fixture, gtidx vs the server's own .idx
     tail       `gtidx tail` lag and CPU beside a 10.11 written at full speed and 5 MB/s
     spark      Spark locate vs a library loop (tools/bench spark, fewer lookups)
@@ -27,7 +30,7 @@ rounds are repeated: the report gives min / median / max over the rounds.
                standalone cluster (tools/spark_cluster.py: 1 master, 1 worker, 2 cores)
                vs local[2], alternating; every row compared between the two
 
-`--only s3,cluster` (any of tail, spark, changes, s3, cluster) measures those sections
+`--only s3,cluster` (any of tail, spark, changes, s3, cluster, startup) measures those sections
 alone and merges them into the existing report.json (the other figures are
 kept, not measured again), with the workload files there are (one is made
 if there is none; s3 uses the first, cluster all of them).
@@ -798,7 +801,7 @@ def index_sizes(workload: list[str], m118) -> list[dict]:
 
 # -- the report ---------------------------------------------------------------------------------------
 
-SECTIONS = ("tail", "spark", "changes", "s3", "cluster")     # measured on their own too: --only
+SECTIONS = ("tail", "spark", "changes", "s3", "cluster", "startup")     # measured on their own too: --only
 
 
 def parse_only(text: str | None) -> list[str] | None:
@@ -827,6 +830,8 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
         elif name == "spark":
             report["spark"] = bench.bench_spark(Namespace(lookups=args.spark_lookups, loop=args.spark_loop,
                                                           master="local[*]", seed=args.seed))
+        elif name == "startup":
+            report["startup"] = bench.bench_startup(Namespace(runs=args.startup_runs, venv=None))
         elif name == "changes":
             report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed))
         else:
@@ -1019,7 +1024,35 @@ def _markdown_sections(r: dict) -> list[str]:
     if "changes" in r:
         lines += markdown_changes(r["changes"])
     return lines + (markdown_s3(r["s3"]) if "s3" in r else []) + \
-        (markdown_cluster(r["cluster"]) if "cluster" in r else [])
+        (markdown_cluster(r["cluster"]) if "cluster" in r else []) + \
+        (markdown_startup(r["startup"]) if "startup" in r else [])
+
+
+def markdown_startup(s: dict) -> list[str]:
+    """tools/bench startup's figures (one run of interleaved repetitions)."""
+    lines = ["", f"**CLI start-up** in a regular install ({s['runs']} interleaved runs; `gtidx seek` finds a GTID "
+             f"through the index of a copy of fixtures/{s['fixture']})", "",
+             "| command | median ms | p25-p75 | min-max |", "|---|---:|---:|---:|"]
+    for name, v in s["ms"].items():
+        lines.append(f"| `{name}` | {_f(v['median'])} | {_f(v['p25'])}-{_f(v['p75'])} | {_f(v['min'])}-{_f(v['max'])} |")
+    r = s["ratio_per_run"]
+    lines += ["", f"`gtidx seek` / `import click`: {s['ratio_seek_to_click']:.2f} (run by run: median "
+              f"{r['median']:.2f}, {r['min']:.2f}-{r['max']:.2f}; the target: <= 1.2). gtidx's own start-up "
+              f"{s['own_ms']:.1f} ms = {s['own_share_of_click']:.0%} of `import click`; click's "
+              f"{s['framework_ms']:.1f} ms over the interpreter's."]
+    if s.get("cpu_ms"):
+        c = s["cpu_ms"]
+        lines += ["", "CPU time (user + system; what a shared machine's load leaves alone), median: "
+                  + ", ".join(f"`{k}` {_f(v['median'])} ms" for k, v in c.items())
+                  + f"; seek / import click {s['cpu_ratio_seek_to_click']:.2f} (run by run: median "
+                  f"{s['cpu_ratio_per_run']['median']:.2f}). Load average during the runs: "
+                  f"{s['load_average'][0]:.1f}."]
+    if s.get("import_profile_ms"):
+        prof = s["import_profile_ms"]
+        lines += ["", f"Where it goes: the modules a lookup imports beyond click's, self time (`python -X "
+                  f"importtime`, min over runs), {sum(prof.values()):.1f} ms in all: "
+                  + ", ".join(f"{m} {v:.2f}" for m, v in list(prof.items())[:12]) + "."]
+    return lines
 
 
 def markdown_changes(c: dict) -> list[str]:
@@ -1105,6 +1138,8 @@ def add_arguments(s) -> None:
                    help="GTIDs located by Spark, on the standalone cluster and in local mode")
     s.add_argument("--cluster-rounds", type=int, default=2, help="runs of each mode, alternating")
     s.add_argument("--no-cluster", action="store_true")
+    s.add_argument("--startup-runs", type=int, default=30, help="interleaved runs of the start-up section")
+    s.add_argument("--no-startup", action="store_true")
     s.add_argument("--only", metavar="SECTIONS",
                    help=f"measure only these ({','.join(SECTIONS)}; comma-separated) and merge them into "
                         "bench/results/report.json: the other figures there are kept, not measured again; "
