@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from . import idxformat as fmt
 from . import storage
-from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group
+from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group, file_flavor
 from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxError, GtidxIOError, MySQLBinlogError,
-                     NotFoundError, quoted)
+                     NotFoundError, UnsupportedBinlogError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
@@ -163,12 +163,41 @@ def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
                                                    "pos answer MySQL GTIDs in MySQL binlogs")
 
 
+def binlogs_flavor(path, storage_options: dict | None = None) -> str | None:
+    """"mysql" when the binlogs of ``path`` (a file, directory or
+    ``binlog.index``) are MySQL's, "mariadb" when MariaDB's, None when that is
+    not known here (nothing listed or readable; a URL: its objects are not
+    read for this, MariaDB's answers say what they find). Every local file's
+    FORMAT_DESCRIPTION is read: a mix of both is an UnsupportedBinlogError
+    (exit 2) naming one file of each."""
+    try:
+        store, where = storage.resolve(_path(path), storage_options)
+        if store.remote:
+            return None
+        files = _list_binlogs(where, store, {})
+    except GtidxError:
+        return None
+    seen: dict[str, str] = {}
+    for f in files:
+        flavor = file_flavor(f, store)
+        if flavor is not None:
+            seen.setdefault(flavor, f)
+    if len(seen) > 1:
+        raise UnsupportedBinlogError(
+            f"these binlogs mix MariaDB's and MySQL's ({os.path.basename(seen['mariadb'])} is a MariaDB "
+            f"binlog, {os.path.basename(seen['mysql'])} a MySQL one): one series is one server's history",
+            path=where, hint="give the files of one server (a directory or binlog.index of its own)")
+    return next(iter(seen), None)
+
+
 def _mysql(path, storage_options: dict | None = None):
     """``gtidx.mysqlapi`` when the binlogs of ``path`` are MySQL's (the one
     place the flavor decides which answers serve them; a mix of MariaDB's and
     MySQL's is refused there), else None."""
+    if binlogs_flavor(path, storage_options) != "mysql":
+        return None
     from . import mysqlapi
-    return mysqlapi if mysqlapi.flavor_of(path, storage_options) == "mysql" else None
+    return mysqlapi
 
 
 def _gtid(value) -> Gtid:

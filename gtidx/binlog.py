@@ -47,7 +47,7 @@ import zlib
 from typing import Iterator
 
 from . import filebuf, storage
-from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxIOError,
+from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
 from .gtid import BinlogState, Gtid
 from .records import record
@@ -849,3 +849,30 @@ class Binlog:
             # offset is an event boundary there.
             return state if self.apply_until(BinlogState(), 4, offset) else None
         return state if self.apply_until(state, self.body_start, offset) else None
+
+
+def file_flavor(path: str, store=None) -> str | None:
+    """"mysql" or "mariadb": the server version in a binlog's
+    FORMAT_DESCRIPTION (``binlog.is_mariadb``), read alone (its first
+    75 bytes: a lookup that a catalog answers opens no ``Binlog`` for this);
+    None when the file is not that (the lookup that needs it says why)."""
+    if store is None:
+        store = storage.LOCAL
+    want = len(MAGIC) + EVENT_HEADER.size + FDE_FIXED.size - 5      # up to the server version's end
+    try:
+        f = store.open_file(path)
+    except (GtidxError, OSError):
+        return None
+    try:
+        if f.size < want:
+            return None
+        head = f.read_exact(0, want)
+    except (GtidxError, OSError):
+        return None
+    finally:
+        f.close()
+    etype = EVENT_HEADER.unpack_from(head, len(MAGIC))[1]
+    if head[:len(MAGIC)] != MAGIC or etype != FORMAT_DESCRIPTION:
+        return None
+    version = FDE_FIXED.unpack_from(head + bytes(5), len(MAGIC) + EVENT_HEADER.size)[1]
+    return "mariadb" if is_mariadb(version.split(b"\0", 1)[0].decode("ascii", "replace")) else "mysql"

@@ -3,7 +3,7 @@ offset, where an auto-positioned replica starts.
 
 ``api``'s entry points (``seek``, ``state_at``, ``states_at``, ``seek_many``,
 ``open_binlogs``) look once at the flavor of the binlogs they are given
-(``flavor_of``: every file's FORMAT_DESCRIPTION) and hand MySQL's to this
+(``api.binlogs_flavor``: every file's FORMAT_DESCRIPTION) and hand MySQL's to this
 module; a series mixing MariaDB and MySQL binlogs is refused there. The
 answers are typed as ``api``'s (``Location``, ``ReplicaStart``) with MySQL's
 values in them (``MysqlGtid``, ``GtidSet``), and ``MysqlStateAt`` for a set at
@@ -40,21 +40,20 @@ Previous_gtids (a scan, said once per file).
 """
 from __future__ import annotations
 
-import logging
 import os
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
 from . import storage
 from .api import Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, parse_offset, parse_time
-from .binlog import EVENT_HEADER, FDE_FIXED, FORMAT_DESCRIPTION, HEADER_LEN, MAGIC, TYPE_LENGTH, is_mariadb
+from .binlog import HEADER_LEN, TYPE_LENGTH
 from .errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
 from .indexfile import IndexRoot, open_index
+from .liblog import log
 from .mysqlbinlog import GTID_LOG, GTID_TAGGED, MysqlBinlog
 from .mysqlgtid import GtidSet, MysqlGtid
 
-log = logging.getLogger("gtidx")
 
 _GTID_EVENTS = (GTID_LOG, GTID_TAGGED)      # events that give a transaction its GTID
 
@@ -70,62 +69,6 @@ class MysqlStateAt(NamedTuple):
     def position(self) -> GtidSet:
         """The set (MySQL has one kind of position: a GTID set)."""
         return self.state
-
-
-# -- the flavor of a path's binlogs ------------------------------------------------------------
-
-def file_flavor(path: str, store=None) -> str | None:
-    """"mysql" or "mariadb": the server version in a binlog's
-    FORMAT_DESCRIPTION (``binlog.is_mariadb``), read alone (its first
-    75 bytes: a lookup that a catalog answers opens no ``Binlog`` for this);
-    None when the file is not that (the lookup that needs it says why)."""
-    if store is None:
-        store = storage.LOCAL
-    want = len(MAGIC) + EVENT_HEADER.size + FDE_FIXED.size - 5      # up to the server version's end
-    try:
-        f = store.open_file(path)
-    except (GtidxError, OSError):
-        return None
-    try:
-        if f.size < want:
-            return None
-        head = f.read_exact(0, want)
-    except (GtidxError, OSError):
-        return None
-    finally:
-        f.close()
-    etype = EVENT_HEADER.unpack_from(head, len(MAGIC))[1]
-    if head[:len(MAGIC)] != MAGIC or etype != FORMAT_DESCRIPTION:
-        return None
-    version = FDE_FIXED.unpack_from(head + bytes(5), len(MAGIC) + EVENT_HEADER.size)[1]
-    return "mariadb" if is_mariadb(version.split(b"\0", 1)[0].decode("ascii", "replace")) else "mysql"
-
-
-def flavor_of(path, storage_options: dict | None = None) -> str | None:
-    """"mysql" when the binlogs of ``path`` (a file, directory or
-    ``binlog.index``) are MySQL's, "mariadb" when MariaDB's, None when that is
-    not known here (nothing listed or readable; a URL: its objects are not
-    read for this, MariaDB's answers say what they find). Every local file's
-    FORMAT_DESCRIPTION is read: a mix of both is an UnsupportedBinlogError
-    (exit 2) naming one file of each."""
-    try:
-        store, where = storage.resolve(_path(path), storage_options)
-        if store.remote:
-            return None
-        files = _list_binlogs(where, store, {})
-    except GtidxError:
-        return None
-    seen: dict[str, str] = {}
-    for f in files:
-        flavor = file_flavor(f, store)
-        if flavor is not None:
-            seen.setdefault(flavor, f)
-    if len(seen) > 1:
-        raise UnsupportedBinlogError(
-            f"these binlogs mix MariaDB's and MySQL's ({os.path.basename(seen['mariadb'])} is a MariaDB "
-            f"binlog, {os.path.basename(seen['mysql'])} a MySQL one): one series is one server's history",
-            path=where, hint="give the files of one server (a directory or binlog.index of its own)")
-    return next(iter(seen), None)
 
 
 def _series_error(e: UnsupportedBinlogError, path: str) -> UnsupportedBinlogError:

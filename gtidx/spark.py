@@ -35,7 +35,7 @@ files x GTIDs:
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
 
-MySQL binlogs (``mysqlapi.flavor_of``): the driver reads each file's
+MySQL binlogs (``api.binlogs_flavor``): the driver reads each file's
 Previous_gtids, a row goes to the file holding its GTID (or, a GTID set, to
 a replica's start file), and one task per file answers them
 (``MysqlSeries.locate_many``: one pass over the file; ``replica_start``).
@@ -487,8 +487,7 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     it beats index lookups."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
-    from .mysqlapi import flavor_of
-    if flavor_of(binlogs, storage_options) == "mysql":
+    if api.binlogs_flavor(binlogs, storage_options) == "mysql":
         return _locate_mysql(spark, gtids, binlogs, column, timings, pass_per_byte,
                              _Where(storage_options, index_root, True), history, t0)
     where = _Where(storage_options, index_root)

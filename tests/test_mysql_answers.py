@@ -19,7 +19,8 @@ import pytest
 from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
 from gtidx.errors import EXIT_BAD_INPUT, MySQLBinlogError, NotFoundError, UnsupportedBinlogError
-from gtidx.mysqlapi import MysqlSeries, MysqlStateAt, flavor_of
+from gtidx.api import binlogs_flavor as flavor_of
+from gtidx.mysqlapi import MysqlSeries, MysqlStateAt
 from gtidx.mysqlgtid import GtidSet, MysqlGtid
 
 MYSQL = FIXTURES / "mysql-9.7"
