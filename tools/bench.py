@@ -477,14 +477,16 @@ def bench_changes(args) -> dict:
             catalog_s = time.perf_counter() - t0
             window = f"timestamp BETWEEN {mid} AND {mid + 59}"
             gtid_in = "gtid IN (" + ", ".join(f"'{g}'" for g in wanted) + ")"
-            queries = [("every row", src.load(directory)),
-                       ("table = 'w.m' (pushed down)", src.load(directory).where("table = 'w.m'")),
-                       ("one-minute timestamp window, no catalog", src.load(directory).where(window)),
-                       ("one-minute timestamp window, with a catalog",
+            queries = [("all", "every row", src.load(directory)),
+                       ("table", "table = 'w.m' (pushed down)", src.load(directory).where("table = 'w.m'")),
+                       ("window", "one-minute timestamp window, no catalog", src.load(directory).where(window)),
+                       ("window-catalog", "one-minute timestamp window, with a catalog",
                         src.option("index_root", cat).load(directory).where(window)),
-                       ("gtid IN 1,000 GTIDs (located through the indexes)",
+                       ("gtids", "gtid IN 1,000 GTIDs (located through the indexes)",
                         src.load(directory).where(gtid_in))]
-            for name, df in queries:
+            for key, name, df in queries:
+                if args.queries and key not in args.queries.split(","):
+                    continue
                 load0 = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 n = df.count()
@@ -808,6 +810,7 @@ def main(argv=None) -> int:
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("changes", help="format('gtidx.changes') rows/s over the 4 GiB workload")
+    s.add_argument("--queries", help="only these: all,table,window,window-catalog,gtids (default: every one)")
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")

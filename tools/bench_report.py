@@ -833,7 +833,7 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
         elif name == "startup":
             report["startup"] = bench.bench_startup(Namespace(runs=args.startup_runs, venv=None))
         elif name == "changes":
-            report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed))
+            report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed, queries=None))
         else:
             section = s3_section if name == "s3" else lambda *a: cluster_section(bench, *a)
             with tempfile.TemporaryDirectory(prefix=f"gtidx-bench-{name}-") as tmp:
