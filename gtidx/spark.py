@@ -294,52 +294,97 @@ def _answer_file(values: list, gtids: list, all_files: list[str], pass_per_byte:
     answered together: the GTIDs by ``BinlogSeries.locate_many`` (per file one
     pass over its groups where it has many), taught the plan's ranges so that
     no executor walks a file for them."""
-    out = []
     with where.series(all_files) as logs:
         if plan is not None:
             plan.teach(logs)
-        wanted = [g for g in gtids if g is not None]
-        found = logs.locate_many(wanted, pass_per_byte=pass_per_byte) if wanted else {}
-        for v, g in zip(values, gtids):
-            if g is not None:
-                r = found[g]
-                if isinstance(r, NotFoundError):
-                    out.append(_not_found(v, r.message))
-                elif isinstance(r, GtidxError):      # a damaged binlog this GTID needs: its error
-                    out.append(_not_found(v, str(r)))
-                else:
-                    out.append((v, "gtid", r.file, r.start, r.end, r.resume, r.timestamp, None, True, None))
-                continue
-            try:
-                r = logs.replica_start(v)
-            except GtidxError as e:
-                out.append(_not_found(v, e.message))
-                continue
-            first = r.first
-            out.append((v, "position", r.file, r.offset, None,
-                        first.start if first is not None and first.file == r.file else None,
-                        first.timestamp if first else None, str(first.gtid) if first else None, True, None))
+        return _answer_rows(logs, values, gtids, pass_per_byte)
+
+
+def _answer_rows(logs: api.BinlogSeries, values: list, gtids: list, pass_per_byte: float) -> list[tuple]:
+    """``_answer_file`` on a series already open and taught."""
+    out = []
+    wanted = [g for g in gtids if g is not None]
+    found = logs.locate_many(wanted, pass_per_byte=pass_per_byte) if wanted else {}
+    for v, g in zip(values, gtids):
+        if g is not None:
+            r = found[g]
+            if isinstance(r, NotFoundError):
+                out.append(_not_found(v, r.message))
+            elif isinstance(r, GtidxError):      # a damaged binlog this GTID needs: its error
+                out.append(_not_found(v, str(r)))
+            else:
+                out.append((v, "gtid", r.file, r.start, r.end, r.resume, r.timestamp, None, True, None))
+            continue
+        try:
+            r = logs.replica_start(v)
+        except GtidxError as e:
+            out.append(_not_found(v, e.message))
+            continue
+        first = r.first
+        out.append((v, "position", r.file, r.offset, None,
+                    first.start if first is not None and first.file == r.file else None,
+                    first.timestamp if first else None, str(first.gtid) if first else None, True, None))
     return out
+
+
+def _rows_table(rows: list[tuple]) -> "pa.Table":
+    """LOCATE_SCHEMA rows (tuples) as an Arrow table."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    schema = to_arrow_schema(LOCATE_SCHEMA)
+    columns = list(zip(*rows)) if rows else [[] for _ in LOCATE_SCHEMA]
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
 def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
     """One file's rows (``key``: its code; null: the rows no file answers),
-    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order."""
+    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order.
+    The GTIDs (parsed by the planner) go to ``BinlogSeries.locate_columns``
+    as columns: what it answers (a file's many GTIDs, by one pass) is built
+    as columns too; the rest (few, not found there, positions, seq_nos beyond
+    a signed long) row by row, by ``_answer_rows``."""
+    import numpy as np
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-    values = table.column("gtid").to_pylist()
+    import pyarrow.compute as pc
     if key[0].as_py() is None:
-        rows = [_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())]
-    else:
-        gtids = [None if n is None else Gtid(d, s, n) for d, s, n in
-                 zip(*(table.column(c).to_pylist() for c in ("domain", "server", "seq")))]
-        for k, v in enumerate(values):
-            if gtids[k] is None and "," not in v:
-                gtids[k] = Gtid.parse(v)            # a seq_no beyond a signed long: its text
-        rows = _answer_file(values, gtids, files, pass_per_byte, plan, where)
-    schema = to_arrow_schema(LOCATE_SCHEMA)
-    columns = list(zip(*rows)) if rows else [[] for _ in LOCATE_SCHEMA]
-    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+        return _rows_table([_not_found(v, why) for v, why in zip(table.column("gtid").to_pylist(),
+                                                                  table.column("reason").to_pylist())])
+    n = table.num_rows
+    has = np.flatnonzero(pc.is_valid(table.column("seq")).to_numpy(zero_copy_only=False))
+    with where.series(files) as logs:
+        plan.teach(logs)
+        done = np.zeros(n, bool)
+        parts, order = [], []
+        if len(has):
+            cols = [table.column(c).take(pa.array(has)).to_numpy() for c in ("domain", "server", "seq")]
+            fi, start, end, ts = logs.locate_columns(*cols, pass_per_byte=pass_per_byte)
+            hit = fi >= 0
+            rows = has[hit]
+            if len(rows):
+                done[rows] = True
+                k = len(rows)
+                names = pa.DictionaryArray.from_arrays(pa.array(fi[hit], pa.int32()), pa.array(logs.files))
+                parts.append(pa.Table.from_arrays(
+                    [table.column("gtid").take(pa.array(rows)), pa.array(["gtid"] * k, pa.string()),
+                     names.cast(pa.string()), pa.array(start[hit]), pa.array(end[hit]), pa.array(end[hit]),
+                     pa.array(ts[hit]), pa.nulls(k, pa.string()), pa.array(np.ones(k, bool)),
+                     pa.nulls(k, pa.string())], schema=_rows_table([]).schema))
+                order.append(rows)
+        rest = np.flatnonzero(~done)
+        if len(rest):
+            sub = table.take(pa.array(rest))
+            values = sub.column("gtid").to_pylist()
+            gtids = [None if q is None else Gtid(d, s, q) for d, s, q in
+                     zip(*(sub.column(c).to_pylist() for c in ("domain", "server", "seq")))]
+            for i, v in enumerate(values):
+                if gtids[i] is None and "," not in v:
+                    gtids[i] = Gtid.parse(v)            # a seq_no beyond a signed long: its text
+            parts.append(_rows_table(_answer_rows(logs, values, gtids, pass_per_byte)))
+            order.append(rest)
+    out = pa.concat_tables(parts) if parts else _rows_table([])
+    if len(parts) > 1:
+        out = out.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    return out
 
 
 def _codes(n: int, count: int) -> list[int]:
