@@ -26,11 +26,15 @@ files x GTIDs:
    it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence).
    The input column comes as Arrow batches (``mapInArrow``), each planned at
    once (numpy over each pair's ``api.PlanTable``);
-3. GTIDs are grouped by file (``groupBy(file).applyInArrow``: Arrow batches
-   in and out, no row pickled) and one task per file answers all of them
-   with ``BinlogSeries.locate_many``, taught the plan's ranges (no walk): by
-   one pass over the file's groups when they are many (a pass costs what
-   ~2000 index lookups cost on a 256 MiB file), by index lookups when few.
+3. the values go to their file's task (``repartition(n, file)``: only the
+   value and its file are shuffled, as Arrow batches both ways), which splits
+   its rows by file, parses each file's values again (``assign_batch``) and
+   answers them together: ``BinlogSeries.locate_columns`` answers a file's
+   many GTIDs as columns by one pass over its groups (``Binlog.group_records``,
+   the group walk in C where it is built; a pass costs what ~2000 index
+   lookups cost on a 256 MiB file), taught the plan's ranges (no walk);
+   ``BinlogSeries.locate_many`` the others (few: index lookups), positions
+   ``replica_start``.
 
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
@@ -76,11 +80,14 @@ BUILD_SCHEMA = StructType([
     StructField("seconds", StringType()), StructField("error", StringType()),
 ])
 
-# locate's rows between its two steps: the input value, the index of the file
-# whose task answers it (null: none, ``reason`` says why) and the GTID parsed
-# (null for a position, or a seq_no beyond a signed long)
+# The planner's rows (``_Plan.assign_batch``): the input value, the index of
+# the file whose task answers it (null: none, ``reason`` says why) and the
+# GTID parsed (null for a position, or a seq_no beyond a signed long).
 ASSIGNED = "gtid string, file int, domain long, server long, seq long, reason string"
 ASSIGNED_NAMES = ["gtid", "file", "domain", "server", "seq", "reason"]
+# What locate's shuffle moves of them: the value and its file (each file's
+# task parses its values again, which costs less than moving the GTID's columns)
+SHUFFLED = "gtid string, file int"
 
 GROUPS_SCHEMA = ("file string, gtid string, domain long, server long, seq decimal(20,0), "
                  "start long, end long, timestamp long, flags int")
@@ -338,7 +345,8 @@ def _rows_table(rows: list[tuple]) -> "pa.Table":
 
 def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
     """One file's rows (``key``: its code; null: the rows no file answers),
-    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order.
+    an Arrow table of ASSIGNED (or SHUFFLED) rows in, LOCATE_SCHEMA rows out,
+    in order.
     The GTIDs (parsed by the planner) go to ``BinlogSeries.locate_columns``
     as columns: what it answers (a file's many GTIDs, by one pass) is built
     as columns too; the rest (few, not found there, positions, seq_nos beyond
@@ -346,6 +354,8 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Pla
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
+    if "seq" not in table.column_names:       # SHUFFLED rows: the values parsed again
+        table = pa.Table.from_batches([plan.assign_batch(table.column("gtid").combine_chunks())])
     if key[0].as_py() is None:
         return _rows_table([_not_found(v, why) for v, why in zip(table.column("gtid").to_pylist(),
                                                                   table.column("reason").to_pylist())])
@@ -438,8 +448,10 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     files the summary job read) now and, once an action has run on the
     result, the per-file task time in ``timings["per_file"].value`` (an
     accumulator: seconds summed over files), the CPU time of the same in
-    ``per_file_cpu`` (less where the tasks waited for a core) and
-    ``files_touched``.
+    ``per_file_cpu`` (less where the tasks waited for a core),
+    ``files_touched``, and ``assign_cpu``: the CPU seconds of the tasks
+    that plan the input rows (from their first batch read to their last
+    written, Arrow transfer included).
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
     it beats index lookups."""
     t0 = time.perf_counter()
@@ -474,14 +486,22 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(todo)
 
+    assign_cpu = sc.accumulator(0.0) if timings is not None else None
+
     def assign(batches):
+        import pyarrow as pa
+        c = time.process_time()
         p = bplan.value
         for b in batches:
-            yield p.assign_batch(b.column(0), codes)
+            a = p.assign_batch(b.column(0), codes)
+            yield pa.RecordBatch.from_arrays([a.column(0), a.column(1)], names=["gtid", "file"])
+        if assign_cpu is not None:
+            assign_cpu.add(time.process_time() - c)
 
     if timings is not None:
         spent, cpu, touched_files = sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0)
         timings["per_file"], timings["per_file_cpu"], timings["files_touched"] = spent, cpu, touched_files
+        timings["assign_cpu"] = assign_cpu
 
         def answer(key, table):
             t, c = time.perf_counter(), time.process_time()
@@ -495,9 +515,31 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
         def answer(key, table):
             return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
     # Arrow batches both ways: the input column to the planner (mapInArrow),
-    # each file's rows to its task (applyInArrow), the answers back
-    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
-    return assigned.repartition(n, "file").groupBy("file").applyInArrow(answer, LOCATE_SCHEMA)
+    # each file's values to its task (repartition by file, then mapInArrow:
+    # the task splits its rows by file itself, with no sort by Spark), the
+    # answers back
+    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, SHUFFLED)
+    return assigned.repartition(n, "file").mapInArrow(lambda batches: _per_file(batches, answer),
+                                                      LOCATE_SCHEMA)
+
+
+def _per_file(batches, answer):
+    """A task's SHUFFLED batches (the rows of its files: ``repartition`` by
+    file) split by file, each file's rows answered at once (``answer(key,
+    table)``: the file's code, its SHUFFLED rows)."""
+    import numpy as np
+    import pyarrow as pa
+    batches = list(batches)
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    file = table.column("file")
+    codes = file.fill_null(-1).to_numpy() if file.null_count else file.to_numpy()
+    order = np.argsort(codes, kind="stable")
+    keys, starts = np.unique(codes[order], return_index=True)
+    for k, a, b in zip(keys, starts, list(starts[1:]) + [len(order)]):
+        key = [pa.scalar(None if k == -1 else int(k), pa.int32())]
+        yield from answer(key, table.take(pa.array(order[a:b]))).to_batches()
 
 
 # -- build -------------------------------------------------------------------------------------------
