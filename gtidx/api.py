@@ -1131,70 +1131,17 @@ class BinlogSeries:
                 one(g)                  # few, or not where its bounds say: locate decides
         return out
 
-    def locate_columns(self, domain, server, seq, *, pass_per_byte: float | None = None) -> tuple:
-        """``locate_many``'s pass, for columns of GTIDs (numpy arrays or
-        sequences: domain, server, seq_no; seq_no from 1 to 2**64 - 2):
-        ``(file, start, end, timestamp)``, numpy arrays, ``file`` the index of
-        the GTID's binlog in ``files``, -1 where this gave no answer. Answered
-        here are the GTIDs ``locate_many`` answers by a pass, as it answers
-        them: those whose plan (every binlog learned) is one file in which
-        their (domain, server) only grows, in a file that has more than
-        ``pass_per_byte`` of them per byte (default ``PASS_PER_BYTE``), found
-        in it (the first group with that GTID: ``Binlog.group_records``, the
-        group walk in C where it is built, matched with numpy). The others
-        (-1: few in their file, not there, a seq_no that went back, a file
-        that cannot be read) are ``locate_many``'s to answer. Needs numpy
-        (the ``spark`` extra)."""
-        import numpy as np
-        from .binlog import GROUP_RECORD
-        per_byte = PASS_PER_BYTE if pass_per_byte is None else pass_per_byte
-        domain = np.asarray(domain, np.uint64)
-        server = np.asarray(server, np.uint64)
-        seq = np.asarray(seq, np.uint64)
-        n = len(seq)
-        file = np.full(n, -1, np.int32)
-        start = np.zeros(n, np.int64)
-        end = np.zeros(n, np.int64)
-        timestamp = np.zeros(n, np.int64)
-        if n <= len(self.files):            # a few: as locate_many, one by one
-            return file, start, end, timestamp
+    def plan_table(self, domain: int, server: int) -> PlanTable:
+        """The plans of every seq_no of one (domain, server), as
+        ``locate_many`` plans its GTIDs: every binlog learned first (its
+        stored seq ranges, else one walk), so each plan is exact."""
         self._learn(self.files)
-        pair = (domain << np.uint64(32)) | server
-        planned = np.full(n, -1, np.int32)
-        for key in np.unique(pair):
-            rows = np.flatnonzero(pair == key)
-            table = PlanTable(*self._plan_inputs((int(key) >> 32, int(key) & 0xFFFFFFFF)))
-            points = np.array([min(p, 2**64 - 1) for p in table.points], np.uint64)
-            one = np.array([-1 if isinstance(p, str) or not p.monotone or len(p.files) != 1 else p.files[0]
-                            for p in table.plans], np.int32)
-            planned[rows] = one[np.searchsorted(points, seq[rows], side="right")]
-        fields = np.dtype({"names": ["start", "end", "seq", "timestamp", "server", "domain"],
-                           "formats": ["<u8", "<u8", "<u8", "<u4", "<u4", "<u4"],
-                           "offsets": [0, 8, 16, 24, 28, 32], "itemsize": GROUP_RECORD.size})
-        for i in np.unique(planned[planned >= 0]):
-            rows = np.flatnonzero(planned == i)
-            try:
-                f = self._file(self.files[i])
-                if len(rows) <= f.binlog.size * per_byte:
-                    continue                # few: locate_many's index lookups
-                groups = np.frombuffer(f.binlog.group_records(), fields)
-            except GtidxError:
-                continue                    # each GTID's own lookup says what failed
-            keys = (groups["domain"].astype(np.uint64) << np.uint64(32)) | groups["server"]
-            for key in np.unique(pair[rows]):
-                want = rows[pair[rows] == key]
-                at = np.flatnonzero(keys == key)
-                seqs = groups["seq"][at]
-                order = np.argsort(seqs, kind="stable")     # equal seq_nos: the first in the file first
-                k = np.minimum(np.searchsorted(seqs[order], seq[want]), max(len(at) - 1, 0))
-                hit = seqs[order][k] == seq[want] if len(at) else np.zeros(len(want), bool)
-                found = want[hit]
-                g = at[order[k[hit]]]
-                file[found] = i
-                start[found] = groups["start"][g]
-                end[found] = groups["end"][g]
-                timestamp[found] = groups["timestamp"][g]
-        return file, start, end, timestamp
+        return PlanTable(*self._plan_inputs((domain, server)))
+
+    def binlog(self, path: str) -> Binlog:
+        """The open ``Binlog`` of one file of the series (kept open with the
+        series' other files, as lookups keep it)."""
+        return self._file(self.resolve(path)).binlog
 
     def _plan(self, g: Gtid) -> LocatePlan | str:
         """``plan_locate`` for ``g`` with what this series knows: the bounds

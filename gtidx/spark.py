@@ -29,7 +29,7 @@ files x GTIDs:
 3. the values go to their file's task (``repartition(n, file)``: only the
    value and its file are shuffled, as Arrow batches both ways), which splits
    its rows by file, parses each file's values again (``assign_batch``) and
-   answers them together: ``BinlogSeries.locate_columns`` answers a file's
+   answers them together: ``locate_columns`` answers a file's
    many GTIDs as columns by one pass over its groups (``Binlog.group_records``,
    the group walk in C where it is built; a pass costs what ~2000 index
    lookups cost on a 256 MiB file), taught the plan's ranges (no walk);
@@ -343,11 +343,74 @@ def _rows_table(rows: list[tuple]) -> "pa.Table":
     return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
+def locate_columns(logs: api.BinlogSeries, domain, server, seq, *, pass_per_byte: float = PASS_PER_BYTE) -> tuple:
+    """``BinlogSeries.locate_many``'s pass, for columns of GTIDs (numpy
+    arrays or sequences: domain, server, seq_no; seq_no from 1 to
+    2**64 - 2): ``(file, start, end, timestamp)``, numpy arrays, ``file``
+    the index of the GTID's binlog in ``logs.files``, -1 where this gave no
+    answer. Answered here are the GTIDs ``locate_many`` answers by its pass,
+    as it answers them: those whose plan (``BinlogSeries.plan_table``, every
+    binlog learned) is one file in which their (domain, server) only grows,
+    in a file that has more than ``pass_per_byte`` of them per byte, found
+    in it (the first group with that GTID: ``Binlog.group_records``, the
+    group walk in C where it is built, matched with numpy). The others (-1:
+    few in their file, not there, a seq_no that went back, a file that
+    cannot be read) are ``locate_many``'s to answer."""
+    import numpy as np
+    from .binlog import GROUP_RECORD
+    domain = np.asarray(domain, np.uint64)
+    server = np.asarray(server, np.uint64)
+    seq = np.asarray(seq, np.uint64)
+    n = len(seq)
+    file = np.full(n, -1, np.int32)
+    start = np.zeros(n, np.int64)
+    end = np.zeros(n, np.int64)
+    timestamp = np.zeros(n, np.int64)
+    if n <= len(logs.files):            # a few: as locate_many, one by one
+        return file, start, end, timestamp
+    pair = (domain << np.uint64(32)) | server
+    planned = np.full(n, -1, np.int32)
+    for key in np.unique(pair):
+        rows = np.flatnonzero(pair == key)
+        table = logs.plan_table(int(key) >> 32, int(key) & 0xFFFFFFFF)
+        points = np.array([min(p, 2**64 - 1) for p in table.points], np.uint64)
+        one = np.array([-1 if isinstance(p, str) or not p.monotone or len(p.files) != 1 else p.files[0]
+                        for p in table.plans], np.int32)
+        planned[rows] = one[np.searchsorted(points, seq[rows], side="right")]
+    fields = np.dtype({"names": ["start", "end", "seq", "timestamp", "server", "domain"],
+                       "formats": ["<u8", "<u8", "<u8", "<u4", "<u4", "<u4"],
+                       "offsets": [0, 8, 16, 24, 28, 32], "itemsize": GROUP_RECORD.size})
+    for i in np.unique(planned[planned >= 0]):
+        rows = np.flatnonzero(planned == i)
+        try:
+            b = logs.binlog(logs.files[i])
+            if len(rows) <= b.size * pass_per_byte:
+                continue                # few: locate_many's index lookups
+            groups = np.frombuffer(b.group_records(), fields)
+        except GtidxError:
+            continue                    # each GTID's own lookup says what failed
+        keys = (groups["domain"].astype(np.uint64) << np.uint64(32)) | groups["server"]
+        for key in np.unique(pair[rows]):
+            want = rows[pair[rows] == key]
+            at = np.flatnonzero(keys == key)
+            seqs = groups["seq"][at]
+            order = np.argsort(seqs, kind="stable")     # equal seq_nos: the first in the file first
+            k = np.minimum(np.searchsorted(seqs[order], seq[want]), max(len(at) - 1, 0))
+            hit = seqs[order][k] == seq[want] if len(at) else np.zeros(len(want), bool)
+            found = want[hit]
+            g = at[order[k[hit]]]
+            file[found] = i
+            start[found] = groups["start"][g]
+            end[found] = groups["end"][g]
+            timestamp[found] = groups["timestamp"][g]
+    return file, start, end, timestamp
+
+
 def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
     """One file's rows (``key``: its code; null: the rows no file answers),
     an Arrow table of ASSIGNED (or SHUFFLED) rows in, LOCATE_SCHEMA rows out,
     in order.
-    The GTIDs (parsed by the planner) go to ``BinlogSeries.locate_columns``
+    The GTIDs (parsed by the planner) go to ``locate_columns``
     as columns: what it answers (a file's many GTIDs, by one pass) is built
     as columns too; the rest (few, not found there, positions, seq_nos beyond
     a signed long) row by row, by ``_answer_rows``."""
@@ -367,7 +430,7 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Pla
         parts, order = [], []
         if len(has):
             cols = [table.column(c).take(pa.array(has)).to_numpy() for c in ("domain", "server", "seq")]
-            fi, start, end, ts = logs.locate_columns(*cols, pass_per_byte=pass_per_byte)
+            fi, start, end, ts = locate_columns(logs, *cols, pass_per_byte=pass_per_byte)
             hit = fi >= 0
             rows = has[hit]
             if len(rows):

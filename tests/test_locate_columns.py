@@ -1,4 +1,4 @@
-"""``BinlogSeries.locate_columns``: ``locate_many``'s pass for columns of
+"""``gtidx.spark.locate_columns``: ``BinlogSeries.locate_many``'s pass for columns of
 GTIDs (Spark's per-file tasks). Every GTID it answers is answered as
 ``locate`` and ``locate_many`` answer it (file, start, end, timestamp),
 also where GTIDs repeat, are absent, or their (domain, server) went down
@@ -13,10 +13,10 @@ import pytest
 
 from gtidx import api, binlog
 from gtidx.binlog import Binlog
-from gtidx.errors import GtidxError
 from gtidx.gtid import Gtid
 
 from conftest import FIXTURES
+import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra)
 
 SETS = [(v, s) for v in ("mariadb-10.11", "mariadb-11.8")
         for s in ("multifile", "nonmono", "mixed", "manydomains", "bigtrx", "xa")
@@ -38,8 +38,8 @@ def _wanted(files) -> list[Gtid]:
 
 
 def _columns(logs, wanted, per_byte):
-    return logs.locate_columns([g.domain for g in wanted], [g.server for g in wanted], [g.seq for g in wanted],
-                               pass_per_byte=per_byte)
+    return gs.locate_columns(logs, [g.domain for g in wanted], [g.server for g in wanted],
+                             [g.seq for g in wanted], pass_per_byte=per_byte)
 
 
 @pytest.mark.parametrize("version,name", SETS, ids=[f"{v}/{s}" for v, s in SETS])
