@@ -1185,6 +1185,18 @@ class BinlogSeries:
                 one(g)                  # few, or not where its bounds say: locate decides
         return out
 
+    def plan_table(self, domain: int, server: int) -> PlanTable:
+        """The plans of every seq_no of one (domain, server), as
+        ``locate_many`` plans its GTIDs: every binlog learned first (its
+        stored seq ranges, else one walk), so each plan is exact."""
+        self._learn(self.files)
+        return PlanTable(*self._plan_inputs((domain, server)))
+
+    def binlog(self, path: str) -> Binlog:
+        """The open ``Binlog`` of one file of the series (kept open with the
+        series' other files, as lookups keep it)."""
+        return self._file(self.resolve(path)).binlog
+
     def _plan(self, g: Gtid) -> LocatePlan | str:
         """``plan_locate`` for ``g`` with what this series knows: the bounds
         (its pair's planner, kept), the files seen going down, and the ranges

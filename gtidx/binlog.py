@@ -101,6 +101,10 @@ try:
     from ._skip import skip as _skip
 except ImportError:                    # pragma: no cover - depends on the install
     _skip = None
+try:                                   # the compiled group walk behind group_records (same module)
+    from ._skip import groups as _groups
+except ImportError:                    # pragma: no cover - depends on the install
+    _groups = None
 
 # GTID event flags2 (Group.flags2, as `gtidx dump` prints it).
 FL_STANDALONE = 0x01
@@ -130,6 +134,10 @@ GTID_ENTRY = struct.Struct("<IIQ")         # domain, server, seq (GTID_LIST, .id
 FDE_FIXED = struct.Struct("<H50sIB")       # binlog_version, server_version, created, header_len
 QUERY_POST_HEADER = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_len
 U32 = struct.Struct("<I")
+# A group as group_records packs it (the compiled walk writes the same):
+# start, end, seq_no, timestamp, server_id, domain_id, flags2.
+GROUP_RECORD = struct.Struct("<QQQIIII")
+_GROUP_CHUNK = 65536                      # records group_records has C write per buffer
 
 GTID_LIST_COUNT_MASK = 0x0FFFFFFF         # the top 4 bits are wire-only flags
 
@@ -620,6 +628,75 @@ class Binlog:
         a span, and where the walk stopped (the end of the last complete group,
         or ``start``): where a later walk of a growing file resumes."""
         return self._walk(self.body_start if start is None else start, span, previous)
+
+    def group_records(self, start: int | None = None) -> bytes:
+        """``group_spans`` packed, for many groups at once: one GROUP_RECORD
+        (start, end, seq_no, timestamp, server_id, domain_id, flags2) per
+        group, in file order; the same groups, and the same error where that
+        walk raises (then no records). Where the compiled ``gtidx._skip`` is
+        built, the groups are walked in C (``groups``) as long as nothing is
+        unusual, and ``_walk`` (the definition) takes over from the last
+        group start where something is: the file's tail, a damaged event, a
+        group longer than the walk's largest window (``_walk`` walks that
+        one group, then C goes on); without it, ``_walk`` walks it all."""
+        off = self.body_start if start is None else start
+        pack = GROUP_RECORD.pack
+
+        def walked(at: int, one: bool = False) -> tuple[bytes, int | None]:
+            # _walk from a point where a walk may start: all its groups, or
+            # (one) its first group only where C can go on after it (its end
+            # is an event that is complete, so no tail yield): then also that end
+            out = []
+            walk = self._walk(at, None, 0)
+            try:
+                for b, e, (ts, server, seq, domain, flags2) in walk:
+                    out.append(pack(b, e, seq, ts, server, domain, flags2))
+                    if one and self._complete_at(e):
+                        return b"".join(out), e
+            finally:
+                walk.close()
+            return b"".join(out), None
+
+        if _groups is None:
+            return walked(off)[0]
+        size = self.size
+        body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
+        rec = GROUP_RECORD.size
+        chunks = []
+        out = bytearray(rec * _GROUP_CHUNK)
+        used = 0                            # bytes of out written
+        w = self._window(off, size)
+        while True:
+            n, off, why = _groups(w.view, off - w.base, w.base, size, _COLD_BYTES, GTID, body_min,
+                                  memoryview(out)[used:])
+            used += n * rec
+            if why == 2:                    # out is full: keep it, go on in a fresh one
+                chunks.append(bytes(out[:used]))
+                used = 0
+                continue
+            if why == 1 or w.base + len(w.view) >= w.end:
+                break                       # something unusual, or the end of the file: _walk's
+            base, have = w.base, len(w.view)
+            w.move(off)
+            if off == base and len(w.view) <= have:      # no group ends in the largest window
+                chunks.append(bytes(out[:used]))
+                used = 0
+                part, off = walked(off, one=True)
+                chunks.append(part)
+                if off is None:
+                    return b"".join(chunks)
+                w.move(off)
+        chunks.append(bytes(out[:used]))
+        chunks.append(walked(off)[0])
+        return b"".join(chunks)
+
+    def _complete_at(self, off: int) -> bool:
+        """Is there a whole event at ``off`` (header length and all)?"""
+        if off + HEADER_LEN > self.size:
+            return False
+        self._fill(off, off + HEADER_LEN)
+        ln = TYPE_LENGTH.unpack_from(self._mm, off)[1]
+        return ln >= HEADER_LEN and off + ln <= self.size
 
     def _walk(self, off: int, span: int | None, previous: int):
         """The one event walk behind ``group_spans`` (``span`` None: a yield

@@ -19,7 +19,8 @@ CRC32, the FORMAT_DESCRIPTION with its IN_USE flag): ``MysqlBinlog`` is a
 ``groups()`` yields ``MysqlGroup`` per transaction; ``end_set()`` is the
 set after the file (previous_gtids plus every GTID of a complete
 transaction). MariaDB's answers of ``Binlog`` (``group_spans``,
-``group_batches``, ``apply_until``, ``state_at``, ``start_state``) are not
+``group_records``, ``group_batches``, ``apply_until``, ``state_at``,
+``start_state``) are not
 MySQL's: on a MySQL file they raise ``MySQLBinlogError`` (exit 2, "not
 supported yet") rather than answer wrongly. ``open_binlog`` opens a file as
 the class its FDE names.
@@ -316,6 +317,9 @@ class MysqlBinlog(Binlog):
 
     def group_batches(self, span, start=None, previous=0):
         raise self._not_yet("indexing")
+
+    def group_records(self, start=None):
+        raise self._not_yet("the MariaDB group walk")
 
     def apply_until(self, state, start, target):
         raise self._not_yet("the GTID state at an offset")

@@ -26,11 +26,15 @@ files x GTIDs:
    it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence).
    The input column comes as Arrow batches (``mapInArrow``), each planned at
    once (numpy over each pair's ``api.PlanTable``);
-3. GTIDs are grouped by file (``groupBy(file).applyInArrow``: Arrow batches
-   in and out, no row pickled) and one task per file answers all of them
-   with ``BinlogSeries.locate_many``, taught the plan's ranges (no walk): by
-   one pass over the file's groups when they are many (a pass costs what
-   ~2000 index lookups cost on a 256 MiB file), by index lookups when few.
+3. the values go to their file's task (``repartition(n, file)``: only the
+   value and its file are shuffled, as Arrow batches both ways), which splits
+   its rows by file, parses each file's values again (``assign_batch``) and
+   answers them together: ``locate_columns`` answers a file's
+   many GTIDs as columns by one pass over its groups (``Binlog.group_records``,
+   the group walk in C where it is built; a pass costs what ~2000 index
+   lookups cost on a 256 MiB file), taught the plan's ranges (no walk);
+   ``BinlogSeries.locate_many`` the others (few: index lookups), positions
+   ``replica_start``.
 
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
@@ -81,11 +85,14 @@ BUILD_SCHEMA = StructType([
     StructField("seconds", StringType()), StructField("error", StringType()),
 ])
 
-# locate's rows between its two steps: the input value, the index of the file
-# whose task answers it (null: none, ``reason`` says why) and the GTID parsed
-# (null for a position, or a seq_no beyond a signed long)
+# The planner's rows (``_Plan.assign_batch``): the input value, the index of
+# the file whose task answers it (null: none, ``reason`` says why) and the
+# GTID parsed (null for a position, or a seq_no beyond a signed long).
 ASSIGNED = "gtid string, file int, domain long, server long, seq long, reason string"
 ASSIGNED_NAMES = ["gtid", "file", "domain", "server", "seq", "reason"]
+# What locate's shuffle moves of them: the value and its file (each file's
+# task parses its values again, which costs less than moving the GTID's columns)
+SHUFFLED = "gtid string, file int"
 
 GROUPS_SCHEMA = ("file string, gtid string, domain long, server long, seq decimal(20,0), "
                  "start long, end long, timestamp long, flags int")
@@ -380,54 +387,168 @@ def _answer_file(values: list, gtids: list, all_files: list[str], pass_per_byte:
     answered together: the GTIDs by ``BinlogSeries.locate_many`` (per file one
     pass over its groups where it has many), taught the plan's ranges so that
     no executor walks a file for them."""
-    out = []
     with where.series(all_files) as logs:
         if plan is not None:
             plan.teach(logs)
-        wanted = [g for g in gtids if g is not None]
-        found = logs.locate_many(wanted, pass_per_byte=pass_per_byte) if wanted else {}
-        for v, g in zip(values, gtids):
-            if g is not None:
-                r = found[g]
-                if isinstance(r, NotFoundError):
-                    out.append(_not_found(v, r.message))
-                elif isinstance(r, GtidxError):      # a damaged binlog this GTID needs: its error
-                    out.append(_not_found(v, str(r)))
-                else:
-                    out.append((v, "gtid", r.file, r.start, r.end, r.resume, r.timestamp, None, True, None))
-                continue
-            try:
-                r = logs.replica_start(v)
-            except GtidxError as e:
-                out.append(_not_found(v, e.message))
-                continue
-            first = r.first
-            out.append((v, "position", r.file, r.offset, None,
-                        first.start if first is not None and first.file == r.file else None,
-                        first.timestamp if first else None, str(first.gtid) if first else None, True, None))
+        return _answer_rows(logs, values, gtids, pass_per_byte)
+
+
+def _answer_rows(logs: api.BinlogSeries, values: list, gtids: list, pass_per_byte: float) -> list[tuple]:
+    """``_answer_file`` on a series already open and taught."""
+    out = []
+    wanted = [g for g in gtids if g is not None]
+    found = logs.locate_many(wanted, pass_per_byte=pass_per_byte) if wanted else {}
+    for v, g in zip(values, gtids):
+        if g is not None:
+            r = found[g]
+            if isinstance(r, NotFoundError):
+                out.append(_not_found(v, r.message))
+            elif isinstance(r, GtidxError):      # a damaged binlog this GTID needs: its error
+                out.append(_not_found(v, str(r)))
+            else:
+                out.append((v, "gtid", r.file, r.start, r.end, r.resume, r.timestamp, None, True, None))
+            continue
+        try:
+            r = logs.replica_start(v)
+        except GtidxError as e:
+            out.append(_not_found(v, e.message))
+            continue
+        first = r.first
+        out.append((v, "position", r.file, r.offset, None,
+                    first.start if first is not None and first.file == r.file else None,
+                    first.timestamp if first else None, str(first.gtid) if first else None, True, None))
     return out
+
+
+def _rows_table(rows: list[tuple]) -> "pa.Table":
+    """LOCATE_SCHEMA rows (tuples) as an Arrow table."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    schema = to_arrow_schema(LOCATE_SCHEMA)
+    columns = list(zip(*rows)) if rows else [[] for _ in LOCATE_SCHEMA]
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+def locate_columns(logs: api.BinlogSeries, domain, server, seq, *, pass_per_byte: float = PASS_PER_BYTE) -> tuple:
+    """``BinlogSeries.locate_many``'s pass, for columns of GTIDs (numpy
+    arrays or sequences: domain, server, seq_no; seq_no from 1 to
+    2**64 - 2): ``(file, start, end, timestamp)``, numpy arrays, ``file``
+    the index of the GTID's binlog in ``logs.files``, -1 where this gave no
+    answer. Answered here are the GTIDs ``locate_many`` answers by its pass,
+    as it answers them: those whose plan (``BinlogSeries.plan_table``, every
+    binlog learned) is one file in which their (domain, server) only grows,
+    in a file that has more than ``pass_per_byte`` of them per byte, found
+    in it (the first group with that GTID: ``Binlog.group_records``, the
+    group walk in C where it is built, matched with numpy). The others (-1:
+    few in their file, not there, a seq_no that went back, a file that
+    cannot be read) are ``locate_many``'s to answer."""
+    import numpy as np
+    from .binlog import GROUP_RECORD
+    domain = np.asarray(domain, np.uint64)
+    server = np.asarray(server, np.uint64)
+    seq = np.asarray(seq, np.uint64)
+    n = len(seq)
+    file = np.full(n, -1, np.int32)
+    start = np.zeros(n, np.int64)
+    end = np.zeros(n, np.int64)
+    timestamp = np.zeros(n, np.int64)
+    if n <= len(logs.files):            # a few: as locate_many, one by one
+        return file, start, end, timestamp
+    pair = (domain << np.uint64(32)) | server
+    planned = np.full(n, -1, np.int32)
+    for key in np.unique(pair):
+        rows = np.flatnonzero(pair == key)
+        table = logs.plan_table(int(key) >> 32, int(key) & 0xFFFFFFFF)
+        points = np.array([min(p, 2**64 - 1) for p in table.points], np.uint64)
+        one = np.array([-1 if isinstance(p, str) or not p.monotone or len(p.files) != 1 else p.files[0]
+                        for p in table.plans], np.int32)
+        planned[rows] = one[np.searchsorted(points, seq[rows], side="right")]
+    fields = np.dtype({"names": ["start", "end", "seq", "timestamp", "server", "domain"],
+                       "formats": ["<u8", "<u8", "<u8", "<u4", "<u4", "<u4"],
+                       "offsets": [0, 8, 16, 24, 28, 32], "itemsize": GROUP_RECORD.size})
+    for i in np.unique(planned[planned >= 0]):
+        rows = np.flatnonzero(planned == i)
+        try:
+            b = logs.binlog(logs.files[i])
+            if len(rows) <= b.size * pass_per_byte:
+                continue                # few: locate_many's index lookups
+            groups = np.frombuffer(b.group_records(), fields)
+        except GtidxError:
+            continue                    # each GTID's own lookup says what failed
+        keys = (groups["domain"].astype(np.uint64) << np.uint64(32)) | groups["server"]
+        for key in np.unique(pair[rows]):
+            want = rows[pair[rows] == key]
+            at = np.flatnonzero(keys == key)
+            seqs = groups["seq"][at]
+            order = np.argsort(seqs, kind="stable")     # equal seq_nos: the first in the file first
+            k = np.minimum(np.searchsorted(seqs[order], seq[want]), max(len(at) - 1, 0))
+            hit = seqs[order][k] == seq[want] if len(at) else np.zeros(len(want), bool)
+            found = want[hit]
+            g = at[order[k[hit]]]
+            file[found] = i
+            start[found] = groups["start"][g]
+            end[found] = groups["end"][g]
+            timestamp[found] = groups["timestamp"][g]
+    return file, start, end, timestamp
 
 
 def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
     """One file's rows (``key``: its code; null: the rows no file answers),
-    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order."""
+    an Arrow table of ASSIGNED (or SHUFFLED) rows in, LOCATE_SCHEMA rows out,
+    in order.
+    The GTIDs (parsed by the planner) go to ``locate_columns``
+    as columns: what it answers (a file's many GTIDs, by one pass) is built
+    as columns too; the rest (few, not found there, positions, seq_nos beyond
+    a signed long) row by row, by ``_answer_rows``."""
+    import numpy as np
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-    values = table.column("gtid").to_pylist()
+    import pyarrow.compute as pc
+    if where.mysql:                           # MySQL binlogs: _MysqlPlan's ASSIGNED rows, row by row
+        values = table.column("gtid").to_pylist()
+        if key[0].as_py() is None:
+            return _rows_table([_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())])
+        return _rows_table(_answer_file(values, plan.gtids(values), files, pass_per_byte, plan, where))
+    if "seq" not in table.column_names:       # SHUFFLED rows: the values parsed again
+        table = pa.Table.from_batches([plan.assign_batch(table.column("gtid").combine_chunks())])
     if key[0].as_py() is None:
-        rows = [_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())]
-    elif where.mysql:
-        rows = _answer_file(values, plan.gtids(values), files, pass_per_byte, plan, where)
-    else:
-        gtids = [None if n is None else Gtid(d, s, n) for d, s, n in
-                 zip(*(table.column(c).to_pylist() for c in ("domain", "server", "seq")))]
-        for k, v in enumerate(values):
-            if gtids[k] is None and "," not in v:
-                gtids[k] = Gtid.parse(v)            # a seq_no beyond a signed long: its text
-        rows = _answer_file(values, gtids, files, pass_per_byte, plan, where)
-    schema = to_arrow_schema(LOCATE_SCHEMA)
-    columns = list(zip(*rows)) if rows else [[] for _ in LOCATE_SCHEMA]
-    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+        return _rows_table([_not_found(v, why) for v, why in zip(table.column("gtid").to_pylist(),
+                                                                  table.column("reason").to_pylist())])
+    n = table.num_rows
+    has = np.flatnonzero(pc.is_valid(table.column("seq")).to_numpy(zero_copy_only=False))
+    with where.series(files) as logs:
+        plan.teach(logs)
+        done = np.zeros(n, bool)
+        parts, order = [], []
+        if len(has):
+            cols = [table.column(c).take(pa.array(has)).to_numpy() for c in ("domain", "server", "seq")]
+            fi, start, end, ts = locate_columns(logs, *cols, pass_per_byte=pass_per_byte)
+            hit = fi >= 0
+            rows = has[hit]
+            if len(rows):
+                done[rows] = True
+                k = len(rows)
+                names = pa.DictionaryArray.from_arrays(pa.array(fi[hit], pa.int32()), pa.array(logs.files))
+                parts.append(pa.Table.from_arrays(
+                    [table.column("gtid").take(pa.array(rows)), pa.array(["gtid"] * k, pa.string()),
+                     names.cast(pa.string()), pa.array(start[hit]), pa.array(end[hit]), pa.array(end[hit]),
+                     pa.array(ts[hit]), pa.nulls(k, pa.string()), pa.array(np.ones(k, bool)),
+                     pa.nulls(k, pa.string())], schema=_rows_table([]).schema))
+                order.append(rows)
+        rest = np.flatnonzero(~done)
+        if len(rest):
+            sub = table.take(pa.array(rest))
+            values = sub.column("gtid").to_pylist()
+            gtids = [None if q is None else Gtid(d, s, q) for d, s, q in
+                     zip(*(sub.column(c).to_pylist() for c in ("domain", "server", "seq")))]
+            for i, v in enumerate(values):
+                if gtids[i] is None and "," not in v:
+                    gtids[i] = Gtid.parse(v)            # a seq_no beyond a signed long: its text
+            parts.append(_rows_table(_answer_rows(logs, values, gtids, pass_per_byte)))
+            order.append(rest)
+    out = pa.concat_tables(parts) if parts else _rows_table([])
+    if len(parts) > 1:
+        out = out.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    return out
 
 
 def _codes(n: int, count: int) -> list[int]:
@@ -481,8 +602,10 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     files the summary job read) now and, once an action has run on the
     result, the per-file task time in ``timings["per_file"].value`` (an
     accumulator: seconds summed over files), the CPU time of the same in
-    ``per_file_cpu`` (less where the tasks waited for a core) and
-    ``files_touched``.
+    ``per_file_cpu`` (less where the tasks waited for a core),
+    ``files_touched``, and ``assign_cpu``: the CPU seconds of the tasks
+    that plan the input rows (from their first batch read to their last
+    written, Arrow transfer included).
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
     it beats index lookups."""
     t0 = time.perf_counter()
@@ -520,14 +643,22 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(todo)
 
+    assign_cpu = sc.accumulator(0.0) if timings is not None else None
+
     def assign(batches):
+        import pyarrow as pa
+        c = time.process_time()
         p = bplan.value
         for b in batches:
-            yield p.assign_batch(b.column(0), codes)
+            a = p.assign_batch(b.column(0), codes)
+            yield pa.RecordBatch.from_arrays([a.column(0), a.column(1)], names=["gtid", "file"])
+        if assign_cpu is not None:
+            assign_cpu.add(time.process_time() - c)
 
     if timings is not None:
         spent, cpu, touched_files = sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0)
         timings["per_file"], timings["per_file_cpu"], timings["files_touched"] = spent, cpu, touched_files
+        timings["assign_cpu"] = assign_cpu
 
         def answer(key, table):
             t, c = time.perf_counter(), time.process_time()
@@ -541,9 +672,31 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
         def answer(key, table):
             return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
     # Arrow batches both ways: the input column to the planner (mapInArrow),
-    # each file's rows to its task (applyInArrow), the answers back
-    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
-    return assigned.repartition(n, "file").groupBy("file").applyInArrow(answer, LOCATE_SCHEMA)
+    # each file's values to its task (repartition by file, then mapInArrow:
+    # the task splits its rows by file itself, with no sort by Spark), the
+    # answers back
+    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, SHUFFLED)
+    return assigned.repartition(n, "file").mapInArrow(lambda batches: _per_file(batches, answer),
+                                                      LOCATE_SCHEMA)
+
+
+def _per_file(batches, answer):
+    """A task's SHUFFLED batches (the rows of its files: ``repartition`` by
+    file) split by file, each file's rows answered at once (``answer(key,
+    table)``: the file's code, its SHUFFLED rows)."""
+    import numpy as np
+    import pyarrow as pa
+    batches = list(batches)
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    file = table.column("file")
+    codes = file.fill_null(-1).to_numpy() if file.null_count else file.to_numpy()
+    order = np.argsort(codes, kind="stable")
+    keys, starts = np.unique(codes[order], return_index=True)
+    for k, a, b in zip(keys, starts, list(starts[1:]) + [len(order)]):
+        key = [pa.scalar(None if k == -1 else int(k), pa.int32())]
+        yield from answer(key, table.take(pa.array(order[a:b]))).to_batches()
 
 
 def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: str | None, timings: dict | None,

@@ -185,7 +185,8 @@ def test_binlog_refuses_a_mysql_file():
 @pytest.mark.parametrize("call", [
     lambda b: b.state_at(4), lambda b: b.start_state, lambda b: b.group_spans(),
     lambda b: b.group_batches(65536), lambda b: b.apply_until(BinlogState(), 4, 100),
-], ids=["state_at", "start_state", "group_spans", "group_batches", "apply_until"])
+    lambda b: b.group_records(),
+], ids=["state_at", "start_state", "group_spans", "group_batches", "apply_until", "group_records"])
 def test_mariadb_answers_are_refused(call):
     """What only a MariaDB binlog answers fails clearly on a MySQL one,
     never a wrong (empty) answer."""

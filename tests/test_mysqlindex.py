@@ -313,10 +313,16 @@ def test_the_build_walk_on_growing_damaged_and_cut_files(tmp_path, build_walk):
     p.write_bytes(bytes(damaged))
     with MysqlBinlog(p) as b:
         _records_both_ways(b)
-    p.write_bytes(data[:groups[20].end])               # closed, cut short: the same error
+    p.write_bytes(data[:groups[20].end - 1])           # closed, cut inside a transaction: the same error
+    errors = []
     for jump in (True, False):
-        with MysqlBinlog(p) as b, pytest.raises(CorruptBinlogError, match="truncated"):
+        with MysqlBinlog(p) as b, pytest.raises(CorruptBinlogError, match="runs past the end") as e:
             MysqlRecordPolicy(1, jump=jump).records(b)
+        errors.append((e.value.offset, e.value.message))
+    assert errors[0] == errors[1]
+    p.write_bytes(data[:groups[20].end])               # closed after a whole one (crash recovery): whole
+    with MysqlBinlog(p) as b:
+        assert MysqlRecordPolicy(1, jump=True).records(b) == MysqlRecordPolicy(1, jump=False).records(b)
 
 
 # -- the set coding --------------------------------------------------------------------------

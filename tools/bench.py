@@ -379,6 +379,65 @@ def big_workload() -> tuple[list[str], str, int]:
     return files, os.path.dirname(files[0]), total
 
 
+def tree_cpu() -> dict:
+    """CPU seconds (user + system) used so far by this process's descendants,
+    by command name (``java``: Spark's JVM; ``python``: its Python workers),
+    dead children that were waited for included: read from /proc, so that a
+    Spark run's CPU can be split whatever else runs on the machine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    name, rest = f.read().rsplit(")", 1)
+                fields = rest.split()
+                children.setdefault(int(fields[1]), []).append((int(pid), name.split("(", 1)[1], fields))
+            except (OSError, IndexError):
+                pass
+    out: dict = {}
+    todo = [os.getpid()]
+    while todo:
+        for pid, name, fields in children.get(todo.pop(), []):
+            out[name] = out.get(name, 0.0) + sum(int(x) for x in fields[11:15]) / tick
+            todo.append(pid)
+    return out
+
+
+def spark_floor(spark, df, gs) -> dict:
+    """What Spark alone costs for locate's shape, in the same session: the
+    input rows through a mapInArrow that gives each a file (SHUFFLED), the
+    repartition by file, a mapInArrow that answers every row with constants
+    (LOCATE_SCHEMA), the same count; wall and CPU seconds."""
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    schema = to_arrow_schema(gs.LOCATE_SCHEMA)
+    parts = max(1, spark.sparkContext.defaultParallelism * 4)
+
+    def tag(batches):
+        for b in batches:
+            file = np.arange(len(b), dtype=np.int32) % 18
+            yield pa.RecordBatch.from_arrays([b.column(0), pa.array(file)], names=["gtid", "file"])
+
+    def answer(batches):
+        for b in batches:
+            n = len(b)
+            zero = pa.array(np.zeros(n, np.int64))
+            yield pa.RecordBatch.from_arrays(
+                [b.column(0), pa.array(["gtid"] * n), pa.array(["master-bin.000001"] * n), zero, zero, zero, zero,
+                 pa.nulls(n, pa.string()), pa.array(np.ones(n, bool)), pa.nulls(n, pa.string())], schema=schema)
+    cpu0, driver0 = tree_cpu(), time.process_time()
+    t0 = time.perf_counter()
+    df.mapInArrow(tag, gs.SHUFFLED).repartition(parts, "file").mapInArrow(answer, gs.LOCATE_SCHEMA) \
+        .filter("found").count()
+    wall = time.perf_counter() - t0
+    cpu1 = tree_cpu()
+    cpu = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items() if v - cpu0.get(k, 0.0) > 0.005}
+    cpu["driver"] = time.process_time() - driver0
+    return {"s": wall, "cpu_s": cpu}
+
+
 def bench_spark(args) -> dict:
     """1 M lookups over >= 4 GiB of binlogs from a real 10.11 (tools/make_workload,
     17 closed files of 256 MiB): Spark's locate (local[*]) against one process
@@ -401,13 +460,19 @@ def bench_spark(args) -> dict:
         df = df.repartition(spark.sparkContext.defaultParallelism).cache()
         df.count()
         timings = {}
+        cpu0, driver0 = tree_cpu(), time.process_time()
         t0 = time.perf_counter()
         result = gs.locate(spark, df, directory, timings=timings)
         found = result.filter("found").count()
         spark_s = time.perf_counter() - t0
+        cpu1 = tree_cpu()
+        cpu = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items() if v - cpu0.get(k, 0.0) > 0.005}
+        cpu["driver"] = time.process_time() - driver0
         load = os.getloadavg()[0]       # the machine is shared: how busy it was during the run (1 min)
+        floor = spark_floor(spark, df, gs)
         per_file = timings["per_file"].value
         per_file_cpu = timings["per_file_cpu"].value if "per_file_cpu" in timings else None
+        assign_cpu = timings["assign_cpu"].value if "assign_cpu" in timings else None
         cores = spark.sparkContext.defaultParallelism
     finally:
         spark.stop()
@@ -427,7 +492,8 @@ def bench_spark(args) -> dict:
     report = {"machine": machine(), "files": len(files), "bytes": total, "lookups": len(wanted),
               "found": found, "spark_s": spark_s, "spark_session_start_s": start_s,
               "planning_s": timings["planning_s"], "per_file_task_s_total": per_file,
-              "per_file_cpu_s_total": per_file_cpu, "load_average": load, "cores": cores,
+              "per_file_cpu_s_total": per_file_cpu, "assign_cpu_s_total": assign_cpu,
+              "cpu_s": cpu, "floor": floor, "load_average": load, "cores": cores,
               "files_touched": timings["files_touched"].value,
               "loop_s": loop_s, "loop_measured_lookups": loop_n, "build_s": build_s}
     print(f"  spark locate (local, {cores} cores): {spark_s:.1f} s for {len(wanted)} lookups "
@@ -438,6 +504,16 @@ def bench_spark(args) -> dict:
           f"(= {per_file / cores:.1f} s on {cores} cores); Spark overhead (Arrow transfer, shuffle, "
           f"scheduling) ~{spark_s - timings['planning_s'] - per_file / cores:.1f} s "
           f"({(spark_s - timings['planning_s'] - per_file / cores) / spark_s:.0%} of the total)")
+    if per_file_cpu is not None:
+        total_cpu = sum(cpu.values())
+        ours = per_file_cpu + (assign_cpu or 0.0) + cpu["driver"]
+        print(f"    CPU: {total_cpu:.1f} s in all (JVM {cpu.get('java', 0.0):.1f}, Python workers "
+              f"{cpu.get('python', 0.0):.1f}, driver {cpu['driver']:.1f}); ours: per-file tasks {per_file_cpu:.1f}, "
+              f"planning the rows {assign_cpu or 0.0:.1f}, the driver's planning {cpu['driver']:.1f}; "
+              f"Spark's own (the rest) {total_cpu - ours:.1f} s ({(total_cpu - ours) / total_cpu:.0%} of the CPU)")
+    print(f"  Spark's floor (the same stages moving the same rows, no gtidx work; run after, warm): "
+          f"{floor['s']:.1f} s, CPU {sum(floor['cpu_s'].values()):.1f} s (JVM {floor['cpu_s'].get('java', 0.0):.1f}, "
+          f"Python workers {floor['cpu_s'].get('python', 0.0):.1f})")
     print(f"  library loop (one process, BinlogSeries.locate per GTID): {loop_s:.1f} s"
           f"{'' if loop_n == len(wanted) else f' (extrapolated from {loop_n})'}"
           f" -> Spark is {loop_s / spark_s:.1f}x faster")

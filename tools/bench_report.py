@@ -1021,6 +1021,18 @@ def _markdown_sections(r: dict) -> list[str]:
             lines += ["", f"The per-file tasks used {s['per_file_cpu_s_total']:.1f} s of CPU of their "
                       f"{s['per_file_task_s_total']:.1f} s (the rest waiting for a core: load average "
                       f"{s['load_average']:.1f} on {s['cores']} cores during the run)."]
+        if s.get("cpu_s"):
+            c = spark_cpu_split(s)
+            lines += ["", f"CPU of the run, whatever else the machine ran: {c['total']:.1f} s (JVM "
+                      f"{s['cpu_s'].get('java', 0.0):.1f}, Python workers {s['cpu_s'].get('python', 0.0):.1f}, "
+                      f"driver {s['cpu_s']['driver']:.1f}): per-file work {c['per_file']:.1f} s, planning "
+                      f"{c['planning']:.1f} s (driver, and the rows on the executors), Spark's own "
+                      f"{c['spark']:.1f} s ({c['spark'] / c['total']:.0%})."]
+        if s.get("floor"):
+            f = s["floor"]
+            lines += ["", f"Spark's floor for this shape (the same stages moving the same rows, no gtidx work, "
+                      f"in the same session, after the run): {f['s']:.1f} s, CPU {sum(f['cpu_s'].values()):.1f} s "
+                      f"(JVM {f['cpu_s'].get('java', 0.0):.1f}, Python workers {f['cpu_s'].get('python', 0.0):.1f})."]
     if "changes" in r:
         lines += markdown_changes(r["changes"])
     return lines + (markdown_s3(r["s3"]) if "s3" in r else []) + \
@@ -1074,6 +1086,17 @@ def spark_split(s: dict) -> dict:
     per_file = s["per_file_task_s_total"] / s["cores"]
     return {"planning_s": s["planning_s"], "per_file_s": per_file, "per_file_s_total": s["per_file_task_s_total"],
             "overhead_s": s["spark_s"] - s["planning_s"] - per_file}
+
+
+def spark_cpu_split(s: dict) -> dict:
+    """A Spark locate run's CPU (tools/bench spark's ``cpu_s``: the JVM, the
+    Python workers, the driver), split into the per-file tasks', planning's
+    (the driver's, and the tasks that plan the input rows) and the rest,
+    Spark's own: not inflated by waits for a core on a busy machine."""
+    total = sum(s["cpu_s"].values())
+    per_file = s["per_file_cpu_s_total"]
+    planning = s["cpu_s"]["driver"] + (s.get("assign_cpu_s_total") or 0.0)
+    return {"total": total, "per_file": per_file, "planning": planning, "spark": total - per_file - planning}
 
 
 def chart(r: dict, path: Path) -> None:
