@@ -251,3 +251,19 @@ def test_startup_section():
     assert "`gtidx seek --gtid G FILE` 47 ms; seek / import click 1.42 (run by run: median 1.41)" in md
     assert "Load average during the runs: 1.5." in md and "3.3 ms in all: gtidx.api 2.25, json.decoder 1.04." in md
     assert br.parse_only("startup") == ["startup"]
+
+
+def test_mysql_section_sets_gtidx_beside_the_server():
+    r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
+         "mysql": {"server": "9.7.4-2", "file_bytes": 256 << 20, "transactions": 600_000, "targets": 100,
+                   "walk_MB_s": 40.0, "build_MB_s": 500.0, "index_bytes": 100_000, "index_ratio": 0.0004,
+                   "wrong": 0, "lookups": {
+                       "seek --gtid: gtidx index, warm": {"n": 100, "median_ms": 0.2, "min_ms": 0.1,
+                                                          "max_ms": 0.5, "p99_ms": 0.5},
+                       "replica start: MySQL server (auto-position, connect to first transaction)":
+                           {"n": 10, "median_ms": 900.0, "min_ms": 20.0, "max_ms": 1800.0, "p99_ms": 1800.0}}}}
+    md = br.markdown(r)
+    assert "**MySQL binlogs** (one 256 MiB binlog of 600,000 transactions written by MySQL 9.7.4-2; 100 random " \
+           "targets, the server and `mysqlbinlog` 10 of them)" in md
+    assert "| seek --gtid: gtidx index, warm | 100 | 0.2 | 0.1-0.5 | 0.5 |" in md
+    assert "wrong answers: 0." in md

@@ -29,6 +29,10 @@ rounds are repeated: the report gives min / median / max over the rounds.
     cluster    Spark locate of 100,000 seeded GTIDs over the workload files on a
                standalone cluster (tools/spark_cluster.py: 1 master, 1 worker, 2 cores)
                vs local[2], alternating; every row compared between the two
+    mysql      a 256 MiB MySQL 9.7 binlog (tools/make_mysql_workload): gtidx's index (size,
+               build MB/s), seek/pos through it vs the server finding an auto-position start
+               (a real replica connection: connect to first transaction) and
+               `mysqlbinlog --include-gtids` (tools/bench mysql)
 
 `--only s3,cluster` (any of tail, spark, changes, s3, cluster, startup) measures those sections
 alone and merges them into the existing report.json (the other figures are
@@ -801,7 +805,7 @@ def index_sizes(workload: list[str], m118) -> list[dict]:
 
 # -- the report ---------------------------------------------------------------------------------------
 
-SECTIONS = ("tail", "spark", "changes", "s3", "cluster", "startup")     # measured on their own too: --only
+SECTIONS = ("tail", "spark", "changes", "s3", "cluster", "startup", "mysql")     # measured on their own too: --only
 
 
 def parse_only(text: str | None) -> list[str] | None:
@@ -834,6 +838,8 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
             report["startup"] = bench.bench_startup(Namespace(runs=args.startup_runs, venv=None))
         elif name == "changes":
             report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed, queries=None))
+        elif name == "mysql":
+            report["mysql"] = bench.bench_mysql(Namespace(size_mb=256, targets=100, slow_targets=10, seed=args.seed))
         else:
             section = s3_section if name == "s3" else lambda *a: cluster_section(bench, *a)
             with tempfile.TemporaryDirectory(prefix=f"gtidx-bench-{name}-") as tmp:
@@ -1035,9 +1041,26 @@ def _markdown_sections(r: dict) -> list[str]:
                       f"(JVM {f['cpu_s'].get('java', 0.0):.1f}, Python workers {f['cpu_s'].get('python', 0.0):.1f})."]
     if "changes" in r:
         lines += markdown_changes(r["changes"])
+    if "mysql" in r:
+        lines += markdown_mysql(r["mysql"])
     return lines + (markdown_s3(r["s3"]) if "s3" in r else []) + \
         (markdown_cluster(r["cluster"]) if "cluster" in r else []) + \
         (markdown_startup(r["startup"]) if "startup" in r else [])
+
+
+def markdown_mysql(m: dict) -> list[str]:
+    """tools/bench mysql's figures: gtidx on a MySQL binlog vs the server and mysqlbinlog."""
+    lines = ["", f"**MySQL binlogs** (one {m['file_bytes'] / 2**20:.0f} MiB binlog of {m['transactions']:,} "
+             f"transactions written by MySQL {m['server']}; {m['targets']} random targets, the server and "
+             f"`mysqlbinlog` {m['lookups'][next(k for k in m['lookups'] if 'MySQL server' in k)]['n']} of them): "
+             f"gtidx's index {m['index_bytes']:,} bytes = {m['index_ratio']:.2%} of the binlog, built at "
+             f"{m['build_MB_s']:,.0f} MB/s (the event walk alone: {m['walk_MB_s']:,.0f} MB/s); "
+             f"wrong answers: {m['wrong']}.", "",
+             "| question: contender | n | median ms | min-max ms | p99 ms |", "|---|---:|---:|---:|---:|"]
+    for name, v in m["lookups"].items():
+        lines.append(f"| {name} | {v['n']} | {_f(v['median_ms'])} | {_f(v['min_ms'])}-{_f(v['max_ms'])} | "
+                     f"{_f(v['p99_ms'])} |")
+    return lines
 
 
 def markdown_startup(s: dict) -> list[str]:
@@ -1163,6 +1186,7 @@ def add_arguments(s) -> None:
     s.add_argument("--no-cluster", action="store_true")
     s.add_argument("--startup-runs", type=int, default=30, help="interleaved runs of the start-up section")
     s.add_argument("--no-startup", action="store_true")
+    s.add_argument("--no-mysql", action="store_true")
     s.add_argument("--only", metavar="SECTIONS",
                    help=f"measure only these ({','.join(SECTIONS)}; comma-separated) and merge them into "
                         "bench/results/report.json: the other figures there are kept, not measured again; "
