@@ -518,13 +518,43 @@ class Binlog:
             if cut is not None:
                 raise cut
         if off != size and not self.fde.in_use:
-            if off + HEADER_LEN > size:
-                raise self._corrupt(f"{size - off} trailing bytes after the last event "
-                                    "of a closed binlog (truncated?)", off)
-            ln = unpack(mm, off - base)[1]
-            raise self._corrupt(f"event of length {ln} runs past the end of the closed binlog "
-                                f"(file size {size})", off)
+            raise self._partial_end(off, None if off + HEADER_LEN > size else unpack(mm, off - base)[1])
         return off
+
+    def _partial_end(self, off: int, ln: int | None) -> CorruptBinlogError:
+        """What a closed binlog whose complete events end at ``off`` before
+        its size is (``ln``: the length the partial event there states, None
+        when not even its header is there): truncated."""
+        if ln is None:
+            return self._corrupt(f"{self.size - off} trailing bytes after the last event "
+                                 "of a closed binlog (truncated?)", off)
+        return self._corrupt(f"event of length {ln} runs past the end of the closed binlog "
+                             f"(file size {self.size})", off)
+
+    def checked_headers(self, start: int) -> Iterator[tuple[int, int, int, int]]:
+        """(offset, type, server_id, length) of every complete event from the
+        boundary ``start``, checked as ``complete_end`` checks them (without
+        its closed_check) but as the walk goes, not up front: a length below
+        the header, or a closed binlog's partial last event, raises where it
+        is, after the events before it were yielded. A walk that stops early
+        (it found what it wanted) reads no further."""
+        size = self.size
+        w = self._window(start, size)
+        mm, base = w.view, start
+        unpack = TYPE_SERVER_LENGTH.unpack_from
+        off = start
+        while off + HEADER_LEN <= size:
+            if off + HEADER_LEN > base + len(mm):
+                mm, base = w.move(off), off
+            etype, server_id, ln = unpack(mm, off - base)
+            if ln < HEADER_LEN:
+                raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+            if off + ln > size:
+                break
+            yield off, etype, server_id, ln
+            off += ln
+        if off != size and not self.fde.in_use:
+            raise self._partial_end(off, None if off + HEADER_LEN > size else unpack(mm, off - base)[2])
 
     def headers(self, start: int = 4) -> Iterator[tuple[int, int, int, int]]:
         """(offset, type, server_id, length) of every complete event from

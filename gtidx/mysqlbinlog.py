@@ -561,7 +561,8 @@ class MysqlBinlog(Binlog):
         only up to there, where a GTID event starts (``_next_gtid_event``):
         a transaction still open there ends there, as the next GTID event
         ends it in the walk of the whole file."""
-        end = self.complete_end(off, closed_check=False) if stop is None else stop
+        # to the end: checked as it goes (a lookup that finds its transaction walks no further)
+        headers = self.checked_headers(off) if stop is None else self._headers_between(off, stop)
         cur = None           # (_Gtid, start offset, header timestamp) of the open transaction
         state = None         # None (outside), "gtid", "ddl", "dml"
         last = None          # offset of the last event walked
@@ -572,7 +573,7 @@ class MysqlBinlog(Binlog):
             return MysqlGroup(g.gtid, begin, at, g.commit_us // 1_000_000 if g.commit_us else ts,
                               g.commit_us, g.length)
 
-        for off, etype, _, ln in self._headers_between(off, end):
+        for off, etype, _, ln in headers:
             last = off
             if etype in GTID_TYPES:
                 mid = False

@@ -460,3 +460,27 @@ def test_answers_through_the_index_equal_the_oracle(scenario, tmp_path):
         rc, out, err = gtidx("seek", "--json", "--gtid", gtid, d, warnings=True)
         assert rc == 0 and err == [] and json.loads(out)["via"] == "index", err
         break
+
+
+def test_a_lookup_walks_no_further_than_its_transaction(tmp_path):
+    """``seek --gtid`` walks from the index record (or the file's start) to
+    its transaction and no further: an event header destroyed after it (its
+    length below the header) does not stop the answer; a GTID past the
+    damage meets it (exit 3). Before, every lookup first walked the whole
+    file to its end (1.2 s on a 256 MiB binlog instead of 3 ms)."""
+    src = MYSQL / "single"
+    d = tmp_path / "single"
+    shutil.copytree(src, d)
+    f = json.loads((d / "oracle.json").read_text())["files"][-1]
+    groups = [g for g in f["groups"] if g[0] is not None]
+    early, late = groups[1], groups[-1]
+    path = d / f["name"]
+    data = bytearray(path.read_bytes())
+    bad = next(e[0] for e in f["events"] if groups[-3][1] < e[0] < late[1])   # an event before the last one
+    data[bad + 9:bad + 13] = (5).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with MysqlSeries.from_path(d) as logs:
+        loc = logs.locate(early[0])
+        assert (loc.start, loc.end) == (early[1], early[2])
+    rc, out, err = gtidx("seek", "--gtid", late[0], d)
+    assert rc == 3 and f"offset {bad}: event length 5 is below the 19-byte header" in err[0], err

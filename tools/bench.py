@@ -661,7 +661,7 @@ def bench_mysql(args) -> dict:
         t0 = time.perf_counter_ns()
         st = api.state_at(path, groups[k].start)
         pos.append((time.perf_counter_ns() - t0) / 1e6)
-        wrong += str(st.position) != sets[k]
+        wrong += st.position.one_line() != sets[k]
     server, server_wrong = [], 0
     slow = picks[::max(1, len(picks) // args.slow_targets)][:args.slow_targets]
     for k in slow:
