@@ -221,7 +221,7 @@ class MysqlSeries:
         key = (path, b.size)
         if self._end_set is None or self._end_set[0] != key:
             offset, out, _ = self._start_for_offset(path, b.size)
-            for g in b.groups(offset if offset > b.body_start else None):
+            for g in b.transactions(offset if offset > b.body_start else None):
                 if g.gtid is not None:
                     out.add(*g.gtid)
             self._end_set = (key, out)
@@ -351,7 +351,7 @@ class MysqlSeries:
         path = files[i]
         b = self._file(path)
         offset, _, via = self._start_for_gtid(path, g)
-        for grp in b.groups(offset if offset > b.body_start else None):
+        for grp in b.transactions(offset if offset > b.body_start else None):
             if grp.gtid == g:
                 return Location(g, b.path, grp.start, grp.end, grp.end, grp.timestamp, via)
         raise self._not_here(g, f"{os.path.basename(files[i + 1])}'s Previous_gtids holds it, but no "
@@ -379,7 +379,7 @@ class MysqlSeries:
             try:
                 b = self._file(self.files[i])
                 via = "scan"
-                for grp in b.groups():
+                for grp in b.transactions():
                     if grp.gtid in want:
                         out[grp.gtid] = Location(grp.gtid, b.path, grp.start, grp.end, grp.end, grp.timestamp, via)
                         want.discard(grp.gtid)
@@ -457,7 +457,7 @@ class MysqlSeries:
         for p in files[files.index(path):]:
             b = self._file(p)
             self.previous_gtids(p)
-            for grp in b.groups():
+            for grp in b.transactions():
                 if grp.gtid is None:
                     raise NotFoundError(
                         "cannot replicate anonymous transaction when AUTO_POSITION = 1 "
@@ -485,7 +485,7 @@ class MysqlSeries:
         for path in self.files:
             b = self._file(path)
             have = self.previous_gtids(path).copy()
-            for g in b.groups():
+            for g in b.transactions():
                 if g.timestamp >= t:
                     return TimePoint(t, b.path, g.start, g.gtid, have, g.timestamp, "scan")
                 if g.gtid is not None:
