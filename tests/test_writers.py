@@ -354,6 +354,20 @@ def live_copy(d: Path) -> tuple[list[str], Path, bytes]:
     return names, last, data
 
 
+def finish(last: Path, data: bytes) -> None:
+    """The newest binlog finished as a server finishes it: the rest appended,
+    then its header's IN_USE flag cleared in place (never truncated and
+    written again: a tail reading meanwhile would see it shrink)."""
+    have = last.read_bytes()
+    with open(last, "r+b") as f:
+        f.seek(len(have))
+        f.write(data[len(have):])
+        f.flush()
+        for i in (i for i in range(len(have)) if have[i] != data[i]):
+            f.seek(i)
+            f.write(data[i:i + 1])
+
+
 def logged_once_per_file(err: str, names: list[str], *words: str) -> None:
     """One error line per file (for one condition), naming it, and one
     recovery line per file."""
@@ -383,7 +397,7 @@ def test_tail_survives_a_full_disk(tmp_path):
             assert not Path(index_path(last)).exists()
             filler.unlink()
             assert wait_for(lambda: (IndexMeta.read(index_path(last)) or IndexMeta(0, 0, 0)).partial)
-            last.write_bytes(data)                           # rotated
+            finish(last, data)                           # rotated
             assert wait_for(lambda: indexes_clean(d, tmp_path, **kw))
             err = t.stop()
         finally:
@@ -444,7 +458,7 @@ def test_tail_survives_its_directory_vanishing(tmp_path):
         t.errors_logged(1)
         assert len(listing()) == 1
         away.rename(d)                                       # back, and the server goes on
-        last.write_bytes(data)                               # rotated: closed and complete
+        finish(last, data)                               # rotated: closed and complete
         assert wait_for(lambda: indexes_clean(d, tmp_path))
         while d.exists():                                    # removed altogether (tail may race rmtree)
             shutil.rmtree(d, ignore_errors=True)
@@ -485,7 +499,7 @@ def test_tail_and_status_without_xattrs(tmp_path):
         Tailer(str(d), settings).run(once=True)              # a restarted tail
         row = {Path(r.file).name: r for r in api.binlog_status(d)}[names[-1]]
         assert row.state == "partial" and row.indexed_to > reached
-        last.write_bytes(data)
+        finish(last, data)
         Tailer(str(d), settings).run(once=True)
         for name in names:
             assert Path(index_path(d / name)).read_bytes() == clean(
@@ -631,7 +645,7 @@ def test_tail_keeps_going_when_it_cannot_replace_the_catalog(tmp_path):
         # removed when its rename fails; one left behind would never go)
         t.errors_logged(1)
         assert cat.read_bytes() == before and wait_for(lambda: not list(d.glob(".gtidx-catalog.json.*")))
-        last.write_bytes(data)                                     # the newest binlog is finished
+        finish(last, data)                                     # the newest binlog is finished
         assert wait_for(lambda: indexes_clean(d, tmp_path))        # indexing went on
         assert cat.read_bytes() == before and wait_for(lambda: not list(d.glob(".gtidx-catalog.json.*")))
         os.chown(cat, 65534, 65534)
