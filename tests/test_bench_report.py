@@ -267,3 +267,15 @@ def test_mysql_section_sets_gtidx_beside_the_server():
            "targets, the server and `mysqlbinlog` 10 of them)" in md
     assert "| seek --gtid: gtidx index, warm | 100 | 0.2 | 0.1-0.5 | 0.5 |" in md
     assert "wrong answers: 0." in md
+
+
+def test_spark_section_shows_the_warm_runs():
+    r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
+         "spark": {"machine": "CPython", "files": 18, "bytes": 4 << 30, "lookups": 1_000_000, "found": 993_000,
+                   "spark_s": 8.0, "spark_session_start_s": 9.0, "planning_s": 1.0, "per_file_task_s_total": 4.0,
+                   "cores": 2, "files_touched": 18, "loop_s": 250.0, "loop_measured_lookups": 5000, "build_s": 0.3,
+                   "repeats": [{"spark_s": 4.0, "planning_s": 0.5, "per_file_task_s_total": 4.0},
+                               {"spark_s": 5.0, "planning_s": 0.5, "per_file_task_s_total": 4.0}]}}
+    md = br.markdown(r)
+    assert "The same locate again in the same session (the JVM warm), 2 runs: 4.5 (4-5) s = 222,222/s; " \
+           "per-file work 2 (2-2) s on 2 cores; Spark's own overhead 44% (38%-50%) of the run." in md

@@ -469,6 +469,16 @@ def bench_spark(args) -> dict:
         cpu = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items() if v - cpu0.get(k, 0.0) > 0.005}
         cpu["driver"] = time.process_time() - driver0
         load = os.getloadavg()[0]       # the machine is shared: how busy it was during the run (1 min)
+        repeats = []                    # the same locate again in the same session: the JVM warm
+        for _ in range(args.repeats):
+            again = {}
+            t1 = time.perf_counter()
+            n_again = gs.locate(spark, df, directory, timings=again).filter("found").count()
+            s_again = time.perf_counter() - t1
+            if n_again != found:
+                raise SystemExit(f"a repeated run found {n_again}, the first {found}")
+            repeats.append({"spark_s": s_again, "planning_s": again["planning_s"],
+                            "per_file_task_s_total": again["per_file"].value})
         floor = spark_floor(spark, df, gs)
         per_file = timings["per_file"].value
         per_file_cpu = timings["per_file_cpu"].value if "per_file_cpu" in timings else None
@@ -493,7 +503,7 @@ def bench_spark(args) -> dict:
               "found": found, "spark_s": spark_s, "spark_session_start_s": start_s,
               "planning_s": timings["planning_s"], "per_file_task_s_total": per_file,
               "per_file_cpu_s_total": per_file_cpu, "assign_cpu_s_total": assign_cpu,
-              "cpu_s": cpu, "floor": floor, "load_average": load, "cores": cores,
+              "cpu_s": cpu, "floor": floor, "load_average": load, "cores": cores, "repeats": repeats,
               "files_touched": timings["files_touched"].value,
               "loop_s": loop_s, "loop_measured_lookups": loop_n, "build_s": build_s}
     print(f"  spark locate (local, {cores} cores): {spark_s:.1f} s for {len(wanted)} lookups "
@@ -514,6 +524,11 @@ def bench_spark(args) -> dict:
     print(f"  Spark's floor (the same stages moving the same rows, no gtidx work; run after, warm): "
           f"{floor['s']:.1f} s, CPU {sum(floor['cpu_s'].values()):.1f} s (JVM {floor['cpu_s'].get('java', 0.0):.1f}, "
           f"Python workers {floor['cpu_s'].get('python', 0.0):.1f})")
+    for i, r in enumerate(repeats):
+        over = r["spark_s"] - r["planning_s"] - r["per_file_task_s_total"] / cores
+        print(f"  again in the same session ({i + 1}): {r['spark_s']:.1f} s ({len(wanted) / r['spark_s']:,.0f}/s); "
+              f"planning {r['planning_s']:.2f} s, per-file {r['per_file_task_s_total'] / cores:.1f} s on {cores} "
+              f"cores, Spark overhead ~{over:.1f} s ({over / r['spark_s']:.0%})")
     print(f"  library loop (one process, BinlogSeries.locate per GTID): {loop_s:.1f} s"
           f"{'' if loop_n == len(wanted) else f' (extrapolated from {loop_n})'}"
           f" -> Spark is {loop_s / spark_s:.1f}x faster")
@@ -881,6 +896,7 @@ def main(argv=None) -> int:
     s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("spark")
     s.add_argument("--lookups", type=int, default=1_000_000)
+    s.add_argument("--repeats", type=int, default=3, help="runs again in the same session (the JVM warm)")
     s.add_argument("--loop", type=int, default=1_000_000, help="lookups timed in the library loop")
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)

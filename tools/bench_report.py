@@ -833,7 +833,7 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
             report["tail"] = bench.bench_tail(Namespace(seconds=args.tail_seconds))
         elif name == "spark":
             report["spark"] = bench.bench_spark(Namespace(lookups=args.spark_lookups, loop=args.spark_loop,
-                                                          master="local[*]", seed=args.seed))
+                                                          master="local[*]", seed=args.seed, repeats=3))
         elif name == "startup":
             report["startup"] = bench.bench_startup(Namespace(runs=args.startup_runs, venv=None))
         elif name == "changes":
@@ -1034,6 +1034,15 @@ def _markdown_sections(r: dict) -> list[str]:
                       f"driver {s['cpu_s']['driver']:.1f}): per-file work {c['per_file']:.1f} s, planning "
                       f"{c['planning']:.1f} s (driver, and the rows on the executors), Spark's own "
                       f"{c['spark']:.1f} s ({c['spark'] / c['total']:.0%})."]
+        if s.get("repeats"):
+            runs = [dict(r, cores=s["cores"], spark_s=r["spark_s"]) for r in s["repeats"]]
+            totals = spread([r["spark_s"] for r in runs])
+            shares = spread([spark_split(r)["overhead_s"] / r["spark_s"] for r in runs])
+            per = spread([spark_split(r)["per_file_s"] for r in runs])
+            lines += ["", f"The same locate again in the same session (the JVM warm), {len(runs)} runs: "
+                      f"{_s(totals)} s = {s['lookups'] / totals['median']:,.0f}/s; per-file work {_s(per)} s on "
+                      f"{s['cores']} cores; Spark's own overhead {shares['median']:.0%} ({shares['min']:.0%}-"
+                      f"{shares['max']:.0%}) of the run. The first run of a session above pays the JVM's warm-up."]
         if s.get("floor"):
             f = s["floor"]
             lines += ["", f"Spark's floor for this shape (the same stages moving the same rows, no gtidx work, "
@@ -1098,7 +1107,8 @@ def markdown_changes(c: dict) -> list[str]:
              "the row decoding is mysql-replication's).", "",
              "| query | rows | s | rows/s | load average |", "|---|---:|---:|---:|---:|"]
     for name, v in c["runs"].items():
-        lines.append(f"| {name} | {v['rows']:,} | {v['s']:.1f} | {v['rows_s']:,.0f} | {v['load_average']:.1f} |")
+        load = "?" if v.get("load_average") is None else f"{v['load_average']:.1f}"
+        lines.append(f"| {name} | {v['rows']:,} | {v['s']:.1f} | {v['rows_s']:,.0f} | {load} |")
     return lines
 
 
