@@ -1,0 +1,128 @@
+"""gtidx tail on MySQL binlogs (issue 15 item 3): the index of a growing
+MySQL binlog, written as transactions complete, resumed after a kill -9,
+finished at rotation, equals a clean ``gtidx build`` record for record."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, growing_copy
+from gtidx import api, catalog
+from gtidx.indexfile import IndexMeta, build_index, open_index
+from gtidx.indexfile import flavor_of
+from gtidx.mysqlapi import MysqlSeries
+from gtidx.mysqlbinlog import open_binlog
+from gtidx.tail import IncrementalIndex, TailSettings, Tailer
+
+ROTATED = FIXTURES / "mysql-9.7" / "rotated"
+
+
+def records(path) -> list:
+    _, recs = api.index_records(path)
+    return [(r.offset, r.state) for r in recs]
+
+
+def clean_records(binlog: Path, tmp_path: Path, page_size: int, span_min: int) -> list:
+    clean = tmp_path / f"clean-{binlog.name}.idx"
+    build_index(binlog, out=str(clean), page_size=page_size, span_min=span_min, max_ratio=None, force=True)
+    return records(clean)
+
+
+@pytest.mark.parametrize("name, page_size, span_min", [
+    ("binlog.000015", 256, 2048),
+    ("binlog.000014", 512, 1),
+    ("binlog.000017", 4096, 4096),
+])
+def test_incremental_mysql_index_with_crashes_equals_a_clean_build(tmp_path, name, page_size, span_min):
+    data = (ROTATED / name).read_bytes()
+    binlog = tmp_path / name
+    rnd = random.Random(len(data))
+    cuts = sorted(rnd.sample(range(300, len(data)), 40))
+    inc = None
+    crashes = 0
+    for cut in cuts + [len(data)]:
+        binlog.write_bytes(growing_copy(data, cut) if cut < len(data) else data)
+        with open_binlog(binlog) as b:
+            assert b.flavor == "mysql"
+            if inc is None:
+                inc = IncrementalIndex(str(binlog), page_size=page_size, span_min=span_min,
+                                       flavor=flavor_of(b))
+                assert inc.start(b) in ("resumed", "fresh (no index yet)", "fresh (no complete leaf on disk)")
+            if cut == len(data):
+                inc.finish(b, max_ratio=None)
+                break
+            inc.advance(b)
+        if rnd.random() < 0.4:     # kill -9: no finish, maybe a torn last page
+            idx = Path(inc.path)
+            inc.close()
+            inc = None
+            crashes += 1
+            if rnd.random() < 0.5 and idx.exists() and idx.stat().st_size:
+                with open(idx, "r+b") as f:
+                    f.truncate(idx.stat().st_size - rnd.randrange(1, page_size))
+    assert crashes >= 5
+    assert records(inc.path) == clean_records(binlog, tmp_path, page_size, span_min)
+    clean = tmp_path / f"clean-{name}.idx"
+    assert Path(inc.path).read_bytes() == clean.read_bytes()
+    with open_binlog(binlog) as b:
+        st = open_index(b)
+        assert st.usable and not st.partial and st.owner == "gtidx"
+        st.close()
+
+
+def grow(src: Path, dst: Path, files: list, upto: dict) -> None:
+    """Mirror the server's directory as it was: ``upto[name]`` bytes of each
+    file (the last one still IN_USE), binlog.index listing them."""
+    names = [n for n in files if n in upto]
+    for n in names:
+        data = (src / n).read_bytes()
+        cut = upto[n]
+        part = growing_copy(data, cut) if cut < len(data) or n == names[-1] else data
+        (dst / n).write_bytes(part)
+    (dst / "binlog.index").write_text("".join(f"./{n}\n" for n in names))
+
+
+def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
+    """Tailer over a copy of the rotated fixture grown in steps, with
+    restarts (a new Tailer: what a kill -9 leaves): every closed file's
+    index equals a clean build; answers through them equal the walk; a
+    catalog in the directory is left alone with one log line."""
+    files = sorted(p.name for p in ROTATED.glob("binlog.0*"))
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / catalog.NAME).write_bytes(b"{}")   # a catalog tail does not keep for MySQL
+    settings = TailSettings(page_size=256, span_min=1024, max_ratio=None)
+    rnd = random.Random(7)
+    upto: dict = {}
+    tailer = Tailer(str(d), settings)
+    for n in files:
+        size = (ROTATED / n).stat().st_size
+        for cut in sorted(rnd.sample(range(200, size), 6)) + [size]:
+            upto[n] = cut
+            grow(ROTATED, d, files, upto)
+            tailer.poll(retry_all=True)
+            assert not tailer.failed, tailer.failures
+            if rnd.random() < 0.3:
+                for inc in tailer.active.values():
+                    inc.close()                  # kill -9
+                tailer = Tailer(str(d), settings)
+    # the last file is still written: rotation closes it (a new, empty-bodied file)
+    (d / files[-1]).write_bytes((ROTATED / files[-1]).read_bytes())
+    tailer.poll(retry_all=True)
+    assert not tailer.failed
+    for n in files:
+        st_meta = IndexMeta.read(str(d / n) + ".idx")
+        assert st_meta is not None and not st_meta.partial, n
+        assert records(str(d / n) + ".idx") == clean_records(d / n, tmp_path, 256, 1024), n
+    oracle = json.loads((ROTATED / "oracle.json").read_text())
+    with MysqlSeries([str(d / n) for n in files]) as logs:
+        for f in oracle["files"]:
+            for gtid, start, end in f["groups"][1:]:
+                loc = logs.locate(gtid)
+                assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (f["name"], start, end, "index")
+    assert "catalog not kept" in caplog.text and (d / catalog.NAME).read_bytes() == b"{}"
