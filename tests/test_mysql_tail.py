@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -126,3 +126,94 @@ def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
                 loc = logs.locate(gtid)
                 assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (f["name"], start, end, "index")
     assert "catalog not kept" in caplog.text and (d / catalog.NAME).read_bytes() == b"{}"
+
+
+# -- beside the live MySQL 9.7: a mirror of its binlog directory --------------------------------
+
+def mirror(datadir: Path, dst: Path, first: str) -> list:
+    """The server's binlogs from ``first`` on, copied into ``dst`` as they
+    grow: each file's new bytes appended, its header (the FDE's IN_USE flag,
+    cleared by the server at rotation) rewritten, binlog.index copied."""
+    names = [Path(line.strip()).name for line in (datadir / "binlog.index").read_text().splitlines()
+             if line.strip()]
+    names = [n for n in names if n >= first]
+    for n in names:
+        src, out = datadir / n, dst / n
+        have = out.stat().st_size if out.exists() else 0
+        with open(src, "rb") as f, open(out, "ab") as o:
+            f.seek(have)
+            o.write(f.read())
+        with open(src, "rb") as f, open(out, "r+b") as o:
+            o.write(f.read(64))
+    (dst / "binlog.index").write_text("".join(f"./{n}\n" for n in names))
+    return names
+
+
+@pytest.mark.live
+def test_tail_beside_a_live_mysql(tmp_path):
+    """gtidx tail (a process) on a mirror of the live MySQL 9.7's binlogs
+    while it writes: rotations, kill -9 of the tail mid-file and a restart;
+    every closed file's index equals `gtidx build --force`'s record for
+    record and answers every GTID through the index as the walk does."""
+    from test_live_tail import TailProcess
+    from tools.make_mysql_fixtures import Session
+    from tools.mysql97 import MySQL97
+    srv = MySQL97().ensure()
+    s = Session(srv)
+    s.sql("CREATE DATABASE IF NOT EXISTS mytail_live")
+    s.sql("CREATE TABLE IF NOT EXISTS mytail_live.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(300))")
+    s.sql("FLUSH BINARY LOGS")
+    first = s.one("SHOW BINARY LOG STATUS")
+    d = tmp_path / "mirror"
+    d.mkdir()
+    mirror(srv.datadir, d, first)
+    log = tmp_path / "tail.log"
+    tail = TailProcess(d, log, ("--page-size", "256", "--span-min", "256"))   # the last ones count
+    tail.start()
+    rnd = random.Random(15)
+    kills = 0
+    try:
+        for rnd_i in range(4):
+            for i in range(120):
+                s.sql("INSERT INTO mytail_live.t (v) VALUES (%s)", ("x" * rnd.randrange(50, 300),))
+                if i % 10 == 0:
+                    mirror(srv.datadir, d, first)
+                    time.sleep(0.02)
+                if i == 60 and rnd_i % 2 == 0:
+                    time.sleep(0.3)
+                    tail.kill9()                  # mid-file
+                    kills += 1
+                    tail.start()
+            s.sql("FLUSH BINARY LOGS")
+            mirror(srv.datadir, d, first)
+        names = mirror(srv.datadir, d, first)
+        closed = names[:-1]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            metas = [IndexMeta.read(str(d / n) + ".idx") for n in closed]
+            if all(m is not None and not m.partial for m in metas):
+                break
+            time.sleep(0.2)
+        assert tail.stop() == 0
+    finally:
+        if tail.proc.poll() is None:
+            tail.kill9()
+    text = log.read_text()
+    assert kills == 2 and "resumed" in text and "finished" in text, text[-2000:]
+    assert "Traceback" not in text and "level=error" not in text.lower(), text[-2000:]
+    assert len(closed) >= 4
+    for n in closed:
+        meta = IndexMeta.read(str(d / n) + ".idx")
+        assert meta is not None and not meta.partial, n
+        clean = tmp_path / f"{n}.clean.idx"
+        build_index(d / n, out=str(clean), page_size=256, span_min=256, force=True)
+        assert records(str(d / n) + ".idx") == records(clean), n
+    with MysqlSeries([str(d / n) for n in closed]) as logs:
+        for n in closed:
+            with open_binlog(d / n) as b:
+                groups = [g for g in b.groups() if g.gtid is not None]
+            for g in groups:
+                loc = logs.locate(str(g.gtid))
+                assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (n, g.start, g.end, "index")
+                at = logs.state_at(str(d / n), g.end)
+                assert at.via == "index"
