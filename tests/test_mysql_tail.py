@@ -5,6 +5,7 @@ finished at rotation, equals a clean ``gtidx build`` record for record."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import time
@@ -220,3 +221,32 @@ def test_tail_beside_a_live_mysql(tmp_path):
                 assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (n, g.start, g.end, "index")
                 at = logs.state_at(str(d / n), g.end)
                 assert at.via == "index"
+
+
+def test_tailer_mysql_shrunk_and_purged(tmp_path, caplog):
+    """A growing MySQL binlog cut back (a server crash lost its tail) is
+    reindexed and ends equal to a clean build; a purged binlog's index goes."""
+    caplog.set_level(logging.INFO, logger="gtidx.tail")
+    d = tmp_path / "dir"
+    d.mkdir()
+    settings = TailSettings(page_size=256, span_min=512, max_ratio=None)
+    tailer = Tailer(str(d), settings)
+    files = ["binlog.000014", "binlog.000015"]
+    size = (ROTATED / files[1]).stat().st_size
+    for cut in (size // 2, size // 4, size - 100):
+        grow(ROTATED, d, files, {files[0]: (ROTATED / files[0]).stat().st_size, files[1]: cut})
+        tailer.poll(retry_all=True)
+        assert not tailer.failed, tailer.failures
+    assert "binlog truncated or rewritten under the index" in caplog.text
+    (d / files[1]).write_bytes((ROTATED / files[1]).read_bytes())     # closed
+    (d / "binlog.000016").write_bytes(growing_copy((ROTATED / "binlog.000016").read_bytes(), 300))
+    (d / "binlog.index").write_text("".join(f"./{n}\n" for n in files + ["binlog.000016"]))
+    tailer.poll(retry_all=True)
+    assert not tailer.failed
+    assert records(str(d / files[1]) + ".idx") == clean_records(d / files[1], tmp_path, 256, 512)
+    # PURGE BINARY LOGS TO 'binlog.000015'
+    (d / files[0]).unlink()
+    (d / "binlog.index").write_text("".join(f"./{n}\n" for n in files[1:] + ["binlog.000016"]))
+    tailer.poll(retry_all=True)
+    assert not tailer.failed
+    assert not (d / (files[0] + ".idx")).exists() and "removed index of purged binlog" in caplog.text
