@@ -69,6 +69,17 @@ class MariadbFlavor:
         return RecordPolicy.first_offset(b), b.start_state
 
     @staticmethod
+    def policy(span_min: int) -> RecordPolicy:
+        """The record policy ``gtidx tail`` walks a growing binlog with
+        (``first``, ``resume``, ``advance``, ``walked``, ``finished``)."""
+        return RecordPolicy(span_min)
+
+    @staticmethod
+    def apply_until(b: Binlog, state, start: int, target: int) -> bool:
+        """``state`` carried from ``start`` to ``target`` (a group boundary)."""
+        return b.apply_until(state, start, target)
+
+    @staticmethod
     def records(b: Binlog, span_min: int, progress=None) -> tuple[list, dict]:
         """(the server's records, the fingerprint's extra fields: the seq ranges seen)."""
         policy = RecordPolicy(span_min)

@@ -32,7 +32,7 @@ is a descent like MariaDB's ``before_position``.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import idxformat as fmt
 from .errors import BadInputError, CorruptIndexError
@@ -241,6 +241,55 @@ class MysqlRecordPolicy:
         self.span_min = span_min
         self.max_offset = max_offset
         self.jump = jump
+        self.resume(0, ())
+
+    # -- the incremental walk (gtidx tail), as ``writer.RecordPolicy``'s ------------------
+    def resume(self, offset: int, records, seen=None) -> None:
+        """Start over at the transaction boundary ``offset`` (0: after
+        PREVIOUS_GTIDS), after records at ``records`` (offsets, record 0
+        first). ``seen``: MySQL keeps none (``MysqlFlavor.keeps_seen``)."""
+        self.previous = records[-1] if len(records) > 1 else 0
+        self.pending = GtidSet()
+        self.walked = offset
+
+    def advance(self, b: MysqlBinlog, follow: bool = True) -> Iterator[tuple[int, GtidSet]]:
+        """The records due from ``walked`` to the end of ``b`` (a growing
+        file: its complete transactions); afterwards ``walked`` is the end of
+        the last complete transaction, its GTIDs past the last record
+        ``pending``. A record is committed when the consumer asks for the
+        next: one that fails to take it finds it again on the next call.
+        The same records as ``records`` (``record_due`` over ``transactions``)."""
+        span, cap = self.span_min, self.max_offset
+        for g in b.transactions(max(self.walked, b.body_start)):
+            if g.gtid is not None:
+                self.pending.add(*g.gtid)
+            end = g.end
+            if record_due(end, self.previous, span, cap):
+                yield end, self.pending
+                self.pending = GtidSet()
+                self.previous = end
+            elif end > cap and not follow:
+                return
+            self.walked = end
+
+    @staticmethod
+    def finished() -> None:
+        """No seq ranges are kept for MySQL binlogs."""
+        return None
+
+    @staticmethod
+    def apply_until(b: MysqlBinlog, state: GtidSet, start: int, target: int) -> bool:
+        """Add to ``state`` the GTIDs of the transactions from ``start`` (a
+        transaction boundary) to ``target``; False unless one ends exactly
+        at ``target``."""
+        for g in b.transactions(max(start, b.body_start)):
+            if g.end > target:
+                return False
+            if g.gtid is not None:
+                state.add(*g.gtid)
+            if g.end == target:
+                return True
+        return False
 
     @staticmethod
     def first(b: MysqlBinlog) -> tuple[int, GtidSet]:
@@ -302,6 +351,13 @@ class MysqlFlavor:
     @staticmethod
     def first(b: MysqlBinlog) -> tuple[int, GtidSet]:
         return MysqlRecordPolicy.first(b)
+
+    @staticmethod
+    def policy(span_min: int) -> MysqlRecordPolicy:
+        """The record policy ``gtidx tail`` walks a growing binlog with."""
+        return MysqlRecordPolicy(span_min)
+
+    apply_until = staticmethod(MysqlRecordPolicy.apply_until)
 
     @staticmethod
     def records(b: MysqlBinlog, span_min: int, progress=None) -> tuple[list, dict]:

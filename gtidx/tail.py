@@ -68,11 +68,12 @@ from .api import list_binlogs
 from .binlog import Binlog
 from .errors import CorruptIndexError, GtidxError
 from .gtid import SeqRanges
-from .indexfile import DEFAULT_MAX_RATIO, build_index, index_path, open_index, still_written
+from .indexfile import DEFAULT_MAX_RATIO, MARIADB, build_index, flavor_of, index_path, open_index, still_written
 from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, digest_masked, now, seen_fields
 from .filebuf import ReadFile
+from .mysqlbinlog import open_binlog
 from .reader import PartialIndex
-from .writer import IndexWriter, RecordPolicy
+from .writer import IndexWriter
 
 log = logging.getLogger("gtidx.tail")
 
@@ -212,15 +213,16 @@ class IncrementalIndex:
     """One binlog's index, written while the binlog grows; resumable."""
 
     def __init__(self, binlog_path: str, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
-                 span_min: int = fmt.DEFAULT_SPAN_MIN):
+                 span_min: int = fmt.DEFAULT_SPAN_MIN, flavor=MARIADB):
         self.binlog_path = binlog_path
+        self.flavor = flavor               # indexfile's flavor dispatch: codec, policy
         self.path = index_path(binlog_path)
         self.page_size = page_size
         self.span_min = span_min
         self.writer: IndexWriter | None = None
         self.sink: _PageFile | None = None
         self.offsets: list[int] = []       # every record's offset, in order
-        self.policy = RecordPolicy(span_min)   # where records go; how far the binlog is read
+        self.policy = flavor.policy(span_min)   # where records go; how far the binlog is read
         self.how = ""
         self._read_guard = None            # CRC32 of the 64 KiB before ``processed``
 
@@ -247,6 +249,7 @@ class IncrementalIndex:
 
     def _fresh(self, b: Binlog) -> None:
         self._open_writer(0)
+        self.policy = self.flavor.policy(self.span_min)
         offset, gtids = self.policy.first(b)
         self.writer.add(offset, gtids)
         self.offsets = [offset]
@@ -254,7 +257,7 @@ class IncrementalIndex:
     def _open_writer(self, existing_pages: int) -> None:
         self.close()
         self.sink = _PageFile(self.path, self.page_size, existing_pages)
-        self.writer = IndexWriter(self.page_size, self.sink)
+        self.writer = IndexWriter(self.page_size, self.sink, self.flavor.codec)
 
     def _resume(self, b: Binlog) -> str:
         """'' when resumed, else why not."""
@@ -270,14 +273,15 @@ class IncrementalIndex:
             return "binlog changed under the index (truncated or rewritten)"
         try:
             with ReadFile(self.path, nofollow=True) as f:
-                part = PartialIndex(f, path=self.path)
+                part = PartialIndex(f, path=self.path, codec=self.flavor.codec)
             records = part.records()
         except (OSError, GtidxError) as e:
             return f"unreadable partial index: {e}"
         if not records or part.page_size != self.page_size:
             return "no complete leaf on disk"
         first = records[0]
-        if first.offset != RecordPolicy.first_offset(b) or first.state != b.start_state:
+        offset0, state0 = self.flavor.first(b)
+        if first.offset != offset0 or first.state != state0:
             return "record 0 does not match the binlog"
         last = records[-1]
         if last.offset > b.size:
@@ -290,7 +294,7 @@ class IncrementalIndex:
         for r in records:
             if r.offset <= covered.offset:
                 continue
-            if not b.apply_until(state, pos, r.offset) or state != r.state:
+            if not self.flavor.apply_until(b, state, pos, r.offset) or state != r.state:
                 return "records past the saved progress do not match the binlog"
             pos = r.offset
         try:
@@ -309,7 +313,8 @@ class IncrementalIndex:
         self.sink.replay_done()
         self.offsets = [offset for offset, _ in part.keys]
         # the proof goes on from the last record's state, with what was found before
-        seen = meta.seen()
+        seen = meta.seen() if self.flavor.keeps_seen else None
+        self.policy = self.flavor.policy(self.span_min)
         self.policy.resume(last.offset, self.offsets, None if seen is None else
                            SeqRanges.resumed({(d, s): q for d, s, q in last.state}, *seen))
         return ""
@@ -454,6 +459,8 @@ class Tailer:
         self._growing: str | None = None                # the binlog still written, as this poll saw it
         self._catalog = _CatalogKeeper()
         self._catalog_key: str | None = None            # the catalog's path: its failures' key
+        self._foreign: str | None = None                # a binlog not MariaDB's seen: its flavor
+        self._catalog_skipped = False                   # "catalog not kept" said once
 
     @property
     def failed(self) -> list[str]:
@@ -548,6 +555,12 @@ class Tailer:
         if directory is None:
             return                                 # a catalog describes one directory
         key = self._catalog_key = catalog.places(storage.LOCAL, directory)[0][1]
+        if self._foreign is not None:              # the catalog describes MariaDB binlogs only
+            if not self._catalog_skipped and os.path.lexists(key):
+                self._catalog_skipped = True
+                _event(logging.WARNING, "catalog not kept: it describes MariaDB binlogs only",
+                       catalog=key, flavor=self._foreign)
+            return
         if not self._due(key, retry_all):
             return
         try:
@@ -627,12 +640,15 @@ class Tailer:
             return
         self._touched.add(path)
         idx = index_path(path)
-        with Binlog(path) as b:
+        with open_binlog(path) as b:
+            if b.flavor != MARIADB.name:
+                self._foreign = b.flavor
             growing = still_written(b, newest=last)
             if growing:
                 self._growing = path
             # a link, a FIFO or anything but a regular file is not a server's index
-            theirs = path not in self.active and safefile.is_regular(idx) and IndexMeta.read(idx) is None
+            theirs = path not in self.active and flavor_of(b).server_writes and safefile.is_regular(idx) \
+                and IndexMeta.read(idx) is None
             if theirs and self._server_owned(b, idx, growing):
                 if not growing:
                     self.settled[path] = (st.st_size, st.st_mtime_ns)
@@ -674,7 +690,8 @@ class Tailer:
                    lag_bytes=b.size - inc.processed)
 
     def _start(self, b: Binlog) -> IncrementalIndex:
-        inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min)
+        inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min,
+                               flavor=flavor_of(b))
         how = inc.start(b)
         _event(logging.INFO, "following", file=b.path, how=how, offset=inc.processed, records=len(inc.offsets))
         return inc
