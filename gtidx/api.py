@@ -227,8 +227,8 @@ class BinlogInfo:
     server_version: str
     checksum: str            # "CRC32" or "NONE"
     growing: bool            # FDE IN_USE flag: still written, or not closed cleanly
-    start_state: BinlogState  # from the GTID_LIST event
-    body_start: int          # offset after the GTID_LIST event
+    start_state: BinlogState  # from the GTID_LIST event (a MySQL binlog's: its Previous_gtids, a GtidSet)
+    body_start: int          # offset after the GTID_LIST event (MySQL: after PREVIOUS_GTIDS)
 
 
 @record
@@ -349,20 +349,36 @@ def binlog_info(path: str | os.PathLike) -> BinlogInfo:
 
 
 def _info(b: Binlog) -> BinlogInfo:
+    mysql = b.flavor == "mysql"
+    start = (b.previous_gtids.copy() if b.previous_gtids is not None else None) if mysql else b.start_state.copy()
     return BinlogInfo(b.path, b.size, b.fde.server_version,
                       "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
-                      b.growing, b.start_state.copy(), b.body_start)
+                      b.growing, start, b.body_start)
 
 
 def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
-    """The file's facts, and an iterator over its event groups in file order.
-    The file stays open until the iterator is exhausted or closed."""
-    b = Binlog(_path(path))
-    info = _info(b)
+    """The file's facts, and an iterator over its event groups in file order
+    (a MySQL binlog's: its transactions, ``mysqlbinlog.MysqlGroup``, and its
+    Previous_gtids as ``start_state``). The file stays open until the
+    iterator is exhausted or closed."""
+    path = _path(path)
+    try:
+        b = Binlog(path)
+    except MySQLBinlogError as e:
+        if e.offset != 4:
+            raise
+        from .mysqlbinlog import MysqlBinlog
+        b = MysqlBinlog(path)
+    try:
+        info = _info(b)
+    except BaseException:
+        b.close()
+        raise
+    walk = b.transactions if b.flavor == "mysql" else b.groups
 
     def groups():
         try:
-            yield from b.groups()
+            yield from walk()
         finally:
             b.close()
     return info, groups()

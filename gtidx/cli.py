@@ -358,19 +358,22 @@ def _write_groups(out, info, groups, as_json) -> None:
         # closes the document with the error in it (_close_stream).
         head = {"file": info.file, "size": info.size, "server_version": info.server_version,
                 "checksum": info.checksum, "growing": info.growing,
-                "start_state": str(info.start_state)}
+                "start_state": None if info.start_state is None else _one_line(info.start_state)}
         out.write(json.dumps(head)[:-1] + ', "groups": [')
-        n, err = _write_items(out, (f'{{"gtid": "{g.gtid}", "start": {g.start}, "end": {g.end}, '
-                                    f'"timestamp": {g.timestamp}, "flags2": {g.flags2}}}' for g in groups))
+        # a MySQL transaction: no flags2, and an anonymous one (gtid_mode OFF) has no GTID: null
+        n, err = _write_items(out, (f'{{"gtid": {"null" if g.gtid is None else chr(34) + str(g.gtid) + chr(34)}, '
+                                    f'"start": {g.start}, "end": {g.end}, "timestamp": {g.timestamp}, '
+                                    f'"flags2": {json.dumps(getattr(g, "flags2", None))}}}' for g in groups))
         _close_stream(out, err, f'], "count": {n}')
         return
+    state = "(empty)" if not info.start_state else _one_line(info.start_state)
     out.write(f"# {info.file}: {info.server_version}, checksum {info.checksum}"
               f"{', still being written' if info.growing else ''}\n"
-              f"# start state: {info.start_state or '(empty)'}\n")
+              f"# start state: {state}\n")
     out.write(f"{'GTID':<24} {'START':>12} {'END':>12}\n")
     n = 0
     for g in groups:
-        out.write(f"{str(g.gtid):<24} {g.start:>12} {g.end:>12}\n")
+        out.write(f"{'(anonymous)' if g.gtid is None else str(g.gtid):<24} {g.start:>12} {g.end:>12}\n")
         n += 1
     out.write(f"# {n} groups\n")
 

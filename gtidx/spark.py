@@ -769,7 +769,9 @@ def build(spark: SparkSession, binlogs: str, *, storage_options: dict | None = N
 class GtidxDataSource(DataSource):
     """``spark.read.format("gtidx").load(DIR)``: one row per event group of
     every binlog in DIR (file, gtid, domain, server, seq, start, end,
-    timestamp, flags). DIR may be a URL (``s3://bucket/prefix/``), read by
+    timestamp, flags); for MySQL binlogs one per transaction, ``gtid`` its
+    text (``uuid[:tag]:gno``; null: anonymous), domain, server, seq and flags
+    null. DIR may be a URL (``s3://bucket/prefix/``), read by
     the executors; ``.option("storage_options", json.dumps({...}))`` passes
     fsspec options (default: the AWS_* variables each executor has). Filters
     ``file = ...``/``file IN (...)`` (file names as in the binlog list) skip
@@ -835,9 +837,18 @@ class _GroupsReader(DataSourceReader):
         path = partition.value
         if path is None:                 # no file passed the filters: Spark reads InputPartition(None)
             return
+        from .mysqlbinlog import MysqlBinlog, open_binlog
         name = os.path.basename(path)
         domains = self.domains
-        with Binlog(path, storage.resolve(path, self.storage_options)[0]) as b:
+        with open_binlog(path, storage.resolve(path, self.storage_options)[0]) as b:
+            if isinstance(b, MysqlBinlog):
+                # a MySQL binlog's transactions: the GTID's text (uuid[:tag]:gno; null: anonymous), no
+                # domain, server or seq_no (so a domain filter keeps none of them), no MariaDB flags
+                if domains is None:
+                    for t in b.transactions():
+                        yield (name, None if t.gtid is None else str(t.gtid), None, None, None, t.start, t.end,
+                               t.timestamp, None)
+                return
             for begin, end, (ts, server, seq, domain, flags2) in b.group_spans():
                 if domains is not None and domain not in domains:
                     continue

@@ -1,7 +1,6 @@
-"""Until gtidx indexes and scans MySQL binlogs, those commands given one (a
-file, a directory, a binlog.index) say so in one line on stderr, nothing on
-stdout, and exit 2: never a traceback, a pile of per-file warnings or a
-wrong answer. (seek and pos answer them: tests/test_mysql_answers.py.)"""
+"""MySQL binlogs on the command line: bad input is one line on stderr,
+nothing on stdout, exit 2 (never a traceback or a wrong answer); ``scan``
+lists their transactions. (seek and pos: tests/test_mysql_answers.py.)"""
 from __future__ import annotations
 
 import os
@@ -40,8 +39,6 @@ def one_line(rc, out, err, *words):
     assert "Traceback" not in err[0]
 
 
-MYSQL_FILE = ("a MySQL binlog", "not supported yet")
-
 
 def test_a_mariadb_gtid_in_a_mysql_directory(logs):
     """seek answers MySQL binlogs (tests/test_mysql_answers.py); a MariaDB
@@ -56,5 +53,24 @@ def test_a_bad_mysql_gtid(logs):
     one_line(*gtidx("seek", "--replica", f"{UUID}:1-5\n{UUID}:x:1", logs), "bad MySQL GTID set")
 
 
-def test_scan_a_mysql_file(logs):
-    one_line(*gtidx("scan", logs / "binlog.000015"), *MYSQL_FILE)
+@pytest.mark.parametrize("scenario", sorted(p.parent for p in (FIXTURES / "mysql-9.7").glob("*/oracle.json")),
+                         ids=lambda p: p.name)
+def test_scan_a_mysql_file(scenario):
+    """``gtidx scan`` lists a MySQL binlog's transactions as the server logged
+    them (the fixtures' oracle from SHOW BINLOG EVENTS): GTID (null /
+    "(anonymous)" for an anonymous one), start, end; its Previous_gtids as the
+    start state, on one line; no flags2."""
+    import json
+    oracle = json.loads((scenario / "oracle.json").read_text())
+    for f in oracle["files"]:
+        rc, out, err = gtidx("scan", "--json", scenario / f["name"])
+        assert rc == 0 and err == [], err
+        doc = json.loads(out)
+        assert [[g["gtid"], g["start"], g["end"]] for g in doc["groups"]] == f["groups"]
+        assert doc["count"] == len(f["groups"]) and all(g["flags2"] is None for g in doc["groups"])
+        assert doc["start_state"] == f["previous_gtids"].replace("\n", "")
+        rc, out, err = gtidx("scan", scenario / f["name"])
+        lines = out.splitlines()
+        assert rc == 0 and lines[-1] == f"# {len(f['groups'])} groups"
+        assert [ln.split() for ln in lines[3:-1]] == [["(anonymous)" if g is None else g, str(s), str(e)]
+                                                      for g, s, e in f["groups"]]

@@ -92,3 +92,19 @@ def test_build_on_mysql_binlogs(spark, tmp_path):
     gtid, start, end = next(g for f in oracle["files"] for g in f["groups"] if g[0] is not None)
     loc = api.seek(gtid, a)
     assert (loc.start, loc.end, loc.via) == (start, end, "index")
+
+
+def test_groups_source_on_mysql_binlogs(spark):
+    """``format("gtidx")`` on MySQL binlogs: one row per transaction, its
+    GTID's text, start and end as the server logged them (the fixtures'
+    oracle from SHOW BINLOG EVENTS); no domain, server or seq_no."""
+    d = MYSQL / "rotated"
+    oracle = json.loads((d / "oracle.json").read_text())
+    want = sorted((f["name"], g, s, e) for f in oracle["files"] for g, s, e in f["groups"])
+    rows = spark.read.format("gtidx").load(str(d)).collect()
+    assert sorted((r["file"], r["gtid"], r["start"], r["end"]) for r in rows) == want
+    assert all(r["domain"] is None and r["seq"] is None and r["flags"] is None for r in rows)
+    assert spark.read.format("gtidx").load(str(d)).where("domain = 0").count() == 0
+    one = oracle["files"][1]["name"]
+    assert spark.read.format("gtidx").load(str(d)).where(f"file = '{one}'").count() == \
+        len(oracle["files"][1]["groups"])
