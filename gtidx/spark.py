@@ -26,10 +26,11 @@ files x GTIDs:
    it with ``BinlogSeries.locate`` (every file that can hold it, first occurrence).
    The input column comes as Arrow batches (``mapInArrow``), each planned at
    once (numpy over each pair's ``api.PlanTable``);
-3. the values go to their file's task (``repartition(n, file)``: only the
-   value and its file are shuffled, as Arrow batches both ways), which splits
-   its rows by file, parses each file's values again (``assign_batch``) and
-   answers them together: ``locate_columns`` answers a file's
+3. the values go to their file's task packed: each input partition sends
+   one row per file it has values for (``_pack``: their planned rows as
+   Arrow), not one per value, and ``repartition(n, file)`` moves those. The
+   task gathers each file's rows from every partition and answers them
+   together: ``locate_columns`` answers a file's
    many GTIDs as columns by one pass over its groups (``Binlog.group_records``,
    the group walk in C where it is built; a pass costs what ~2000 index
    lookups cost on a 256 MiB file), taught the plan's ranges (no walk);
@@ -57,7 +58,6 @@ from pyspark.sql.types import (BooleanType, LongType, StringType, StructField,
                                StructType)
 
 from . import api, catalog, storage
-from .binlog import Binlog
 from .errors import BadInputError, GtidxError, NotFoundError
 from .gtid import BinlogState, Gtid, Position
 
@@ -90,9 +90,11 @@ BUILD_SCHEMA = StructType([
 # GTID parsed (null for a position, or a seq_no beyond a signed long).
 ASSIGNED = "gtid string, file int, domain long, server long, seq long, reason string"
 ASSIGNED_NAMES = ["gtid", "file", "domain", "server", "seq", "reason"]
-# What locate's shuffle moves of them: the value and its file (each file's
-# task parses its values again, which costs less than moving the GTID's columns)
-SHUFFLED = "gtid string, file int"
+# What locate's shuffle moves of them: per input partition and file, one row
+# holding that file's ASSIGNED rows packed (an Arrow IPC stream): Spark moves
+# a row per (partition, file), not per value (``_pack``, ``_unpack``).
+PACKED = "file int, rows binary"
+PACK_ROWS = 1 << 20                      # input rows planned and packed at once, at most
 
 GROUPS_SCHEMA = ("file string, gtid string, domain long, server long, seq decimal(20,0), "
                  "start long, end long, timestamp long, flags int")
@@ -494,8 +496,7 @@ def locate_columns(logs: api.BinlogSeries, domain, server, seq, *, pass_per_byte
 
 def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Plan, where: "_Where"):
     """One file's rows (``key``: its code; null: the rows no file answers),
-    an Arrow table of ASSIGNED (or SHUFFLED) rows in, LOCATE_SCHEMA rows out,
-    in order.
+    an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order.
     The GTIDs (parsed by the planner) go to ``locate_columns``
     as columns: what it answers (a file's many GTIDs, by one pass) is built
     as columns too; the rest (few, not found there, positions, seq_nos beyond
@@ -508,8 +509,6 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: _Pla
         if key[0].as_py() is None:
             return _rows_table([_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())])
         return _rows_table(_answer_file(values, plan.gtids(values), files, pass_per_byte, plan, where))
-    if "seq" not in table.column_names:       # SHUFFLED rows: the values parsed again
-        table = pa.Table.from_batches([plan.assign_batch(table.column("gtid").combine_chunks())])
     if key[0].as_py() is None:
         return _rows_table([_not_found(v, why) for v, why in zip(table.column("gtid").to_pylist(),
                                                                   table.column("reason").to_pylist())])
@@ -603,9 +602,9 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     result, the per-file task time in ``timings["per_file"].value`` (an
     accumulator: seconds summed over files), the CPU time of the same in
     ``per_file_cpu`` (less where the tasks waited for a core),
-    ``files_touched``, and ``assign_cpu``: the CPU seconds of the tasks
-    that plan the input rows (from their first batch read to their last
-    written, Arrow transfer included).
+    ``files_touched``, and ``assign_s`` and ``assign_cpu``: the seconds
+    (summed over tasks) and CPU seconds the tasks that plan the input rows
+    spend planning and packing them (not reading or writing Spark's batches).
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
     it beats index lookups."""
     t0 = time.perf_counter()
@@ -630,35 +629,23 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     todo = [f for f in files if f not in known]
     summaries = [_from_entry(f, e, f == last) for f, e in known.items()]
     if todo:
-        summaries += sc.parallelize([(f, f == last) for f in todo], len(todo)) \
+        summaries += sc.parallelize([(f, f == last) for f in todo], _tasks(sc, len(todo))) \
             .map(lambda fl: _summary(*fl, where)).collect()
     by_file = {f: (start, end, ranges) for f, start, end, ranges in summaries}
     plan = _Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files],
                  {f: e.raw for f, e in known.items()})
     bplan = sc.broadcast(plan)
-    # one task per file (up to 4 per core, then files share them evenly)
-    n = max(1, min(len(files), sc.defaultParallelism * 4))
+    n = _tasks(sc, len(files))
     codes = _codes(n, len(files))
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(todo)
 
-    assign_cpu = sc.accumulator(0.0) if timings is not None else None
-
-    def assign(batches):
-        import pyarrow as pa
-        c = time.process_time()
-        p = bplan.value
-        for b in batches:
-            a = p.assign_batch(b.column(0), codes)
-            yield pa.RecordBatch.from_arrays([a.column(0), a.column(1)], names=["gtid", "file"])
-        if assign_cpu is not None:
-            assign_cpu.add(time.process_time() - c)
-
+    assign_time = (sc.accumulator(0.0), sc.accumulator(0.0)) if timings is not None else None
     if timings is not None:
         spent, cpu, touched_files = sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0)
         timings["per_file"], timings["per_file_cpu"], timings["files_touched"] = spent, cpu, touched_files
-        timings["assign_cpu"] = assign_cpu
+        timings["assign_s"], timings["assign_cpu"] = assign_time
 
         def answer(key, table):
             t, c = time.perf_counter(), time.process_time()
@@ -671,32 +658,93 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     else:
         def answer(key, table):
             return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
-    # Arrow batches both ways: the input column to the planner (mapInArrow),
-    # each file's values to its task (repartition by file, then mapInArrow:
-    # the task splits its rows by file itself, with no sort by Spark), the
-    # answers back
-    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, SHUFFLED)
-    return assigned.repartition(n, "file").mapInArrow(lambda batches: _per_file(batches, answer),
-                                                      LOCATE_SCHEMA)
+    return _shuffled(gtids.select(gtids[column].cast("string")), bplan, codes, n, answer, assign_time)
+
+
+TASKS_PER_CORE = 2                       # locate's tasks (summaries, answers): at most this many per core
+
+
+def _tasks(sc, files: int) -> int:
+    """How many tasks answer locate's rows: one per file, up to
+    TASKS_PER_CORE per core; then files share them evenly (``_codes``)."""
+    return max(1, min(files, sc.defaultParallelism * TASKS_PER_CORE))
+
+
+def _shuffled(values: DataFrame, bplan, codes: list[int], n: int, answer, assign_time=None) -> DataFrame:
+    """locate's two stages, for either flavor's plan (``bplan``: broadcast,
+    with ``assign_batch``): each input partition's values are planned (each
+    its file's code, ``codes``) and its rows packed per file (``_pack``); the
+    packed rows go to their file's task (``repartition(n, file)``), which
+    gathers each file's rows from every partition and answers them at once
+    (``answer(key, table)``: the file's code, its ASSIGNED rows; ``_per_file``).
+    Arrow batches both ways; Spark moves one row per (input partition, file)
+    in between, not one per value. ``assign_time``: two accumulators that
+    get the planning's seconds and CPU seconds."""
+    def assign(batches):
+        p = bplan.value
+        for texts in _chunks(batches, PACK_ROWS):
+            t, c = time.perf_counter(), time.process_time()
+            a = p.assign_batch(texts, codes)
+            out = _pack(a, a.column(1))
+            if assign_time is not None:         # our work alone: not the waits for Spark's batches
+                assign_time[0].add(time.perf_counter() - t)
+                assign_time[1].add(time.process_time() - c)
+            yield out
+    return values.mapInArrow(assign, PACKED).repartition(n, "file") \
+        .mapInArrow(lambda batches: _per_file(batches, answer), LOCATE_SCHEMA)
+
+
+def _chunks(batches, rows: int):
+    """The first column of Arrow ``batches``, as arrays of at most about
+    ``rows`` values (whole batches put together)."""
+    import pyarrow as pa
+    held, count = [], 0
+    for b in batches:
+        held.append(b.column(0))
+        count += len(b)
+        if count >= rows:
+            yield pa.concat_arrays(held)
+            held, count = [], 0
+    if held:
+        yield pa.concat_arrays(held)
+
+
+def _pack(batch, file) -> "pa.RecordBatch":
+    """A PACKED batch: per distinct ``file`` code (null: the rows no file
+    answers), one row with those rows of ``batch`` (in their order) as an
+    Arrow IPC stream."""
+    import numpy as np
+    import pyarrow as pa
+    codes = file.fill_null(-1).to_numpy() if file.null_count else file.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    keys, starts = np.unique(codes[order], return_index=True)
+    packed = []
+    for a, b in zip(starts, list(starts[1:]) + [len(order)]):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as w:
+            w.write_batch(batch.take(pa.array(order[a:b])))
+        packed.append(sink.getvalue().to_pybytes())
+    return pa.RecordBatch.from_arrays([pa.array(keys, pa.int32(), mask=keys == -1), pa.array(packed, pa.binary())],
+                                      names=["file", "rows"])
+
+
+def _unpack(blobs) -> "pa.Table":
+    """The rows of PACKED rows' ``rows`` (bytes each), in order, as one table."""
+    import pyarrow as pa
+    return pa.concat_tables([pa.ipc.open_stream(pa.py_buffer(b)).read_all() for b in blobs])
 
 
 def _per_file(batches, answer):
-    """A task's SHUFFLED batches (the rows of its files: ``repartition`` by
-    file) split by file, each file's rows answered at once (``answer(key,
-    table)``: the file's code, its SHUFFLED rows)."""
-    import numpy as np
+    """A task's PACKED batches (the rows of its files: ``repartition`` by
+    file) gathered by file, each file's rows answered at once
+    (``answer(key, table)``: the file's code, a table of its rows)."""
     import pyarrow as pa
-    batches = list(batches)
-    if not batches:
-        return
-    table = pa.Table.from_batches(batches)
-    file = table.column("file")
-    codes = file.fill_null(-1).to_numpy() if file.null_count else file.to_numpy()
-    order = np.argsort(codes, kind="stable")
-    keys, starts = np.unique(codes[order], return_index=True)
-    for k, a, b in zip(keys, starts, list(starts[1:]) + [len(order)]):
-        key = [pa.scalar(None if k == -1 else int(k), pa.int32())]
-        yield from answer(key, table.take(pa.array(order[a:b]))).to_batches()
+    by_code = {}
+    for b in batches:
+        for code, blob in zip(b.column(0).to_pylist(), b.column(1).to_pylist()):
+            by_code.setdefault(code, []).append(blob)
+    for code, blobs in by_code.items():
+        yield from answer([pa.scalar(code, pa.int32())], _unpack(blobs)).to_batches()
 
 
 def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: str | None, timings: dict | None,
@@ -721,21 +769,15 @@ def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: s
         column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
     plan = _MysqlPlan(files, prevs)
     bplan = sc.broadcast(plan)
-    n = max(1, min(len(files), sc.defaultParallelism * 4))
+    n = _tasks(sc, len(files))
     codes = _codes(n, len(files))
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
         timings["planning_read"] = len(files)
 
-    def assign(batches):
-        p = bplan.value
-        for b in batches:
-            yield p.assign_batch(b.column(0), codes)
-
     def answer(key, table):
         return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
-    assigned = gtids.select(gtids[column].cast("string")).mapInArrow(assign, ASSIGNED)
-    return assigned.repartition(n, "file").groupBy("file").applyInArrow(answer, LOCATE_SCHEMA)
+    return _shuffled(gtids.select(gtids[column].cast("string")), bplan, codes, n, answer)
 
 
 # -- build -------------------------------------------------------------------------------------------

@@ -174,19 +174,23 @@ def test_markdown_of_sections_alone():
 
 
 def test_spark_section_shows_the_split():
-    """Planning, per-file work (summed task time over the cores) and Spark's
-    own overhead (the rest), each with its share of the run."""
+    """Planning (the driver's, and the input rows' on the executors, spread
+    over the cores), per-file work (summed task time over the cores) and
+    Spark's own overhead (the rest), each with its share of the run."""
+    from tools import bench
     r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
          "spark": {"machine": "CPython", "files": 18, "bytes": 4 << 30, "lookups": 1_000_000, "found": 993_000,
                    "spark_s": 10.0, "spark_session_start_s": 9.0, "planning_s": 1.0, "per_file_task_s_total": 12.0,
-                   "cores": 2, "files_touched": 18, "loop_s": 250.0, "loop_measured_lookups": 5000, "build_s": 0.3}}
-    assert br.spark_split(r["spark"]) == {"planning_s": 1.0, "per_file_s": 6.0, "per_file_s_total": 12.0,
-                                          "overhead_s": 3.0}
+                   "assign_s_total": 1.0, "cores": 2, "files_touched": 18, "loop_s": 250.0,
+                   "loop_measured_lookups": 5000, "build_s": 0.3}}
+    assert bench.spark_split(r["spark"]) == {"planning_s": 1.0, "rows_s": 0.5, "planning_total_s": 1.5,
+                                             "per_file_s": 6.0, "per_file_s_total": 12.0, "overhead_s": 2.5}
     md = br.markdown(r)
     assert "1,000,000 lookups over 18 binlogs (4.00 GiB) in 10.0 s = 100,000/s" in md
-    assert "| planning (file summaries, plan broadcast) | 1.00 | 10% |" in md
+    assert ("| planning (file summaries, plan broadcast: 1.00 s; the rows, on the executors: 0.50 s) "
+            "| 1.50 | 15% |") in md
     assert "| per-file work (12.0 s summed over 18 files / 2 cores) | 6.00 | 60% |" in md
-    assert "| Spark's own overhead (the rest: Arrow transfer, shuffle, scheduling) | 3.00 | 30% |" in md
+    assert "| Spark's own overhead (the rest: Arrow transfer, shuffle, scheduling) | 2.50 | 25% |" in md
     assert "used" not in md
     r["spark"].update(per_file_cpu_s_total=9.0, load_average=3.5)
     assert "The per-file tasks used 9.0 s of CPU of their 12.0 s (the rest waiting for a core: load average " \

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, copy_set
 from gtidx import api
@@ -157,6 +159,43 @@ def test_each_locate_task_gets_its_own_files(spark):
         assert [gs._spark_hash_int(c) % n for c in codes] == [i % n for i in range(count)]
     df = spark.createDataFrame([(c,) for c in gs._codes(8, 18)], "file int").repartition(8, "file")
     assert sorted(df.rdd.glom().map(len).collect()) == [2] * 6 + [3] * 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=12)),
+                                   st.one_of(st.none(), st.integers(-2**31, 2**31 - 1).filter(lambda c: c != -1),
+                                             st.sampled_from([0, 1, 7]))),
+                         max_size=40), max_size=5), st.randoms())
+def test_locate_packs_each_partitions_values_per_file(parts, rnd):
+    """locate's shuffle moves one row per (input partition, file): each
+    partition's values packed per file code (null: no file), and each task
+    gets every value of its files back, a file's values in input order
+    within each partition, each file answered once."""
+    import pyarrow as pa
+    packed = []
+    for rows in parts:
+        values = pa.array([v for v, _ in rows], pa.string())
+        codes = pa.array([c for _, c in rows], pa.int32())
+        b = gs._pack(pa.record_batch([values, codes], names=["gtid", "file"]), codes)
+        assert b.schema.names == ["file", "rows"] and len(b) == len({c for _, c in rows})
+        packed += [b.slice(i, 1) for i in range(len(b))]
+    rnd.shuffle(packed)                      # the partitions' rows reach the task in any order
+    seen = {}
+
+    def answer(key, table):
+        code = key[0].as_py()
+        assert code not in seen
+        seen[code] = table.column("gtid").to_pylist()
+        return table
+    for _ in gs._per_file(iter(packed), answer):
+        pass
+    expected = {}
+    for rows in parts:
+        for v, c in rows:
+            expected.setdefault(c, []).append(v)
+    assert {c: sorted(v, key=repr) for c, v in seen.items()} == {c: sorted(v, key=repr) for c, v in expected.items()}
+    if len(parts) == 1:
+        assert seen == expected
 
 
 def test_build_one_task_per_file(spark, tmp_path):

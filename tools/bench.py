@@ -406,36 +406,52 @@ def tree_cpu() -> dict:
 
 def spark_floor(spark, df, gs) -> dict:
     """What Spark alone costs for locate's shape, in the same session: the
-    input rows through a mapInArrow that gives each a file (SHUFFLED), the
-    repartition by file, a mapInArrow that answers every row with constants
+    input rows through a mapInArrow that gives each a file (ASSIGNED's
+    columns) and packs them per file (gs._pack, PACKED), the repartition by file, a mapInArrow that
+    unpacks them (gs._per_file) and answers every row with constants
     (LOCATE_SCHEMA), the same count; wall and CPU seconds."""
     import numpy as np
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
     schema = to_arrow_schema(gs.LOCATE_SCHEMA)
-    parts = max(1, spark.sparkContext.defaultParallelism * 4)
+    parts = gs._tasks(spark.sparkContext, 18)
 
-    def tag(batches):
-        for b in batches:
-            file = np.arange(len(b), dtype=np.int32) % 18
-            yield pa.RecordBatch.from_arrays([b.column(0), pa.array(file)], names=["gtid", "file"])
+    def tag(batches):                 # rows of ASSIGNED's shape, a file each
+        for texts in gs._chunks(batches, gs.PACK_ROWS):
+            n = len(texts)
+            file = pa.array(np.arange(n, dtype=np.int32) % 18)
+            number = pa.array(np.arange(n, dtype=np.int64))
+            yield gs._pack(pa.RecordBatch.from_arrays([texts, file, number, number, number, pa.nulls(n, pa.string())],
+                                                      names=gs.ASSIGNED_NAMES), file)
 
-    def answer(batches):
-        for b in batches:
-            n = len(b)
-            zero = pa.array(np.zeros(n, np.int64))
-            yield pa.RecordBatch.from_arrays(
-                [b.column(0), pa.array(["gtid"] * n), pa.array(["master-bin.000001"] * n), zero, zero, zero, zero,
-                 pa.nulls(n, pa.string()), pa.array(np.ones(n, bool)), pa.nulls(n, pa.string())], schema=schema)
+    def constant(key, table):
+        n = len(table)
+        zero = pa.array(np.zeros(n, np.int64))
+        return pa.Table.from_arrays(
+            [table.column(0), pa.array(["gtid"] * n), pa.array(["master-bin.000001"] * n), zero, zero, zero, zero,
+             pa.nulls(n, pa.string()), pa.array(np.ones(n, bool)), pa.nulls(n, pa.string())], schema=schema)
     cpu0, driver0 = tree_cpu(), time.process_time()
     t0 = time.perf_counter()
-    df.mapInArrow(tag, gs.SHUFFLED).repartition(parts, "file").mapInArrow(answer, gs.LOCATE_SCHEMA) \
-        .filter("found").count()
+    df.mapInArrow(tag, gs.PACKED).repartition(parts, "file") \
+        .mapInArrow(lambda batches: gs._per_file(batches, constant), gs.LOCATE_SCHEMA).filter("found").count()
     wall = time.perf_counter() - t0
     cpu1 = tree_cpu()
     cpu = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items() if v - cpu0.get(k, 0.0) > 0.005}
     cpu["driver"] = time.process_time() - driver0
     return {"s": wall, "cpu_s": cpu}
+
+
+def spark_split(s: dict) -> dict:
+    """Where a Spark locate run's time went (``bench_spark``'s figures, or
+    a repeat's): planning (on the driver, and the input rows' on the
+    executors, their task time spread over the cores), the per-file tasks'
+    time spread over the cores, and the rest, Spark's own (Arrow transfer,
+    shuffle, scheduling, waits)."""
+    per_file = s["per_file_task_s_total"] / s["cores"]
+    rows = (s.get("assign_s_total") or 0.0) / s["cores"]
+    planning = s["planning_s"] + rows
+    return {"planning_s": s["planning_s"], "rows_s": rows, "planning_total_s": planning, "per_file_s": per_file,
+            "per_file_s_total": s["per_file_task_s_total"], "overhead_s": s["spark_s"] - planning - per_file}
 
 
 def bench_spark(args) -> dict:
@@ -478,11 +494,13 @@ def bench_spark(args) -> dict:
             if n_again != found:
                 raise SystemExit(f"a repeated run found {n_again}, the first {found}")
             repeats.append({"spark_s": s_again, "planning_s": again["planning_s"],
-                            "per_file_task_s_total": again["per_file"].value})
+                            "per_file_task_s_total": again["per_file"].value,
+                            "assign_s_total": again["assign_s"].value})
         floor = spark_floor(spark, df, gs)
         per_file = timings["per_file"].value
         per_file_cpu = timings["per_file_cpu"].value if "per_file_cpu" in timings else None
         assign_cpu = timings["assign_cpu"].value if "assign_cpu" in timings else None
+        assign_s = timings["assign_s"].value if "assign_s" in timings else None
         cores = spark.sparkContext.defaultParallelism
     finally:
         spark.stop()
@@ -502,18 +520,19 @@ def bench_spark(args) -> dict:
     report = {"machine": machine(), "files": len(files), "bytes": total, "lookups": len(wanted),
               "found": found, "spark_s": spark_s, "spark_session_start_s": start_s,
               "planning_s": timings["planning_s"], "per_file_task_s_total": per_file,
-              "per_file_cpu_s_total": per_file_cpu, "assign_cpu_s_total": assign_cpu,
+              "per_file_cpu_s_total": per_file_cpu, "assign_cpu_s_total": assign_cpu, "assign_s_total": assign_s,
               "cpu_s": cpu, "floor": floor, "load_average": load, "cores": cores, "repeats": repeats,
               "files_touched": timings["files_touched"].value,
               "loop_s": loop_s, "loop_measured_lookups": loop_n, "build_s": build_s}
     print(f"  spark locate (local, {cores} cores): {spark_s:.1f} s for {len(wanted)} lookups "
           f"({len(wanted) / spark_s:,.0f}/s), {found} found; session start {start_s:.1f} s (not counted)")
-    print(f"    planning (file summaries, broadcast) {timings['planning_s']:.2f} s; per-file tasks "
+    split = spark_split(report)
+    print(f"    planning {split['planning_total_s']:.2f} s (file summaries, broadcast {split['planning_s']:.2f} s; "
+          f"the rows on the executors {split['rows_s']:.2f} s on {cores} cores); per-file tasks "
           f"{per_file:.1f} s summed over {timings['files_touched'].value} files "
           f"({'' if per_file_cpu is None else f'CPU {per_file_cpu:.1f} s, '}load average {load:.1f}) "
-          f"(= {per_file / cores:.1f} s on {cores} cores); Spark overhead (Arrow transfer, shuffle, "
-          f"scheduling) ~{spark_s - timings['planning_s'] - per_file / cores:.1f} s "
-          f"({(spark_s - timings['planning_s'] - per_file / cores) / spark_s:.0%} of the total)")
+          f"(= {split['per_file_s']:.1f} s on {cores} cores); Spark overhead (Arrow transfer, shuffle, "
+          f"scheduling) ~{split['overhead_s']:.1f} s ({split['overhead_s'] / spark_s:.0%} of the total)")
     if per_file_cpu is not None:
         total_cpu = sum(cpu.values())
         ours = per_file_cpu + (assign_cpu or 0.0) + cpu["driver"]
@@ -525,10 +544,10 @@ def bench_spark(args) -> dict:
           f"{floor['s']:.1f} s, CPU {sum(floor['cpu_s'].values()):.1f} s (JVM {floor['cpu_s'].get('java', 0.0):.1f}, "
           f"Python workers {floor['cpu_s'].get('python', 0.0):.1f})")
     for i, r in enumerate(repeats):
-        over = r["spark_s"] - r["planning_s"] - r["per_file_task_s_total"] / cores
+        sp = spark_split(dict(r, cores=cores))
         print(f"  again in the same session ({i + 1}): {r['spark_s']:.1f} s ({len(wanted) / r['spark_s']:,.0f}/s); "
-              f"planning {r['planning_s']:.2f} s, per-file {r['per_file_task_s_total'] / cores:.1f} s on {cores} "
-              f"cores, Spark overhead ~{over:.1f} s ({over / r['spark_s']:.0%})")
+              f"planning {sp['planning_total_s']:.2f} s, per-file {sp['per_file_s']:.1f} s on {cores} "
+              f"cores, Spark overhead ~{sp['overhead_s']:.1f} s ({sp['overhead_s'] / r['spark_s']:.0%})")
     print(f"  library loop (one process, BinlogSeries.locate per GTID): {loop_s:.1f} s"
           f"{'' if loop_n == len(wanted) else f' (extrapolated from {loop_n})'}"
           f" -> Spark is {loop_s / spark_s:.1f}x faster")

@@ -1003,6 +1003,7 @@ def markdown(r: dict) -> str:
 
 def _markdown_sections(r: dict) -> list[str]:
     """The sections that are also measured alone (--only)."""
+    from tools.bench import spark_split
     lines = []
     if "tail" in r:
         lines += ["", "**gtidx tail** beside a live 10.11 (defaults; one run of 10 s per rate)", "",
@@ -1018,7 +1019,8 @@ def _markdown_sections(r: dict) -> list[str]:
                   f"a one-process library loop: {s['lookups'] / s['loop_s']:,.0f}/s; "
                   f"Spark is {s['loop_s'] / s['spark_s']:.1f}x the loop.",
                   "", "| Spark locate, split | s | share |", "|---|---:|---:|"]
-        for name, key in (("planning (file summaries, plan broadcast)", "planning_s"),
+        for name, key in ((f"planning (file summaries, plan broadcast: {s['planning_s']:.2f} s; the rows, "
+                           f"on the executors: {split['rows_s']:.2f} s)", "planning_total_s"),
                           (f"per-file work ({split['per_file_s_total']:.1f} s summed over {s['files_touched']} "
                            f"files / {s['cores']} cores)", "per_file_s"),
                           ("Spark's own overhead (the rest: Arrow transfer, shuffle, scheduling)", "overhead_s")):
@@ -1110,15 +1112,6 @@ def markdown_changes(c: dict) -> list[str]:
         load = "?" if v.get("load_average") is None else f"{v['load_average']:.1f}"
         lines.append(f"| {name} | {v['rows']:,} | {v['s']:.1f} | {v['rows_s']:,.0f} | {load} |")
     return lines
-
-
-def spark_split(s: dict) -> dict:
-    """Where a Spark locate run's time went (tools/bench spark's figures):
-    planning on the driver, the per-file tasks' time spread over the cores,
-    and the rest, Spark's own (Arrow transfer, shuffle, scheduling, waits)."""
-    per_file = s["per_file_task_s_total"] / s["cores"]
-    return {"planning_s": s["planning_s"], "per_file_s": per_file, "per_file_s_total": s["per_file_task_s_total"],
-            "overhead_s": s["spark_s"] - s["planning_s"] - per_file}
 
 
 def spark_cpu_split(s: dict) -> dict:
