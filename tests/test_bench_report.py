@@ -217,13 +217,15 @@ def test_spark_section_splits_the_cpu_and_shows_the_floor():
                    "spark_s": 10.0, "spark_session_start_s": 9.0, "planning_s": 1.0, "per_file_task_s_total": 12.0,
                    "per_file_cpu_s_total": 2.5, "assign_cpu_s_total": 0.5, "load_average": 1.0,
                    "cpu_s": {"java": 4.0, "python": 4.0, "driver": 0.5},
-                   "floor": {"s": 3.0, "cpu_s": {"java": 2.5, "python": 0.5, "driver": 0.0}},
+                   "floor": {"s": 3.0, "cpu_s": {"java": 2.5, "python": 0.5, "driver": 0.0}, "in_out_s": 0.8},
                    "cores": 2, "files_touched": 18, "loop_s": 250.0, "loop_measured_lookups": 5000, "build_s": 0.3}}
     assert br.spark_cpu_split(r["spark"]) == {"total": 8.5, "per_file": 2.5, "planning": 1.0, "spark": 5.0}
     md = br.markdown(r)
     assert "CPU of the run, whatever else the machine ran: 8.5 s (JVM 4.0, Python workers 4.0, driver 0.5): " \
            "per-file work 2.5 s, planning 1.0 s (driver, and the rows on the executors), Spark's own 5.0 s (59%)." in md
-    assert "no gtidx work, in the same session, after the run): 3.0 s, CPU 3.0 s (JVM 2.5, Python workers 0.5)." in md
+    assert "no gtidx work, in the same session, after the run): 3.0 s, CPU 3.0 s (JVM 2.5, Python workers 0.5). " \
+           "Its least for any locate that takes the rows into Python and gives answers back (one mapInArrow from " \
+           "the input to constant answers, no shuffle): 0.80 s." in md
 
 
 def test_store_reads_sorts_bytes_by_object():

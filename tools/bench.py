@@ -409,7 +409,10 @@ def spark_floor(spark, df, gs) -> dict:
     input rows through a mapInArrow that gives each a file (ASSIGNED's
     columns) and packs them per file (gs._pack, PACKED), the repartition by file, a mapInArrow that
     unpacks them (gs._per_file) and answers every row with constants
-    (LOCATE_SCHEMA), the same count; wall and CPU seconds."""
+    (LOCATE_SCHEMA), the same count; wall and CPU seconds. And ``in_out_s``:
+    Spark's least for any locate that takes the rows into Python and gives
+    answers back, one mapInArrow from the input rows to constant answers
+    (LOCATE_SCHEMA) and the count, no shuffle (median of 3 runs; ``in_out_runs``)."""
     import numpy as np
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -438,7 +441,16 @@ def spark_floor(spark, df, gs) -> dict:
     cpu1 = tree_cpu()
     cpu = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items() if v - cpu0.get(k, 0.0) > 0.005}
     cpu["driver"] = time.process_time() - driver0
-    return {"s": wall, "cpu_s": cpu}
+
+    def straight(batches):
+        for b in batches:
+            yield from constant(None, pa.Table.from_batches([b])).to_batches()
+    in_out = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        df.mapInArrow(straight, gs.LOCATE_SCHEMA).filter("found").count()
+        in_out.append(time.perf_counter() - t0)
+    return {"s": wall, "cpu_s": cpu, "in_out_s": statistics.median(in_out), "in_out_runs": in_out}
 
 
 def spark_split(s: dict) -> dict:
@@ -542,7 +554,8 @@ def bench_spark(args) -> dict:
               f"Spark's own (the rest) {total_cpu - ours:.1f} s ({(total_cpu - ours) / total_cpu:.0%} of the CPU)")
     print(f"  Spark's floor (the same stages moving the same rows, no gtidx work; run after, warm): "
           f"{floor['s']:.1f} s, CPU {sum(floor['cpu_s'].values()):.1f} s (JVM {floor['cpu_s'].get('java', 0.0):.1f}, "
-          f"Python workers {floor['cpu_s'].get('python', 0.0):.1f})")
+          f"Python workers {floor['cpu_s'].get('python', 0.0):.1f}); rows in and out of Python alone (one "
+          f"mapInArrow, constant answers, no shuffle): {floor['in_out_s']:.2f} s")
     for i, r in enumerate(repeats):
         sp = spark_split(dict(r, cores=cores))
         print(f"  again in the same session ({i + 1}): {r['spark_s']:.1f} s ({len(wanted) / r['spark_s']:,.0f}/s); "

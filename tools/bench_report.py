@@ -1049,7 +1049,10 @@ def _markdown_sections(r: dict) -> list[str]:
             f = s["floor"]
             lines += ["", f"Spark's floor for this shape (the same stages moving the same rows, no gtidx work, "
                       f"in the same session, after the run): {f['s']:.1f} s, CPU {sum(f['cpu_s'].values()):.1f} s "
-                      f"(JVM {f['cpu_s'].get('java', 0.0):.1f}, Python workers {f['cpu_s'].get('python', 0.0):.1f})."]
+                      f"(JVM {f['cpu_s'].get('java', 0.0):.1f}, Python workers {f['cpu_s'].get('python', 0.0):.1f})."
+                      + (f" Its least for any locate that takes the rows into Python and gives answers back (one "
+                         f"mapInArrow from the input to constant answers, no shuffle): {f['in_out_s']:.2f} s."
+                         if "in_out_s" in f else "")]
     if "changes" in r:
         lines += markdown_changes(r["changes"])
     if "mysql" in r:
