@@ -193,8 +193,8 @@ class _Plan:
         n = len(texts)
         fast = pc.fill_null(pc.match_substring_regex(texts, r"^[0-9]{1,9}-[0-9]{1,9}-[0-9]{1,18}$"), False)
         idx = np.flatnonzero(fast.to_numpy(zero_copy_only=False))
-        nums = pc.cast(pc.list_flatten(pc.split_pattern(texts.take(pa.array(idx)), "-")), pa.int64()) \
-            .to_numpy().reshape(-1, 3)
+        plain = texts if len(idx) == n else texts.take(pa.array(idx))
+        nums = pc.cast(pc.list_flatten(pc.split_pattern(plain, "-")), pa.int64()).to_numpy().reshape(-1, 3)
         good = nums[:, 2] != 0                        # seq_no 0: Gtid.parse says why, below
         idx, nums = idx[good], nums[good]
         domain = np.zeros(n, np.int64)
@@ -202,7 +202,7 @@ class _Plan:
         seq = np.zeros(n, np.int64)
         has_gtid = np.zeros(n, bool)
         file = np.full(n, -1, np.int32)
-        reason = [None] * n
+        reason = {}                                   # row -> why no file answers it
         domain[idx], server[idx], seq[idx], has_gtid[idx] = nums[:, 0], nums[:, 1], nums[:, 2], True
         keys = (nums[:, 0] << 32) | nums[:, 1]
         for key in np.unique(keys):
@@ -213,9 +213,10 @@ class _Plan:
             file[idx[sel]] = files[np.searchsorted(points, nums[sel, 2], side="right")]
         done = np.zeros(n, bool)
         done[idx] = True
-        values = texts.to_pylist() if not done.all() else None
-        for i in np.flatnonzero(~done):
-            f, g, why = self.assign(values[i])
+        rest = np.flatnonzero(~done)
+        values = texts.take(pa.array(rest)).to_pylist() if len(rest) else []
+        for i, v in zip(rest.tolist(), values):
+            f, g, why = self.assign(v)
             if f is not None:
                 file[i] = f
             else:
@@ -226,10 +227,17 @@ class _Plan:
         none = file < 0
         if codes is not None:
             file = np.asarray(codes, np.int32)[np.where(none, 0, file)]
+        if reason:
+            why = [None] * n
+            for i, text in reason.items():
+                why[i] = text
+            reasons = pa.array(why, pa.string())
+        else:
+            reasons = pa.nulls(n, pa.string())
         return pa.RecordBatch.from_arrays(
             [texts.cast(pa.string()), pa.array(file, mask=none),
              pa.array(domain, mask=absent), pa.array(server, mask=absent), pa.array(seq, mask=absent),
-             pa.array(reason, pa.string())], names=ASSIGNED_NAMES)
+             reasons], names=ASSIGNED_NAMES)
 
     def plan(self, g: Gtid) -> api.LocatePlan | str:
         """``api.Planner`` on the summaries, with the seq ranges of every file

@@ -145,6 +145,49 @@ def test_the_plan_teaches_every_file_and_tabulates_the_planner(tmp_path):
             assert table.plan(n) == planner.plan(n, dipped, ranges), (bounds, dipped, ranges, n)
 
 
+_PLANS = {}
+
+
+def _fixture_plan(name: str):
+    """A _Plan of a bundled fixture set (read in place: nothing is written)."""
+    if name not in _PLANS:
+        files = api.list_binlogs(FIXTURES / "mariadb-10.11" / name)
+        summaries = [gs._summary(f, f == files[-1], gs._Where()) for f in files]
+        _PLANS[name] = gs._Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
+    return _PLANS[name]
+
+
+_NUMBER = st.one_of(st.integers(0, 12), st.integers(0, 2**64 + 5), st.sampled_from([2**32 - 1, 2**32, 2**63 - 1,
+                                                                                     2**63, 2**64 - 1]))
+_VALUE = st.one_of(
+    st.none(),
+    st.builds(lambda d, s, n: f"{d}-{s}-{n}", _NUMBER, _NUMBER, _NUMBER),
+    st.builds(lambda d, s, n: f"{d}-{s}-{n}", st.integers(0, 3), st.integers(1, 3), st.integers(0, 700)),
+    st.builds(lambda a, b: f"{a},{b}", st.sampled_from(["0-1-5", "1-1-30", "0-2-1"]), st.sampled_from(["1-2-3", "2-1-9"])),
+    st.text(alphabet="0123456789-, x", max_size=14))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["multifile", "nonmono"]), st.lists(_VALUE, max_size=60), st.booleans())
+def test_assign_batch_equals_assign_row_by_row(name, values, coded):
+    """The planner of input batches (numpy over the plain ``D-S-N`` values,
+    the rest one by one) gives each row what ``_Plan.assign`` gives it: the
+    file (through ``codes``), the GTID's columns (null beyond a signed
+    long, and for positions) and why no file answers it."""
+    import pyarrow as pa
+    plan = _fixture_plan(name)
+    codes = [100 + 3 * i for i in range(len(plan.files))] if coded else None
+    got = plan.assign_batch(pa.array(values, pa.string()), codes).to_pydict()
+    assert got["gtid"] == values
+    for i, v in enumerate(values):
+        f, g, why = plan.assign(v)
+        assert got["file"][i] == (None if f is None else codes[f] if coded else f), v
+        assert got["reason"][i] == why, v
+        small = g is not None and g.seq < 2**63
+        assert (got["domain"][i], got["server"][i], got["seq"][i]) == \
+            ((g.domain, g.server, g.seq) if small else (None, None, None)), v
+
+
 def test_each_locate_task_gets_its_own_files(spark):
     """The codes locate gives files hash where Spark's hash partitioning puts
     them (Spark's own hash() compared): file i in task i % n, no task idle
