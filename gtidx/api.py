@@ -387,8 +387,8 @@ def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
 class _File:
     """An open binlog with its index status, as one lookup set keeps it."""
 
-    def __init__(self, path: str, use_index: bool, store=None, index_root=None):
-        self.binlog = Binlog(path, store)
+    def __init__(self, path: str, use_index: bool, store=None, index_root=None, binlog: Binlog | None = None):
+        self.binlog = binlog if binlog is not None else Binlog(path, store)
         self.index: IndexStatus | None = None
         self._down: set | None = None      # pairs_going_down(), once computed
         if use_index:
@@ -713,6 +713,7 @@ class BinlogSeries:
         self.files = files
         self.use_index = use_index
         self._open: OrderedDict[str, _File] = OrderedDict()
+        self._bare: OrderedDict[str, Binlog] = OrderedDict()   # opened without their index (_binlog)
         self._cache = _int(cache, "cache", 1)
         self._start: dict[str, BinlogState] = {}
         self._end = None
@@ -924,6 +925,9 @@ class BinlogSeries:
         for f in self._open.values():
             f.close()
         self._open.clear()
+        for b in self._bare.values():
+            b.close()
+        self._bare.clear()
 
     # -- files ------------------------------------------------------------------
     def resolve(self, file: str | os.PathLike) -> str:
@@ -943,7 +947,7 @@ class BinlogSeries:
         if f is not None:
             self._open.move_to_end(path)
             return f
-        f = _File(path, self.use_index, self.store, self.index_root)
+        f = _File(path, self.use_index, self.store, self.index_root, self._bare.pop(path, None))
         entry = self._catalog.get(path)
         if entry is not None:
             why = entry.matches(f.binlog)
@@ -959,13 +963,27 @@ class BinlogSeries:
         """The file's GTID_LIST state (cached: cheap to ask for many files)."""
         st = self._start.get(path)
         if st is None:
-            if path in self._open:
-                st = self._open[path].binlog.start_state.copy()
-            else:
-                with Binlog(path, self.store) as b:
-                    st = b.start_state.copy()
-            self._start[path] = st
+            st = self._start[path] = self._binlog(path).start_state.copy()
         return st
+
+    def _binlog(self, path: str) -> Binlog:
+        """The file, open: its ``_File``'s binlog, else one opened without
+        its index and kept (up to ``cache`` of them, the least recently used
+        closed first) until ``_file`` needs it or the series closes: planning
+        reads every file's start state, and a lookup then opens some of the
+        same files again."""
+        f = self._open.get(path)
+        if f is not None:
+            return f.binlog
+        b = self._bare.get(path)
+        if b is not None:
+            self._bare.move_to_end(path)
+            return b
+        b = self._bare[path] = Binlog(path, self.store)
+        if len(self._bare) > self._cache:
+            _, old = self._bare.popitem(last=False)
+            old.close()
+        return b
 
     def end_state(self) -> BinlogState:
         """The state after the last complete event of the last file."""
@@ -1373,9 +1391,9 @@ class BinlogSeries:
                                  checked=index is not None and index.usable)
             size = f.binlog.size
         else:
-            with Binlog(path, self.store) as b:         # the stored ranges need no index opened
-                stored = stored_seen(b, index_root=self.index_root)
-                size = b.size
+            b = self._binlog(path)                      # the stored ranges need no index opened
+            stored = stored_seen(b, index_root=self.index_root)
+            size = b.size
         seen: dict = {}
         offset = None
         if stored is not None:

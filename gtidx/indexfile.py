@@ -35,7 +35,7 @@ from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
 from .filebuf import Source
 from .gtid import LatestGtids
-from .indexmeta import XATTR, IndexMeta, IndexState, Progress, object_etag, seen_fields
+from .indexmeta import XATTR, IndexMeta, IndexState, Progress, local_identity, object_etag, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
 from .writer import RecordPolicy, write_records
 
@@ -343,15 +343,18 @@ def _staleness(r: IndexReader, b: Binlog, meta: IndexMeta | None, check_tail: bo
         return f"record 0 is at offset {first.offset}, the binlog's {start_event} ends at {expected}"
     if first.state != start:
         return f"record 0's state differs from the binlog's {start_event}"
-    last = r.last_offset()
-    if last > b.size:
-        return f"last record at offset {last} lies past the end of the binlog ({b.size} bytes)"
     if meta is not None and not meta.legacy:
+        # our fingerprint says which binlog the index was made of: this very
+        # one, so its records lie in it (each one a lookup starts from is
+        # checked all the same, ``_File.trusted``): no descent to the last
         if meta.size != b.size:
             return f"made for a binlog of {meta.size} bytes, this one has {b.size}"
         if not meta.matches(b):
             return "binlog content differs from the one the index was made for"
         return ""
+    last = r.last_offset()
+    if last > b.size:
+        return f"last record at offset {last} lies past the end of the binlog ({b.size} bytes)"
     if check_tail and not b.growing:
         return flavor.tail_problem(r, b, last)
     return ""
@@ -581,8 +584,9 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             if status.usable and (status.meta is None or (
                     (status.meta.seen() is not None or not flavor.keeps_seen) and not status.meta.legacy)):
                 result.action, result.reason = "skipped", "index is valid and current"
-                if _record_etag(b, store, target, status):
-                    result.reason += " (its binlog's ETag recorded with it)"
+                recorded = _record_identity(b, store, target, status)
+                if recorded:
+                    result.reason += f" (its binlog's {recorded} recorded with it)"
                 return result
         records, seen = flavor.records(b, span_min, progress)
         pages = write_records(records, page_size, flavor.codec)
@@ -606,18 +610,58 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     return result
 
 
-def _record_etag(b: Binlog, store, target: str, status: IndexStatus) -> bool:
-    """An index object of ours, valid and current, stored before the
-    binlog object's ETag was (no ``binlog_etag``): its fingerprint, just
-    checked by content, gains it (one PUT of its sidecar, bound to the index
-    object as it was checked), so lookups need not read the binlog's first
-    and last 64 KiB. False when there is nothing to do."""
-    etag = object_etag(b)
+def _record_identity(b: Binlog, store, target: str, status: IndexStatus) -> str:
+    """An index of ours, valid and current, stored without what stands for
+    its binlog's content (``binlog_etag``: an object's ETag, a quiet local
+    file's identity, ``local_identity``), for instance finished by ``tail``
+    while its binlog was still being written: its fingerprint, just checked
+    by content, gains it, so that lookups need not read the binlog's first
+    and last 64 KiB again. An object: one PUT of its sidecar, bound to the
+    index object as it was checked (its ETag). A local file: its xattr (or
+    sidecar) rewritten through a descriptor whose fingerprint is still the
+    one checked; the identity is the file's at its opening, before its
+    content was read (a write since changes it: never trusted then).
+    Returns what was recorded ("ETag", "identity"), "" when nothing was (a
+    read-only place included: lookups go on checking the content)."""
     meta = status.meta
-    if meta is None or meta.binlog_etag is not None or etag is None or not store.remote \
-            or status.index_etag is None or meta.partial or meta.size != b.size:
-        return False
-    return meta.replace(binlog_etag=etag).write_object(store, target, index_etag=status.index_etag)
+    if meta is None or meta.binlog_etag is not None or meta.partial or meta.legacy or meta.size != b.size:
+        return ""
+    if store.remote:
+        etag = object_etag(b)
+        if etag is None or status.index_etag is None:
+            return ""
+        return "ETag" if meta.replace(binlog_etag=etag).write_object(store, target,
+                                                                       index_etag=status.index_etag) else ""
+    identity = local_identity(b, quiet=True)
+    if identity is None:
+        return ""
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if IndexMeta.read_fd(fd, target) != meta:        # replaced since it was checked
+            return ""
+        meta.replace(binlog_etag=identity).write(fd, target)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return "identity"
+
+
+def record_identity(binlog_path: str) -> str:
+    """``_record_identity`` for the index beside a local binlog, judged now
+    (``open_index``): what ``tail`` calls once a binlog it finished has been
+    quiet for ``QUIET_S``. Returns what was recorded, "" for nothing."""
+    from .mysqlbinlog import open_binlog
+    with open_binlog(binlog_path) as b:
+        target = index_path(b.path)
+        status = open_index(b, target)
+        try:
+            return _record_identity(b, b.store, target, status) if status.usable else ""
+        finally:
+            status.close()
 
 
 def build_mysql_index(binlog_path, **kw) -> BuildResult:

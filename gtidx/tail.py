@@ -68,8 +68,9 @@ from .api import list_binlogs
 from .binlog import Binlog
 from .errors import CorruptIndexError, GtidxError
 from .gtid import SeqRanges
-from .indexfile import DEFAULT_MAX_RATIO, MARIADB, build_index, flavor_of, index_path, open_index, still_written
-from .indexmeta import FINGERPRINT_SPAN, IndexMeta, Progress, digest_masked, now, seen_fields
+from .indexfile import (DEFAULT_MAX_RATIO, MARIADB, build_index, flavor_of, index_path, open_index,
+                        record_identity, still_written)
+from .indexmeta import FINGERPRINT_SPAN, QUIET_S, IndexMeta, Progress, digest_masked, now, seen_fields
 from .filebuf import ReadFile
 from .mysqlbinlog import open_binlog
 from .reader import PartialIndex
@@ -461,6 +462,7 @@ class Tailer:
         self._catalog_key: str | None = None            # the catalog's path: its failures' key
         self._foreign: str | None = None                # a binlog not MariaDB's seen: its flavor
         self._catalog_skipped = False                   # "catalog not kept" said once
+        self._unquiet: set[str] = set()                 # finished while written: identity not recorded yet
 
     @property
     def failed(self) -> list[str]:
@@ -540,7 +542,26 @@ class Tailer:
             else:
                 self._ok(f)
         if not self._stopping:
+            self._record_identities()
             self._keep_catalog(files, retry_all)
+
+    def _record_identities(self) -> None:
+        """A binlog finished while it was still being written has its index's
+        fingerprint without the file's identity (``local_identity``: taken
+        of quiet files only); once it has been quiet for QUIET_S, record it
+        (``indexfile.record_identity``), so that lookups need not read the
+        binlog's first and last 64 KiB to trust the index."""
+        for path in sorted(self._unquiet):
+            try:
+                if time.time() - os.stat(path).st_mtime < QUIET_S:
+                    continue
+                how = record_identity(path)
+            except (GtidxError, OSError) as e:      # purged, or unreadable: its lookups check the content
+                _event(logging.DEBUG, "identity not recorded", file=path, error=str(e))
+            else:
+                if how:
+                    _event(logging.DEBUG, "identity recorded", file=path)
+            self._unquiet.discard(path)
 
     def _keep_catalog(self, files: list[str], retry_all: bool) -> None:
         """The catalog of the binlogs (``gtidx.catalog``), when there is one,
@@ -717,6 +738,8 @@ class Tailer:
             if status is not None:
                 status.close()
                 if status.usable and not status.partial:
+                    if status.meta is not None and status.meta.binlog_etag is None:
+                        self._unquiet.add(path)
                     return                               # already complete and current
             meta = IndexMeta.read(idx)
             if meta is not None and meta.partial:
@@ -726,11 +749,13 @@ class Tailer:
                                 max_ratio=self.settings.max_ratio, force=True)
                 _event(logging.INFO, "built", file=path, records=r.records, size=r.size,
                        why="not a regular file" if status is None else status.reason or status.state)
+                self._unquiet.add(path)
                 return
         self.active[path] = inc                          # a failure below abandons it
         self._restart_if_changed(inc, b)
         how = inc.finish(b, self.settings.max_ratio)
         self.active.pop(path, None)
+        self._unquiet.add(path)
         _event(logging.INFO, "finished", file=path, how=how, records=len(inc.offsets))
 
 

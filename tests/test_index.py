@@ -652,6 +652,22 @@ def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path
     assert os.stat(idx).st_ino != before and not IndexMeta.read(idx).legacy
 
 
+def _count_digests(monkeypatch) -> list:
+    """The digests of binlog bytes taken from now on (``digest_masked`` calls)."""
+    import gtidx.indexmeta as im
+    digests = []
+    real = im.digest_masked
+    monkeypatch.setattr(im, "digest_masked", lambda *a: (digests.append(a), real(*a))[1])
+    return digests
+
+
+def _usable_index(binlog) -> bool:
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        status.close()
+        return status.usable
+
+
 def test_a_quiet_local_binlogs_identity_stands_for_its_content(tmp_path, monkeypatch):
     """A local binlog not written in the last seconds: its identity (device,
     inode, size, mtime, ctime) is recorded with its index like an object's
@@ -659,25 +675,16 @@ def test_a_quiet_local_binlogs_identity_stands_for_its_content(tmp_path, monkeyp
     the first and last 64 KiB). A touch changes it: the content is compared
     (and still matches). Rewritten in place at the same size with its mtime
     set back: the ctime tells, the content is compared, the index is stale."""
-    import gtidx.indexmeta as im
     (binlog,) = [p for p in copy_set(tmp_path, M1011 / "multifile") if p.name.endswith("000020")]
     old = binlog.stat()
     os.utime(binlog, ns=(old.st_atime_ns, old.st_mtime_ns - 10**10))     # quiet: written 10 s before
     build_index(binlog, max_ratio=None)
     meta = IndexMeta.read(str(binlog) + ".idx")
     assert meta.binlog_etag and meta.binlog_etag.startswith("stat:")
-    digests = []
-    real = im.digest_masked
-    monkeypatch.setattr(im, "digest_masked", lambda *a: (digests.append(a), real(*a))[1])
-    with Binlog(binlog) as b:
-        status = open_index(b)
-        assert status.usable and digests == []
-        status.close()
+    digests = _count_digests(monkeypatch)
+    assert _usable_index(binlog) and digests == []
     os.utime(binlog)                                       # touched: another identity, the same bytes
-    with Binlog(binlog) as b:
-        status = open_index(b)
-        assert status.usable and digests
-        status.close()
+    assert _usable_index(binlog) and digests
     data = bytearray(binlog.read_bytes())
     at = _gtid_event_in_head(binlog)
     data[at + 19] ^= 1                                     # a seq_no byte (its event's CRC now wrong)
@@ -697,6 +704,81 @@ def test_a_binlog_written_just_now_records_no_identity(tmp_path):
     os.utime(binlog)
     build_index(binlog, max_ratio=None)
     assert IndexMeta.read(str(binlog) + ".idx").binlog_etag is None
+
+
+def test_build_records_the_identity_an_index_made_while_written_lacks(tmp_path, monkeypatch):
+    """An index made while its binlog was being written has no identity in
+    its fingerprint; ``gtidx build`` over it once the binlog is quiet finds
+    it valid and current, keeps it (same file) and records the identity
+    (the content checked first), so that lookups no longer read the
+    binlog's first and last 64 KiB to trust it."""
+    import gtidx.indexmeta as im
+    (binlog,) = copy_set(tmp_path, M118 / "xa")
+    os.utime(binlog)
+    build_index(binlog, max_ratio=None)
+    idx = str(binlog) + ".idx"
+    meta = IndexMeta.read(idx)
+    assert meta.binlog_etag is None
+    inode = os.stat(idx).st_ino
+    again = build_index(binlog, max_ratio=None)             # still not quiet: nothing to record yet
+    assert again.action == "skipped" and "identity" not in again.reason
+    st = binlog.stat()
+    os.utime(binlog, ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
+    again = build_index(binlog, max_ratio=None)
+    assert again.action == "skipped" and again.reason.endswith("(its binlog's identity recorded with it)")
+    assert os.stat(idx).st_ino == inode
+    with Binlog(binlog) as b:
+        assert IndexMeta.read(idx) == meta.replace(binlog_etag=im.local_identity(b))
+    digests = _count_digests(monkeypatch)
+    assert _usable_index(binlog) and digests == []
+    assert build_index(binlog, max_ratio=None).reason == "index is valid and current"
+
+
+def test_our_fingerprint_spares_the_descent_to_the_last_record(tmp_path, monkeypatch):
+    """Opening an index whose fingerprint of ours matches its binlog reads
+    no path to its last record (the binlog is the one it was made of);
+    without one (a server's index) the last record is still checked
+    against the binlog's end."""
+    calls = []
+    real = IndexReader.last_offset
+    monkeypatch.setattr(IndexReader, "last_offset", lambda self: (calls.append(1), real(self))[1])
+    (binlog,) = [p for p in copy_set(tmp_path, M1011 / "multifile") if p.name.endswith("000020")]
+    build_index(binlog, max_ratio=None)
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.usable and status.meta is not None and calls == []
+        status.close()
+    IndexMeta.remove(str(binlog) + ".idx")
+    os.removexattr(str(binlog) + ".idx", "user.gtidx")
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.usable and status.meta is None and calls == [1]
+        status.close()
+
+
+def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
+    """A fresh series answering one lookup reads each file's preamble once:
+    the start states planning reads, the stored ranges and the lookup's own
+    file share one open ``Binlog`` per file."""
+    import gtidx.api as api_mod
+    d = tmp_path / "multifile"
+    shutil.copytree(M1011 / "multifile", d)
+    list(api.build(d))
+    files = api.list_binlogs(d)
+    with api.BinlogSeries(files) as logs:
+        gtids = [str(g.gtid) for f in files[1:] for g in logs.binlog(f).groups()][::7]
+    opened = []
+
+    class Counting(Binlog):
+        def __init__(self, path, *a, **kw):
+            opened.append(os.path.basename(path))
+            super().__init__(path, *a, **kw)
+    monkeypatch.setattr(api_mod, "Binlog", Counting)
+    for g in gtids:
+        opened.clear()
+        with api.BinlogSeries(files) as logs:
+            logs.locate(g)
+        assert sorted(opened) == sorted(set(opened)), (g, opened)
 
 
 def test_an_index_beside_a_vanished_directory_does_not_make_it_again(tmp_path):

@@ -8,6 +8,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,36 @@ def test_a_bug_in_one_file_does_not_end_the_sidecar(tmp_path, monkeypatch, caplo
     clean = tmp_path / "clean.idx"
     build_index(d / broken, out=str(clean), page_size=256, span_min=4096, max_ratio=None)
     assert (d / f"{broken}.idx").read_bytes() == clean.read_bytes()
+
+
+def test_tail_records_the_identity_of_a_binlog_it_finished_once_quiet(tmp_path):
+    """A binlog tail finishes has just been written: its index's fingerprint
+    gets no identity then (``QUIET_S``), so every cold lookup would read its
+    first and last 64 KiB to trust it. Once the binlog has been quiet for
+    QUIET_S, a later poll records the identity (the content checked first);
+    the index itself is not written again."""
+    from gtidx.indexmeta import QUIET_S, local_identity
+    src = M1011 / "multifile"
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    first, second = [p.name for p in sorted(src.glob("master-bin.0*"))][:2]
+    data = (src / first).read_bytes()
+    (d / "master-bin.index").write_text(f"./{first}\n")
+    (d / first).write_bytes(growing_copy(data, len(data) // 2))
+    tailer = Tailer(str(d), TailSettings(page_size=256, span_min=4096, max_ratio=None, server_grace=0))
+    tailer.poll()
+    (d / first).write_bytes(data)
+    (d / "master-bin.index").write_text(f"./{first}\n./{second}\n")
+    second_data = (src / second).read_bytes()
+    (d / second).write_bytes(growing_copy(second_data, len(second_data) // 2))
+    tailer.poll()
+    idx = str(d / f"{first}.idx")
+    meta = IndexMeta.read(idx)
+    assert meta.state == "complete" and meta.binlog_etag is None
+    inode = os.stat(idx).st_ino
+    time.sleep(QUIET_S + 0.2)
+    tailer.poll()
+    with Binlog(d / first) as b:
+        assert IndexMeta.read(idx).binlog_etag == local_identity(b) is not None
+        assert IndexMeta.read(idx).same_object(b)
+    assert os.stat(idx).st_ino == inode and IndexMeta.read(idx).replace(binlog_etag=None) == meta
