@@ -34,9 +34,9 @@ rounds are repeated: the report gives min / median / max over the rounds.
                (a real replica connection: connect to first transaction) and
                `mysqlbinlog --include-gtids` (tools/bench mysql)
 
-`--only s3,cluster` (any of tail, spark, changes, s3, cluster, startup) measures those sections
-alone and merges them into the existing report.json (the other figures are
-kept, not measured again), with the workload files there are (one is made
+`--only s3,cluster` (any of tail, spark, changes, s3, cluster, startup, mysql) measures those
+sections alone and merges them into the existing report.json (the other figures are
+kept, not measured again; `rounds` is the main tables: build, lookups, CLI start, index sizes), with the workload files there are (one is made
 if there is none; s3 uses the first, cluster all of them).
 
 MariaDB 11.8 runs inside the Debian 13 root that ../shared/tools/mariadb-11.8.sh
@@ -806,15 +806,17 @@ def index_sizes(workload: list[str], m118) -> list[dict]:
 # -- the report ---------------------------------------------------------------------------------------
 
 SECTIONS = ("tail", "spark", "changes", "s3", "cluster", "startup", "mysql")     # measured on their own too: --only
+ROUNDS = "rounds"        # --only rounds: the main tables (measure_rounds), the other sections kept
 
 
 def parse_only(text: str | None) -> list[str] | None:
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in SECTIONS]
+    bad = [n for n in names if n not in SECTIONS + (ROUNDS,)]
     if bad or not names:
-        raise SystemExit(f"--only takes a comma-separated list of {', '.join(SECTIONS)}; not {text!r}")
+        raise SystemExit(f"--only takes a comma-separated list of {', '.join((ROUNDS,) + SECTIONS)}; "
+                         f"not {text!r}")
     return names
 
 
@@ -846,27 +848,19 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
                 report[name] = section(files, args, tmp)
 
 
-def run(bench, args) -> dict:
-    if args.rewrite:
-        report = json.loads((RESULTS / "report.json").read_text())
-        summarize(report)
-        write(report, args.readme)
-        return report
-    only = parse_only(args.only)
-    if only is not None:
-        # these sections alone, merged into the report there is (the others kept as they are)
-        path = RESULTS / "report.json"
-        report = json.loads(path.read_text()) if path.exists() else {"machine": machine_facts(bench)}
-        run_sections(bench, report, only, workload_files(None) if {"s3", "cluster"} & set(only) else [], args)
-        summarize(report)
-        write(report, args.readme)
-        return report
+def measure_rounds(bench, report: dict, args) -> list[str]:
+    """The main tables, into ``report``: build, lookups (the servers and
+    python-mysql-replication too), CLI start and index sizes, ``args.rounds``
+    rounds on the first 4 workload files (made if missing), which it
+    returns; the machine's facts taken again."""
     files = workload_files(4)
     wl = json.loads((Path(files[0]).parent.parent / "workload.json").read_text())
-    report = {"machine": machine_facts(bench), "rounds": args.rounds, "targets": args.targets,
-              "slow_targets": args.slow_targets,
-              "workload": {"server": wl["server"], "files": [os.path.basename(f) for f in files],
-                           "bytes": sum(os.path.getsize(f) for f in files)}}
+    report.update({"machine": machine_facts(bench), "rounds": args.rounds, "targets": args.targets,
+                   "slow_targets": args.slow_targets,
+                   "workload": {"server": wl["server"], "files": [os.path.basename(f) for f in files],
+                                "bytes": sum(os.path.getsize(f) for f in files)}})
+    for key in ("m118_missing", "server_118", "m118_replay_s", "m118_via"):
+        report.pop(key, None)
     print(f"workload: {len(files)} binlogs, {report['workload']['bytes'] / 2**20:.0f} MiB, from {wl['server']}")
     for f in files:
         build_index(f)
@@ -907,6 +901,29 @@ def run(bench, args) -> dict:
         srv.stop()
         if m118 is not None:
             m118.stop()
+    return files
+
+
+def run(bench, args) -> dict:
+    if args.rewrite:
+        report = json.loads((RESULTS / "report.json").read_text())
+        summarize(report)
+        write(report, args.readme)
+        return report
+    only = parse_only(args.only)
+    if only is not None:
+        # these sections alone, merged into the report there is (the others kept as they are)
+        path = RESULTS / "report.json"
+        report = json.loads(path.read_text()) if path.exists() else {"machine": machine_facts(bench)}
+        if ROUNDS in only:
+            measure_rounds(bench, report, args)
+        run_sections(bench, report, [n for n in only if n != ROUNDS],
+                     workload_files(None) if {"s3", "cluster"} & set(only) else [], args)
+        summarize(report)
+        write(report, args.readme)
+        return report
+    report = {"machine": machine_facts(bench)}
+    files = measure_rounds(bench, report, args)
     run_sections(bench, report, [n for n in SECTIONS if not getattr(args, f"no_{n}")], files, args)
     summarize(report)
     write(report, args.readme)
