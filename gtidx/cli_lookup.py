@@ -1,7 +1,7 @@
 """The lookup commands of the ``gtidx`` command line (``cli``): seek, pos, probe.
 
 Imported when one of them runs or a help text lists them (``cli.COMMANDS``):
-a lookup builds its own options only, not every command's (issue 16).
+a lookup builds these three commands, not all thirteen (issue 16).
 """
 from __future__ import annotations
 
