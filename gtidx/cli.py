@@ -8,16 +8,16 @@ JSON document; a streamed document (``scan --json``, ``dump``) that breaks
 half-way is closed with the error inside it: ``{..., "groups": [...],
 "error": {...}}``. A missing path is an I/O error (3) for every command, said
 by the library, not by click. Imports of the library are lazy: ``gtidx --help``
-and a lookup should not pay for what they do not use.
+and a lookup should not pay for what they do not use. So are the commands' own
+modules: ``COMMANDS`` names where each is defined (``cli_lookup``: seek, pos,
+probe; ``cli_commands``: the others), and a command is built, its options
+made, only when it runs or a help text lists it.
 """
 from __future__ import annotations
 
 import errno
-import json
 import os
-import stat
 import sys
-import time
 
 import click
 
@@ -188,6 +188,7 @@ def _say(line: str) -> None:
 
 
 def _emit_json(obj) -> None:
+    import json
     with _Output() as out:
         out.write(json.dumps(obj) + "\n")
 
@@ -224,6 +225,7 @@ def _close_stream(out: _Stdout, err: BaseException | None, tail: str = "") -> No
     if err is None:
         out.write(f"{tail}}}\n")
         return
+    import json
     out.write(f'{tail}, "error": {json.dumps(_error_json(err))}}}\n')
     out.flush()
     click.get_current_context().meta[_STDOUT_DONE] = True
@@ -258,10 +260,39 @@ def _warning_lines(logger):
     return undo
 
 
+# The command table, its one owner: {name: (module in gtidx, its attribute)}.
+# The module is imported when the command runs or a help text lists it
+# (click's LazyGroup pattern).
+COMMANDS = {
+    "build": ("cli_commands", "build"), "catalog": ("cli_commands", "catalog"),
+    "dump": ("cli_commands", "dump"), "info": ("cli_commands", "info"), "pos": ("cli_lookup", "pos"),
+    "probe": ("cli_lookup", "probe"), "scan": ("cli_commands", "scan"), "seek": ("cli_lookup", "seek"),
+    "show": ("cli_commands", "show_group"), "spark": ("cli_commands", "spark"),
+    "status": ("cli_commands", "status"), "tail": ("cli_commands", "tail"), "verify": ("cli_commands", "verify"),
+}
+
+
 class GtidxGroup(click.Group):
     """Turns every failure into one line on stderr and an exit code, for the
     console script and click's CliRunner alike; with --json, also into a JSON
-    error object on stdout (click's usage errors too)."""
+    error object on stdout (click's usage errors too). Its commands are
+    ``COMMANDS``, each imported on first use."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            module = __import__(f"{__package__}.{module}", fromlist=[attribute])
+            self.add_command(getattr(module, attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in COMMANDS:
+            for name in COMMANDS:       # an unknown name: click's "Did you mean" looks among them all
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
 
     def make_context(self, info_name, args, parent=None, **extra):
         as_json = _wants_json(args)
@@ -340,753 +371,11 @@ def cli():
     """gtidx: find GTIDs and GTID states in MariaDB binlogs, fast, without a server."""
 
 
-@cli.command()
-@click.argument("file", type=_PATH)
-@_json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
-              "half-way adds \"error\" after the groups before the damage.")
-def scan(file, as_json):
-    """List the event groups of FILE: GTID, start offset, end offset."""
-    from . import api
-    info, groups = api.scan(file)
-    with _Output() as out:
-        _write_groups(out, info, groups, as_json)
-
-
-def _write_groups(out, info, groups, as_json) -> None:
-    if as_json:
-        # Streamed: a 1 GiB binlog has millions of groups. A failure half-way
-        # closes the document with the error in it (_close_stream).
-        head = {"file": info.file, "size": info.size, "server_version": info.server_version,
-                "checksum": info.checksum, "growing": info.growing,
-                "start_state": None if info.start_state is None else _one_line(info.start_state)}
-        out.write(json.dumps(head)[:-1] + ', "groups": [')
-        # a MySQL transaction: no flags2, and an anonymous one (gtid_mode OFF) has no GTID: null
-        n, err = _write_items(out, (f'{{"gtid": {"null" if g.gtid is None else chr(34) + str(g.gtid) + chr(34)}, '
-                                    f'"start": {g.start}, "end": {g.end}, "timestamp": {g.timestamp}, '
-                                    f'"flags2": {json.dumps(getattr(g, "flags2", None))}}}' for g in groups))
-        _close_stream(out, err, f'], "count": {n}')
-        return
-    state = "(empty)" if not info.start_state else _one_line(info.start_state)
-    out.write(f"# {info.file}: {info.server_version}, checksum {info.checksum}"
-              f"{', still being written' if info.growing else ''}\n"
-              f"# start state: {state}\n")
-    out.write(f"{'GTID':<24} {'START':>12} {'END':>12}\n")
-    n = 0
-    for g in groups:
-        out.write(f"{'(anonymous)' if g.gtid is None else str(g.gtid):<24} {g.start:>12} {g.end:>12}\n")
-        n += 1
-    out.write(f"# {n} groups\n")
-
-
-def _from_option(what: str):
-    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="replace"),
-                        metavar="FILE|-", help=f"Many lookups: {what} per line (blank lines and # comments "
-                        "skipped), answered in input order, one result per line (--json: JSON Lines; a bad "
-                        "line gives its error object and the batch goes on). Exit status: the worst line's.")
-
-
-def _lines(stream):
-    """(line text) of a --from input: stripped, blank lines and # comments skipped."""
-    for line in stream:
-        text = line.strip()
-        if text and not text.startswith("#"):
-            yield text
-
-
-def _batch(inputs: list, results, as_json: bool, to_json, to_text) -> None:
-    """Write each result of a --from batch (JSON Lines, or text), in input
-    order; an error is its line's error object (or a text line), and the
-    batch goes on; then exit with the worst line's status."""
-    worst = 0
-    with _Output() as out:
-        for text, r in zip(inputs, results):
-            if isinstance(r, GtidxError):
-                worst = max(worst, r.exit_code)
-                out.write(json.dumps({"input": text, "error": _error_json(r)}) + "\n" if as_json
-                          else f"{text}: {r}\n")
-            else:
-                out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
-    if worst:
-        click.get_current_context().exit(worst)
-
-
 def _one_line(x) -> str:
     """A position, state or MySQL GTID set as JSON holds it: a MySQL set on
     one line (``GtidSet.one_line``: ``,`` between UUIDs, not the server's ``,\\n``)."""
     one_line = getattr(x, "one_line", None)
     return one_line() if one_line is not None else str(x)
-
-
-def _state_json(r) -> dict:
-    return {"file": r.file, "offset": r.offset, "position": _one_line(r.position), "state": _one_line(r.state),
-            "via": r.via}
-
-
-@cli.command()
-@click.argument("file", type=_PATH, required=False)
-@click.argument("offset", type=Offset(), required=False)
-@click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
-@_json_option("One JSON object: {file, offset, position, state, via}.")
-@_from_option("'FILE OFFSET' (or OFFSET alone, in the FILE argument)")
-@_storage_option
-@_index_dir_option
-def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
-    """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it.
-    With --from, the positions at many offsets (FILE OFFSET lines)."""
-    from . import api
-    kw = {"use_index": not no_index, "storage_options": storage_options, "index_root": index_root}
-    if batch is not None:
-        if offset is not None:
-            raise click.UsageError("--from takes the offsets from its lines: give no OFFSET argument")
-        inputs = list(_lines(batch))
-        pairs = []
-        for text in inputs:
-            name, _, number = text.rpartition(" ")
-            pairs.append((name.strip() or file, number) if name.strip() or file else (text, None))
-        _batch(inputs, api.states_at(pairs, **kw), as_json, _state_json, lambda r: f"{r.position}\n")
-        return
-    if file is None or offset is None:
-        raise click.UsageError(f"Missing argument '{'FILE' if file is None else 'OFFSET'}' (or --from FILE|-)")
-    r = api.state_at(file, offset, **kw)
-    if as_json:
-        _emit_json(_state_json(r))
-    else:
-        with _Output() as out:
-            out.write(f"{r.position}\n")
-
-
-@cli.command()
-@click.argument("file", type=_PATH)
-@click.argument("offset", type=Offset())
-@click.option("--no-index", is_flag=True, help="Walk from the start of the binlog, ignoring its .idx.")
-@_json_option("One JSON object: {file, offset, before, after, state, damaged, via}.")
-@_storage_option
-@_index_dir_option
-def probe(file, offset, no_index, as_json, storage_options, index_root):
-    """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
-    (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
-    prints it. Where the event chain is broken (a destroyed header), the damaged bytes and the
-    next trustworthy boundary (exit 0; exit 3 when none follows)."""
-    from . import api
-    r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
-                  index_root=index_root)
-    pos = None if r.position is None else str(r.position)
-    if as_json:
-        _emit_json({"file": r.file, "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
-                    "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
-        return
-    shown = "unknown" if pos is None else pos or "(empty)"
-    where = (f"an event boundary, position {shown}" if r.before == r.after else
-             f"before {r.before}, after {r.after}, position at {r.before}: {shown}")
-    with _Output() as out:
-        out.write(f"{r.file} offset {r.offset}: {where} (via {r.via})\n")
-        if r.damaged is not None:
-            lo, hi = r.damaged
-            out.write(f"damaged: no trustworthy event in bytes {lo} to {hi} (the event chain breaks at {lo} and "
-                      f"resumes at {hi}){'; the position after them is unknown' if pos is None else ''}\n")
-
-
-def _location_json(loc) -> dict:
-    return {"gtid": str(loc.gtid), "file": loc.file, "start": loc.start, "end": loc.end,
-            "resume": loc.resume, "timestamp": loc.timestamp, "via": loc.via}
-
-
-def _seek_json(r) -> dict:
-    """A seek's answer (Location or ReplicaStart) as --json prints it."""
-    from . import api
-    if isinstance(r, api.Location):
-        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
-        return {**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
-                **({} if r.history is None else {"history": r.history})}
-    first = None if r.first is None else _location_json(r.first)
-    return {"position": _one_line(r.position), "file": r.file, "offset": r.offset,
-            "state": _one_line(r.state), "skip": _one_line(r.skip), "first": first, "via": r.via}
-
-
-def _seek_text(r) -> str:
-    """A seek's answer (Location or ReplicaStart) as text lines."""
-    from . import api
-    if isinstance(r, api.Location):
-        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
-        text = (f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
-                f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
-        if len(occurrences) > 1:
-            text += (f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
-                     f"gtid_strict_mode=OFF); the answer is the first: "
-                     f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
-        return text
-    mysql = hasattr(r.position, "one_line")          # a MySQL GTID set: skips every GTID in it
-    return (f"replica at {_one_line(r.position) or '(empty)'} starts in {r.file} at offset {r.offset} "
-            f"(via {r.via})\n"
-            f"  {'Previous_gtids' if mysql else 'state'} there: {_one_line(r.state) or '(empty)'}\n"
-            f"  skips{' the transactions of' if mysql else ', per domain, groups up to and including'}: "
-            f"{_one_line(r.skip) or '(nothing)'}\n" +
-            (f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
-             else "  first group sent: none yet (the replica is up to date)\n"))
-
-
-@cli.command()
-@click.option("--gtid", "spec", metavar="GTID[,GTID...]",
-              help="One GTID (where is its event group?) or a replication position with one GTID "
-                   "per domain (where does a replica at that position start?).")
-@click.option("--replica", metavar="POSITION",
-              help="A replica's position (its gtid_slave_pos: one GTID per domain, one domain too): "
-                   "where does the server start sending to it?")
-@click.option("--time", "when", metavar="T",
-              help="A point in time: ISO 8601 with Z or an offset (naive: UTC) or @<unix seconds>: where "
-                   "does a restore to T stop (the first group whose GTID event timestamp is T or later)?")
-@click.argument("path", default=".", type=_PATH)
-@_json_option()
-@click.option("--every", is_flag=True,
-              help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
-                   "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
-@_from_option("a GTID (or a replication position, one GTID per domain)")
-@_storage_option
-@_index_dir_option
-@_history_option("PATH")
-@click.option("--server-uuid", metavar="UUID",
-              help="MySQL binlogs, --replica: the source's server_uuid, to refuse the replica's extra GTIDs "
-                   "as the source does (only its own); without it any GTID the binlogs lack is refused.")
-def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history, server_uuid):
-    """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
-    directory of binlogs or a master-bin.index (default: the current directory). Exactly one
-    of --gtid, --replica, --time and --from."""
-    if [spec, replica, when, batch].count(None) != 3:
-        raise click.UsageError("give exactly one of --gtid GTID, --replica POSITION, --time T and --from FILE",
-                               ctx=click.get_current_context())
-    from . import api
-    if batch is not None:
-        if every:
-            raise click.UsageError("--every is for one GTID (--gtid)")
-        inputs = list(_lines(batch))
-        _batch(inputs, api.seek_many(inputs, path, storage_options=storage_options, index_root=index_root,
-                                     history=history), as_json, _seek_json, _seek_text)
-        return
-    if when is not None:
-        t = api.parse_time(when)
-        with api.open_binlogs(path, storage_options=storage_options, index_root=index_root,
-                              history=history) as logs:
-            p = logs.at_time(t)
-        if as_json:
-            _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
-                        "gtid": None if p.gtid is None else str(p.gtid), "position": _one_line(p.position),
-                        "via": p.via})
-        else:
-            with _Output() as out:
-                if p.gtid is None:
-                    out.write(f"no group at {api.format_time(p.time)} or later: {p.file} end {p.offset} "
-                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
-                else:
-                    out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
-                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
-        return
-    r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
-                 storage_options=storage_options, index_root=index_root, history=history, server_uuid=server_uuid)
-    if as_json:
-        _emit_json(_seek_json(r))
-    else:
-        with _Output() as out:
-            out.write(_seek_text(r))
-
-
-@cli.command("show")
-@click.option("--gtid", metavar="GTID", help="The GTID whose event group to show, looked up in PATH "
-              "(a binlog, a directory of binlogs, a master-bin.index or a URL; default: the current directory).")
-@click.argument("args", nargs=-1, type=_PATH, metavar="[PATH | FILE OFFSET]")
-@_json_option("One JSON object: {gtid, file, start, end, timestamp, statements, annotations, column_names, "
-              "rows: [{table, op, before, after, changed, unknown}], note}.")
-@_storage_option
-@_index_dir_option
-@_history_option("PATH", "With --gtid, when")
-@click.option("--schema-from", "schema_from", metavar="SOCKET|DSN",
-              help="Name the columns the binlog does not name (no binlog_row_metadata=FULL) from a live "
-                   "server's information_schema: its unix socket path (as your OS user) or "
-                   "mysql://user:password@host:port. Used for a table only where the server's has as "
-                   "many columns as the binlog's.")
-def show_group(gtid, args, as_json, storage_options, index_root, history, schema_from):
-    """What one event group did: its statements and its row changes (tables, operations, column
-    values before and after, changed columns), decoded from the binlog alone, in the spirit of
-    mariadb-binlog -v. `gtidx show --gtid GTID [PATH]` or `gtidx show FILE OFFSET` (the group that
-    starts at OFFSET, or has an event starting there). Columns are named from the binlog when the
-    server wrote binlog_row_metadata=FULL, else @1, @2, ... like mariadb-binlog -v."""
-    ctx = click.get_current_context()
-    if gtid is not None and len(args) > 1:
-        raise click.UsageError("with --gtid, give at most one PATH", ctx=ctx)
-    if gtid is None and len(args) != 2:
-        raise click.UsageError("give --gtid GTID [PATH], or FILE OFFSET", ctx=ctx)
-    if gtid is None and history is not None:
-        raise click.UsageError("--history goes with --gtid", ctx=ctx)
-    from . import api
-    if gtid is not None:
-        g = api.show(args[0] if args else ".", gtid=gtid, storage_options=storage_options,
-                     index_root=index_root, history=history, schema_from=schema_from)
-    else:
-        g = api.show(args[0], offset=api.parse_offset(args[1]), storage_options=storage_options,
-                     index_root=index_root, schema_from=schema_from)
-    if as_json:
-        _emit_json(g.as_dict())
-        return
-    from .show import format_text
-    with _Output() as out:
-        out.write(format_text(g, api.format_time(g.timestamp)))
-
-
-@cli.command()
-@click.argument("paths", nargs=-1, required=True, type=_PATH)
-@_page_size_option
-@_span_min_option
-@_max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
-@click.option("--no-budget", is_flag=True, help="Exactly the server's layout, whatever its size.")
-@click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
-@_quiet_option
-@_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
-@_storage_option
-@_index_dir_option
-def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json, storage_options, index_root):
-    """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
-    index format, usable by a MariaDB 11.4+ server; for a MySQL binlog gtidx's MySQL index
-    (docs/mysql-index-format.md). Skips indexes that are valid and current.
-    On a terminal, a progress line: files and bytes done, MB/s, ETA."""
-    with _Progress(quiet) as shown:
-        _build(shown, paths, page_size=page_size, span_min=span_min,
-               max_ratio=None if no_budget else max_ratio, force=force, as_json=as_json,
-               storage_options=storage_options, index_root=index_root)
-
-
-def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
-    from . import api
-    worst = 0
-    results = []
-    started = time.monotonic()
-
-    def progress(p) -> None:
-        shown.show(_build_progress_text(p, time.monotonic() - started))
-    for r in api.build(paths, progress=progress if shown.enabled else None, **kw):
-        shown.clear()
-        if isinstance(r, GtidxError):
-            click.echo(f"gtidx: {r}", err=True)
-            worst = max(worst, r.exit_code)
-            results.append({"binlog": getattr(r, "binlog", r.path), "error": r.as_dict()})
-            continue
-        if r.warning:
-            click.echo(f"gtidx: warning: {r.index}: {r.warning}", err=True)
-        results.append({"binlog": r.binlog, "index": r.index, "action": r.action, "reason": r.reason,
-                        "records": r.records, "pages": r.pages, "page_size": r.page_size,
-                        "size": r.size, "binlog_size": r.binlog_size, "ratio": round(r.ratio, 6),
-                        "server_layout": r.server_layout, "over_budget": r.over_budget,
-                        "seconds": round(r.seconds, 4)})
-        if not as_json:
-            with _Output() as out:
-                if r.action == "skipped":
-                    out.write(f"{r.index}: skipped ({r.reason})\n")
-                else:
-                    out.write(f"{r.index}: {r.records} records, {r.pages} pages of {r.page_size} "
-                              f"({r.size} bytes, {r.ratio:.2%} of the binlog) in {r.seconds:.2f} s"
-                              f"{'' if r.server_layout else ' [fitted to the size budget]'}\n")
-        shown.redraw()
-    shown.clear()
-    if as_json:
-        _emit_json({"results": results})
-    if worst:
-        click.get_current_context().exit(worst)
-
-
-def _build_progress_text(p, elapsed: float) -> str:
-    """One api.BuildProgress as the progress line shows it."""
-    rate = p.bytes_done / elapsed if elapsed > 0 else 0.0
-    left = p.bytes - p.bytes_done
-    eta = _clock(left / rate) if rate > 0 and p.bytes_done else "--:--"
-    return (f"files {p.files_done}/{p.files}  {p.bytes_done / 1e6:,.1f}/{p.bytes / 1e6:,.1f} MB"
-            f"  {_percent(p.bytes_done, p.bytes)}  {rate / 1e6:,.1f} MB/s  ETA {eta}")
-
-
-def _percent(done: int, total: int) -> str:
-    return f"{100 * done / total:3.0f}%" if total else "100%"
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds + 0.5)
-    return (f"{seconds // 3600}:" if seconds >= 3600 else "") + f"{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def _is_terminal(stream) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except (AttributeError, ValueError):     # no isatty, or closed
-        return False
-
-
-class _Progress:
-    """A one-line progress display on stderr, for long work. Drawn only when
-    stdout and stderr are both terminals and not --quiet (a pipe, a file, a
-    log or CliRunner sees nothing); redrawn at most 10 times a second; erased
-    before any other output line (clear, then redraw) and at the end, so the
-    lines the command prints are what they are without it."""
-
-    INTERVAL = 0.1      # seconds between redraws
-
-    def __init__(self, quiet: bool):
-        self.enabled = not quiet and _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
-        self._text = self._on_screen = ""
-        self._drawn = False
-        self._last = 0.0
-
-    def __enter__(self) -> "_Progress":
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        self.clear()
-        return False
-
-    def show(self, text: str) -> None:
-        """The current state; drawn now unless drawn less than INTERVAL ago."""
-        self._text = text
-        if not self.enabled or (self._drawn and text == self._on_screen):
-            return
-        now = time.monotonic()
-        if not self._drawn or now - self._last >= self.INTERVAL:
-            self._last = now
-            self._write(text)
-
-    def redraw(self) -> None:
-        """Draw the last state again (after clear() and a line of output)."""
-        if self.enabled and self._text and not self._drawn:
-            self._write(self._text)
-
-    def clear(self) -> None:
-        if self._drawn:
-            self._drawn = False
-            self._put("\r\x1b[K")
-
-    def _write(self, text: str) -> None:
-        import shutil
-        width = shutil.get_terminal_size().columns - 1
-        self._drawn, self._on_screen = True, text
-        self._put("\r" + text[:width] + "\x1b[K")
-
-    def _put(self, chars: str) -> None:
-        try:
-            sys.stderr.write(chars)
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            self.enabled = self._drawn = False      # stderr went away: the work goes on
-
-
-@cli.command()
-@click.argument("index", type=_PATH)
-@_json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
-def verify(index, as_json):
-    """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
-    record's state against a scan of FILE."""
-    from . import api
-    st = api.verify(index)
-    if as_json:
-        _emit_json({"index": index, "ok": True, **st})
-        return
-    with _Output() as out:
-        out.write(f"{index}: OK: {st['records']} records in {st['pages']} pages of {st['page_size']}, "
-                  f"{st['levels']} levels; every record matches a scan of the binlog\n")
-
-
-@cli.command()
-@click.argument("index", type=_PATH)
-@_json_option()
-def info(index, as_json):
-    """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
-    from . import api
-    i = api.index_info(index)
-    doc = {"index": i.index, "binlog": i.binlog, "status": i.status, "reason": i.reason, "owner": i.owner,
-           "page_size": i.page_size, "pages": i.pages, "records": i.records, "levels": i.levels,
-           "size": i.size, "binlog_size": i.binlog_size, "ratio": round(i.ratio, 6)}
-    if as_json:
-        _emit_json(doc)
-        return
-    with _Output() as out:
-        for k, v in doc.items():
-            out.write(f"{k:<12} {v}\n")
-
-
-@cli.command()
-@click.argument("index", type=_PATH)
-@_json_option("Accepted for uniformity: the output is JSON anyway.")
-def dump(index, as_json):
-    """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
-    full binlog state there (every (domain, server) entry; of a MySQL binlog's index the
-    executed GTID set, as MySQL prints it). An index that breaks half-way
-    adds "error" after the records before the damage."""
-    from . import api
-    page_size, records = api.index_records(index)
-    with _Output() as out:
-        out.write(f'{{"page_size": {page_size}, "records": [')
-        n, err = _write_items(out, (f'{{"offset": {rec.offset}, "state": {json.dumps(str(rec.state))}}}'
-                                    for rec in records))
-        _close_stream(out, err, "]")
-
-
-def _directory(path: str) -> str:
-    """A directory a command watches: missing is an I/O error (3), like every
-    missing path; an existing non-directory is bad input (2)."""
-    if not stat.S_ISDIR(_existing(path).st_mode):
-        raise BadInputError("not a directory", path=path)
-    return path
-
-
-def _existing(path: str) -> os.stat_result:
-    """A path handed to code that reports a missing file its own way (Spark)."""
-    try:
-        return os.stat(path)
-    except OSError as e:
-        raise GtidxIOError.from_os(e, path) from None
-    except ValueError:
-        raise BadInputError(f"path {quoted(path)} contains a NUL character") from None
-
-
-def _existing_binlogs(path: str, storage_options: dict | None) -> None:
-    """Binlogs handed to Spark: a local path must exist; a URL is listed (its
-    missing bucket, prefix or bad option is one line here, not a failed job)."""
-    from .storage import is_url
-    if not is_url(path):
-        _existing(path)
-        return
-    from .api import list_binlogs
-    list_binlogs(path, storage_options=storage_options)
-
-
-class _LibraryDefault(click.Option):
-    """An option whose default is owned by a library module imported only when
-    its command runs or shows its help: ``default`` is a callable that fetches it,
-    and the help shows its value (click would say "(dynamic)")."""
-
-    def get_default(self, ctx, call: bool = True):
-        return super().get_default(ctx, call=True)
-
-
-def _tail_settings():
-    from .tail import TailSettings
-    return TailSettings
-
-
-def _json_log_lines():
-    """tail --json: each log line one JSON object {ts, level, event, ...fields}."""
-    import logging
-
-    class _JsonLogLines(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            ts = self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z"
-            return json.dumps({"ts": ts, "level": record.levelname.lower(), "event": record.getMessage(),
-                               **{k: v if isinstance(v, (int, float, bool, type(None))) else str(v)
-                                  for k, v in getattr(record, "fields", {}).items()}})
-
-        converter = staticmethod(time.gmtime)
-    return _JsonLogLines()
-
-
-@cli.command()
-@click.argument("directory", type=_PATH)
-@click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
-@click.option("--interval", cls=_LibraryDefault, type=click.FloatRange(0.01, 60),
-              default=lambda: _tail_settings().interval, show_default=True,
-              help="Seconds between looks at the binlogs.")
-@_page_size_option
-@_span_min_option
-@_max_ratio_option("Size budget for each finished index.")
-@click.option("--retry-max", cls=_LibraryDefault, type=click.FloatRange(0.01, 3600),
-              default=lambda: _tail_settings().retry_max, show_default=True,
-              help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
-@click.option("--catalog-interval", cls=_LibraryDefault, type=click.FloatRange(0, 86400),
-              default=lambda: _tail_settings().catalog_interval, show_default=True,
-              help="When the binlogs have a catalog: seconds at least between two updates of the "
-                   "growing binlog's entry (a closed binlog's entry is written when it closes).")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
-@_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
-def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, catalog_interval, log_level,
-         as_json):
-    """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
-    file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
-    Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
-    the directory gone) is logged once and retried with backoff; with --once, exit code 3
-    when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
-    current too (tail never makes one)."""
-    _directory(directory)
-    import logging
-
-    from .tail import LogfmtFormatter, tail as run_tail
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_json_log_lines() if as_json else LogfmtFormatter())
-    logger = logging.getLogger("gtidx.tail")
-    logger.addHandler(handler)
-    # process-wide state (tests run many commands in one process): restored after
-    saved = logger.level, logger.propagate
-    logger.setLevel(log_level.upper())
-    logger.propagate = False
-    try:
-        t = run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
-                     max_ratio=max_ratio, retry_max=retry_max, catalog_interval=catalog_interval)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
-    if once and t.failed:
-        click.get_current_context().exit(3)
-
-
-@cli.command()
-@click.argument("directory", type=_PATH)
-@_json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
-              "and an \"error\" object.")
-def status(directory, as_json):
-    """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
-    error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
-    seconds. A damaged binlog is a row, not a failure."""
-    from . import api
-    rows = api.binlog_status(directory)
-    if as_json:
-        _emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
-                              for r in rows]})
-        return
-    with _Output() as out:
-        out.write(f"{'FILE':<24} {'SIZE':>12} {'STATE':<13} {'INDEXED TO':>12} {'LAG BYTES':>10} {'LAG S':>7}  DETAIL\n")
-        for r in rows:
-            out.write(f"{os.path.basename(r.file):<24} {r.size:>12} {r.state:<13} {r.indexed_to:>12} "
-                      f"{r.lag_bytes:>10} {r.lag_seconds:>7.1f}  {r.detail}\n")
-
-
-@cli.group()
-def catalog():
-    """The catalog of an archive: one small object beside the binlogs (gtidx-catalog.json) that
-    lookups read once instead of every file's preamble."""
-
-
-@catalog.command("build")
-@click.argument("path", type=_PATH)
-@_json_option("One JSON object: {catalog, files, histories, kept, walked, failed}.")
-@_storage_option
-@_index_dir_option
-def catalog_build(path, as_json, storage_options, index_root):
-    """Make the catalog of PATH (a directory or URL prefix of binlogs, or its master-bin.index)
-    current: files whose size and fingerprint match their entry are kept, the others read once.
-    Written beside the binlogs, or under --index-dir (a read-only archive)."""
-    from . import api
-    cat, counts = api.build_catalog(path, storage_options=storage_options, index_root=index_root)
-    if as_json:
-        _emit_json({"catalog": cat.where[1], "files": len(cat.files), "histories": len(cat.histories), **counts})
-        return
-    with _Output() as out:
-        out.write(f"{cat.where[1]}: {len(cat.files)} files ({counts['walked']} read, {counts['kept']} unchanged"
-                  f"{', %d unreadable' % counts['failed'] if counts['failed'] else ''}), "
-                  f"{len(cat.histories)} histor{'y' if len(cat.histories) == 1 else 'ies'}\n")
-
-
-@catalog.command("show")
-@click.argument("path", type=_PATH)
-@_json_option("The catalog: {v, histories: [...], files: [{name, size, start_state, end_state, "
-              "first_timestamp, last_timestamp, server_ids, history, ...}]}.")
-@_storage_option
-@_index_dir_option
-def catalog_show(path, as_json, storage_options, index_root):
-    """Print the catalog of PATH: per binlog its size, history, states, time span and index."""
-    from . import api
-    cat = api.load_catalog(path, storage_options=storage_options, index_root=index_root)
-    if as_json:
-        _emit_json(cat.raw)
-        return
-    with _Output() as out:
-        for h in cat.histories:
-            gaps = f"; files missing before {', '.join(h['gaps'])}" if h["gaps"] else ""
-            out.write(f"history {h['id']}: {h['first']}..{h['last']} ({h['files']} files) "
-                      f"from {h['start_state'] or '(empty)'} to {h['end_state'] or '(empty)'}{gaps}\n")
-        out.write(f"{'FILE':<24} {'SIZE':>12} {'HIST':>4} {'FIRST':<20} {'LAST':<20} {'INDEX':<10} END STATE\n")
-        for e in cat.files:
-            if "error" in e:
-                out.write(f"{e['name']:<24} {e['size']:>12} {'-':>4} unreadable: {e['error']}\n")
-                continue
-            first, last = (("-" if t is None else api.format_time(t)) for t in (e["first_timestamp"],
-                                                                                e["last_timestamp"]))
-            out.write(f"{e['name']:<24} {e['size']:>12} {e['history']:>4} {first:<20} {last:<20} "
-                      f"{e['index']['status']:<10} {e['end_state'] or '(empty)'}\n")
-
-
-@cli.group()
-def spark():
-    """Batch lookups and builds on Spark (pip install 'gtidx[spark]'; Java 17+)."""
-
-
-@spark.command("locate")
-@click.option("--gtids", "gtids_path", required=True, type=_PATH,
-              help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
-@click.option("--binlogs", required=True, type=_PATH,
-              help="A binlog directory, a master-bin.index or a binlog; or a URL (s3://bucket/prefix/), "
-                   "read by the executors themselves.")
-@click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@_quiet_option
-@_json_option("One JSON object: {out, rows, found, not_found}.")
-@_storage_option
-@_index_dir_option
-@_history_option("--binlogs")
-def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root, history):
-    """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
-    timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
-    Spark tasks done. --gtids and --out are read and written by Spark: on a cluster, on
-    storage every node sees."""
-    _existing(gtids_path)
-    _existing_binlogs(binlogs, storage_options)
-    with _Progress(quiet) as shown:
-        total, found = _spark().locate_to_parquet(gtids_path, binlogs, out, master,
-                                                  progress=_spark_progress(shown),
-                                                  storage_options=storage_options, index_root=index_root,
-                                                  history=history)
-    if as_json:
-        _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
-        return
-    with _Output() as o:
-        o.write(f"{out}: {total} rows, {found} found, {total - found} not found\n")
-
-
-@spark.command("build")
-@click.argument("binlogs", type=_PATH)
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@_quiet_option
-@_json_option("One JSON object: {results: [...]}.")
-@_storage_option
-@_index_dir_option
-def spark_build(binlogs, master, quiet, as_json, storage_options, index_root):
-    """Build the missing or stale indexes of BINLOGS (a path or a URL, s3://bucket/prefix/),
-    one Spark task per file. On a terminal, a progress line: the phase and the files (tasks)
-    done."""
-    _existing_binlogs(binlogs, storage_options)
-    with _Progress(quiet) as shown:
-        rows = _spark().build_rows(binlogs, master, progress=_spark_progress(shown),
-                                   storage_options=storage_options, index_root=index_root)
-    if as_json:
-        _emit_json({"results": rows})
-    else:
-        with _Output() as o:
-            for r in rows:
-                what = r["error"] or f"{r['action']} ({r['records']} records)"
-                o.write(f"{r['index']}: {what}\n")
-    if any(r["error"] for r in rows):
-        click.get_current_context().exit(3)
-
-
-def _spark_progress(shown: _Progress):
-    """A gtidx.spark progress callback drawing on ``shown`` (None when it is off)."""
-    if not shown.enabled:
-        return None
-
-    def progress(p) -> None:
-        tasks = f"  tasks {p.tasks_done}/{p.tasks}" if p.tasks else ""
-        shown.show(f"spark: {p.phase}{tasks}  {_clock(p.elapsed)}")
-    return progress
-
-
-def _spark():
-    """gtidx.spark, imported only when a spark command runs (PySpark is an extra)."""
-    try:
-        from . import spark as gs
-    except ImportError as e:
-        raise BadInputError(f"gtidx spark needs PySpark ({e})", hint="pip install 'gtidx[spark]'; Java 17+") from e
-    return gs
 
 
 def main(argv=None) -> None:

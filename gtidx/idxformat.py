@@ -62,6 +62,12 @@ MAX_OFFSET = 0xFFFFFFFF                   # offsets are u32: nothing past 4 GiB 
 
 
 @functools.lru_cache(maxsize=64)
+def first_record_offset(b) -> int:
+    """Record 0's offset in the index of binlog ``b`` (a ``binlog.Binlog``):
+    the end of the GTID_LIST event (of the preamble in a binlog without one)."""
+    return b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+
+
 def gtid_block(count: int) -> struct.Struct:
     """``count`` consecutive GTID entries, for packing a whole key at once."""
     return struct.Struct("<" + "IIQ" * count)

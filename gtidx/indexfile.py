@@ -37,7 +37,9 @@ from .filebuf import Source
 from .gtid import LatestGtids
 from .indexmeta import XATTR, IndexMeta, IndexState, Progress, local_identity, object_etag, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
-from .writer import RecordPolicy, write_records
+
+if TYPE_CHECKING:
+    from .writer import RecordPolicy    # imported where used: a lookup writes nothing (issue 16)
 
 DEFAULT_MAX_RATIO = fmt.DEFAULT_MAX_RATIO
 # Page sizes tried when fitting a budget (with the requested one): small
@@ -66,12 +68,13 @@ class MariadbFlavor:
     @staticmethod
     def first(b: Binlog) -> tuple:
         """Record 0 as the binlog says it must be: (offset, state)."""
-        return RecordPolicy.first_offset(b), b.start_state
+        return fmt.first_record_offset(b), b.start_state
 
     @staticmethod
     def policy(span_min: int) -> RecordPolicy:
         """The record policy ``gtidx tail`` walks a growing binlog with
         (``first``, ``resume``, ``advance``, ``walked``, ``finished``)."""
+        from .writer import RecordPolicy
         return RecordPolicy(span_min)
 
     @staticmethod
@@ -82,6 +85,7 @@ class MariadbFlavor:
     @staticmethod
     def records(b: Binlog, span_min: int, progress=None) -> tuple[list, dict]:
         """(the server's records, the fingerprint's extra fields: the seq ranges seen)."""
+        from .writer import RecordPolicy
         policy = RecordPolicy(span_min)
         records = policy.records(b, progress)
         return records, seen_fields(policy.finished())
@@ -364,6 +368,7 @@ def _tail_problem(r: IndexReader, b: Binlog, last: int) -> str:
     """A server index of a closed binlog: past the last record the server's
     policy places no further record. Its span is at most the gap between the
     last two records (counted here from the last record)."""
+    from .writer import RecordPolicy
     prev = r.at_offset(last - 1) if last > 0 else None
     gap = last - prev.offset if prev is not None and prev.offset > 0 else fmt.DEFAULT_SPAN_MIN
     policy = RecordPolicy(gap)
@@ -445,6 +450,7 @@ def __getattr__(name: str):
 
 def server_records(b: Binlog, span_min: int, progress: Callable[[int], None] | None = None) -> list:
     """The records the server would write for this binlog (``RecordPolicy``)."""
+    from .writer import RecordPolicy
     return RecordPolicy(span_min).records(b, progress)
 
 
@@ -466,6 +472,7 @@ def coarsen(records: list, span: int, join: Callable = LatestGtids.joined) -> li
 
 
 def _packed_size(records: list, page_size: int, flavor=MARIADB) -> int:
+    from .writer import write_records
     return len(write_records(records, page_size, flavor.codec)) * page_size
 
 
@@ -557,6 +564,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     The binlog's flavor (its FDE: ``open_binlog``) picks the index's
     (``flavor_of``): MariaDB's format for a MariaDB binlog, gtidx's MySQL
     index (``mysqlindex``) for a MySQL one; the rules here are the same."""
+    from .writer import RecordPolicy, write_records
     if not fmt.valid_page_size(page_size):
         raise BadInputError(f"page size {page_size} is outside {fmt.MIN_PAGE_SIZE}..{fmt.MAX_PAGE_SIZE}")
     RecordPolicy(span_min)               # refuses a span_min below 1

@@ -240,9 +240,8 @@ class RecordPolicy:
 
     @staticmethod
     def first_offset(b: "Binlog") -> int:
-        """Record 0's offset: the end of the GTID_LIST event (of the preamble
-        in a binlog without one)."""
-        return b.gtid_list_end if b.gtid_list_end is not None else b.body_start
+        """Record 0's offset (``idxformat.first_record_offset``)."""
+        return fmt.first_record_offset(b)
 
     def first(self, b: "Binlog") -> tuple[int, list]:
         """Record 0 (the GTID_LIST state, at ``first_offset``); the policy

@@ -268,7 +268,8 @@ def test_spark_commands_without_pyspark_say_how_to_get_it(monkeypatch, tmp_path)
 def commands():
     """(name, command) of every command, spark's included."""
     out = []
-    for name, cmd in cli.commands.items():
+    for name in cli.list_commands(None):
+        cmd = cli.get_command(None, name)
         if hasattr(cmd, "commands"):
             out += [(f"{name} {sub}", c) for sub, c in cmd.commands.items()]
         else:

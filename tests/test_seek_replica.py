@@ -104,7 +104,7 @@ def test_tail_interval_default_has_one_owner(monkeypatch):
     # The CLI's default is TailSettings' own, read when the command runs: change the owner,
     # the CLI follows (a copied number would not).
     monkeypatch.setattr(TailSettings, "interval", 0.5)
-    cmd = cli.commands["tail"]
+    cmd = cli.get_command(None, "tail")
     ctx = cmd.make_context("tail", ["/nonexistent"])
     assert ctx.params["interval"] == 0.5
     opt = next(p for p in cmd.params if p.name == "interval")

@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from gtidx.indexfile import build_index
@@ -27,6 +29,10 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.probe"
 # `gtidx --help` runs no command: none of the library (json, which a lookup
 # needs too for the index's fingerprint, comes with the CLI's output code;
 # gtidx.gtid with idxformat, whose limits the options' help states).
+# A lookup builds its own command only (cli.COMMANDS: the others' modules are
+# not imported), reads the index's fingerprint without json (indexmeta._loads)
+# and writes nothing (gtidx.writer).
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli_commands", "gtidx.writer"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog", "gtidx.indexfile", "gtidx.indexmeta",
                                    "gtidx.reader", "gtidx.storage"]
 
@@ -65,7 +71,10 @@ def test_a_lookup_imports_only_what_it_needs(indexed):
     p, modules = in_fresh_python(["seek", "--gtid", GTID, str(indexed)])
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert p.stdout == f"{GTID} {indexed} start 922987 end 923294 resume 923294 (via index)\n"
-    assert sorted(m for m in NOT_FOR_A_LOOKUP if m in modules) == []
+    assert sorted(m for m in NOT_FOR_A_TEXT_LOOKUP if m in modules) == []
+    p, modules = in_fresh_python(["pos", str(indexed), "923294"])
+    assert p.returncode == 0 and p.stdout.startswith("0-1-"), p.stderr
+    assert sorted(m for m in NOT_FOR_A_TEXT_LOOKUP if m in modules) == []
     p, modules = in_fresh_python(["pos", "--json", str(indexed), "923294"])
     assert p.returncode == 0 and json.loads(p.stdout)["via"] == "index", p.stderr
     assert sorted(m for m in NOT_FOR_A_LOOKUP if m in modules) == []
@@ -75,7 +84,7 @@ EVERYTHING = "import gtidx.api, gtidx.catalog, gtidx.probe, gtidx.tail, gtidx.in
 
 
 def test_help_imports_none_of_the_library_and_lists_every_command():
-    from gtidx.cli import cli
+    from gtidx.cli import COMMANDS, cli
     p, modules = in_fresh_python(["--help"])
     assert p.returncode == 0, p.stderr
     assert sorted(m for m in NOT_FOR_HELP if m in modules) == []
@@ -83,9 +92,30 @@ def test_help_imports_none_of_the_library_and_lists_every_command():
     eager, _ = in_fresh_python(["--help"], first=EVERYTHING)
     assert p.stdout == eager.stdout
     listed = [line.split()[0] for line in p.stdout.split("Commands:\n")[1].splitlines()]
-    assert listed == sorted(cli.commands) and len(listed) >= 13
-    for name, cmd in cli.commands.items():
+    assert listed == cli.list_commands(None) == sorted(COMMANDS) and len(listed) >= 13
+    for name in listed:
+        cmd = cli.get_command(None, name)
         assert f"  {name} " in p.stdout and cmd.get_short_help_str(limit=30)[:20] in p.stdout
+
+
+def test_the_command_table_names_each_command_where_it_is():
+    # cli.COMMANDS, the one table: each entry is the command of that name, built once;
+    # an unknown name is still told the close one (click looks among them all)
+    from click.testing import CliRunner
+
+    from gtidx.cli import COMMANDS, cli
+    for name, (module, attribute) in COMMANDS.items():
+        cmd = cli.get_command(None, name)
+        assert cmd.name == name and cmd is getattr(sys.modules[f"gtidx.{module}"], attribute)
+        assert cli.get_command(None, name) is cmd
+    assert cli.get_command(None, "nonesuch") is None
+    r = CliRunner().invoke(cli, ["sek"])
+    assert r.exit_code == 2 and "No such command 'sek'. Did you mean 'seek'?" in r.output
+
+
+def test_an_unknown_command_is_told_the_close_one_in_a_fresh_cli():
+    p, _ = in_fresh_python(["bild"])
+    assert p.returncode == 2 and "No such command 'bild'. Did you mean 'build'?" in p.stderr
 
 
 @pytest.mark.parametrize("command", ["seek", "pos", "build", "tail", "catalog build", "spark locate", "show"])
@@ -278,3 +308,58 @@ def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
     """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
+
+
+# -- indexmeta._loads: json.loads, without json for what IndexMeta.to_json writes --------------------
+
+def _same_as_json(raw) -> None:
+    from gtidx.indexmeta import _loads
+
+    def outcome(loads):
+        try:
+            return "ok", repr(loads(raw))         # repr: 1 and 1.0 differ, and the keys' order
+        except Exception as e:
+            return "error", type(e)
+    assert outcome(_loads) == outcome(json.loads), raw
+
+
+_JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                            lambda kids: st.lists(kids) | st.dictionaries(st.text(), kids), max_leaves=20)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_JSON_VALUES, st.booleans(), st.booleans())
+def test_loads_is_json_loads_on_json(value, compact, ascii):
+    text = json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=ascii)
+    _same_as_json(text.encode())
+    _same_as_json(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_JSON_VALUES, st.lists(st.tuples(st.integers(0, 300), st.sampled_from(list(
+    '{}[]:,"-+.eE0123456789 \\tnulx\x00\x1f\x7f\u00e9')), st.integers(0, 2))))
+def test_loads_is_json_loads_on_damaged_json(value, edits):
+    text = json.dumps(value if isinstance(value, dict) else {"v": value}, separators=(",", ":"))
+    for at, char, how in edits:           # insert, replace or delete a character
+        at %= len(text) + 1
+        text = text[:at] + char + text[at + (how == 1):] if how < 2 else text[:at] + text[at + 1:]
+    _same_as_json(text.encode())
+    _same_as_json(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary())
+def test_loads_is_json_loads_on_any_bytes(raw):
+    _same_as_json(raw)
+
+
+def test_loads_reads_what_index_meta_writes_without_json():
+    from gtidx.indexmeta import IndexMeta, Progress
+    metas = [IndexMeta(7, 8, 9), IndexMeta(1013153, 2**32 - 1, 0, Progress.PARTIAL, 4096, 65536, 500, 3, 1763900000.125,
+                                           ((0, 1, 5, 198), (2, 2**32 - 1, 1, 2**64 - 1)), ((0, 1),), 5, 6,
+                                           "stat:2049:12:1013153:1763900000123456789:1763900000123456789")]
+    code = ("import sys\nfrom gtidx.indexmeta import IndexMeta\n"
+            f"raws = {[m.to_json() for m in metas]!r}\n"
+            "print([repr(IndexMeta.from_json(r)) for r in raws], 'json' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == f"{[repr(m) for m in metas]!r} False\n", p.stderr

@@ -1,0 +1,217 @@
+"""The lookup commands of the ``gtidx`` command line (``cli``): seek, pos, probe.
+
+Imported when one of them runs or a help text lists them (``cli.COMMANDS``):
+a lookup builds these three commands, not all thirteen (issue 16).
+"""
+from __future__ import annotations
+
+import click
+
+from .cli import (_PATH, Offset, _emit_json, _error_json, _history_option, _index_dir_option, _json_option, _one_line,
+                  _Output, _storage_option)
+from .errors import GtidxError
+
+
+def _from_option(what: str):
+    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="replace"),
+                        metavar="FILE|-", help=f"Many lookups: {what} per line (blank lines and # comments "
+                        "skipped), answered in input order, one result per line (--json: JSON Lines; a bad "
+                        "line gives its error object and the batch goes on). Exit status: the worst line's.")
+
+
+def _lines(stream):
+    """(line text) of a --from input: stripped, blank lines and # comments skipped."""
+    for line in stream:
+        text = line.strip()
+        if text and not text.startswith("#"):
+            yield text
+
+
+def _batch(inputs: list, results, as_json: bool, to_json, to_text) -> None:
+    """Write each result of a --from batch (JSON Lines, or text), in input
+    order; an error is its line's error object (or a text line), and the
+    batch goes on; then exit with the worst line's status."""
+    import json
+    worst = 0
+    with _Output() as out:
+        for text, r in zip(inputs, results):
+            if isinstance(r, GtidxError):
+                worst = max(worst, r.exit_code)
+                out.write(json.dumps({"input": text, "error": _error_json(r)}) + "\n" if as_json
+                          else f"{text}: {r}\n")
+            else:
+                out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
+    if worst:
+        click.get_current_context().exit(worst)
+
+
+def _state_json(r) -> dict:
+    return {"file": r.file, "offset": r.offset, "position": _one_line(r.position), "state": _one_line(r.state),
+            "via": r.via}
+
+
+@click.command()
+@click.argument("file", type=_PATH, required=False)
+@click.argument("offset", type=Offset(), required=False)
+@click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
+@_json_option("One JSON object: {file, offset, position, state, via}.")
+@_from_option("'FILE OFFSET' (or OFFSET alone, in the FILE argument)")
+@_storage_option
+@_index_dir_option
+def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
+    """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it.
+    With --from, the positions at many offsets (FILE OFFSET lines)."""
+    from . import api
+    kw = {"use_index": not no_index, "storage_options": storage_options, "index_root": index_root}
+    if batch is not None:
+        if offset is not None:
+            raise click.UsageError("--from takes the offsets from its lines: give no OFFSET argument")
+        inputs = list(_lines(batch))
+        pairs = []
+        for text in inputs:
+            name, _, number = text.rpartition(" ")
+            pairs.append((name.strip() or file, number) if name.strip() or file else (text, None))
+        _batch(inputs, api.states_at(pairs, **kw), as_json, _state_json, lambda r: f"{r.position}\n")
+        return
+    if file is None or offset is None:
+        raise click.UsageError(f"Missing argument '{'FILE' if file is None else 'OFFSET'}' (or --from FILE|-)")
+    r = api.state_at(file, offset, **kw)
+    if as_json:
+        _emit_json(_state_json(r))
+    else:
+        with _Output() as out:
+            out.write(f"{r.position}\n")
+
+
+@click.command()
+@click.argument("file", type=_PATH)
+@click.argument("offset", type=Offset())
+@click.option("--no-index", is_flag=True, help="Walk from the start of the binlog, ignoring its .idx.")
+@_json_option("One JSON object: {file, offset, before, after, state, damaged, via}.")
+@_storage_option
+@_index_dir_option
+def probe(file, offset, no_index, as_json, storage_options, index_root):
+    """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
+    (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
+    prints it. Where the event chain is broken (a destroyed header), the damaged bytes and the
+    next trustworthy boundary (exit 0; exit 3 when none follows)."""
+    from . import api
+    r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
+                  index_root=index_root)
+    pos = None if r.position is None else str(r.position)
+    if as_json:
+        _emit_json({"file": r.file, "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
+                    "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
+        return
+    shown = "unknown" if pos is None else pos or "(empty)"
+    where = (f"an event boundary, position {shown}" if r.before == r.after else
+             f"before {r.before}, after {r.after}, position at {r.before}: {shown}")
+    with _Output() as out:
+        out.write(f"{r.file} offset {r.offset}: {where} (via {r.via})\n")
+        if r.damaged is not None:
+            lo, hi = r.damaged
+            out.write(f"damaged: no trustworthy event in bytes {lo} to {hi} (the event chain breaks at {lo} and "
+                      f"resumes at {hi}){'; the position after them is unknown' if pos is None else ''}\n")
+
+
+def _location_json(loc) -> dict:
+    return {"gtid": str(loc.gtid), "file": loc.file, "start": loc.start, "end": loc.end,
+            "resume": loc.resume, "timestamp": loc.timestamp, "via": loc.via}
+
+
+def _seek_json(r) -> dict:
+    """A seek's answer (Location or ReplicaStart) as --json prints it."""
+    from . import api
+    if isinstance(r, api.Location):
+        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
+        return {**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
+                **({} if r.history is None else {"history": r.history})}
+    first = None if r.first is None else _location_json(r.first)
+    return {"position": _one_line(r.position), "file": r.file, "offset": r.offset,
+            "state": _one_line(r.state), "skip": _one_line(r.skip), "first": first, "via": r.via}
+
+
+def _seek_text(r) -> str:
+    """A seek's answer (Location or ReplicaStart) as text lines."""
+    from . import api
+    if isinstance(r, api.Location):
+        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
+        text = (f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
+                f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
+        if len(occurrences) > 1:
+            text += (f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
+                     f"gtid_strict_mode=OFF); the answer is the first: "
+                     f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
+        return text
+    mysql = hasattr(r.position, "one_line")          # a MySQL GTID set: skips every GTID in it
+    return (f"replica at {_one_line(r.position) or '(empty)'} starts in {r.file} at offset {r.offset} "
+            f"(via {r.via})\n"
+            f"  {'Previous_gtids' if mysql else 'state'} there: {_one_line(r.state) or '(empty)'}\n"
+            f"  skips{' the transactions of' if mysql else ', per domain, groups up to and including'}: "
+            f"{_one_line(r.skip) or '(nothing)'}\n" +
+            (f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
+             else "  first group sent: none yet (the replica is up to date)\n"))
+
+
+@click.command()
+@click.option("--gtid", "spec", metavar="GTID[,GTID...]",
+              help="One GTID (where is its event group?) or a replication position with one GTID "
+                   "per domain (where does a replica at that position start?).")
+@click.option("--replica", metavar="POSITION",
+              help="A replica's position (its gtid_slave_pos: one GTID per domain, one domain too): "
+                   "where does the server start sending to it?")
+@click.option("--time", "when", metavar="T",
+              help="A point in time: ISO 8601 with Z or an offset (naive: UTC) or @<unix seconds>: where "
+                   "does a restore to T stop (the first group whose GTID event timestamp is T or later)?")
+@click.argument("path", default=".", type=_PATH)
+@_json_option()
+@click.option("--every", is_flag=True,
+              help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
+                   "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
+@_from_option("a GTID (or a replication position, one GTID per domain)")
+@_storage_option
+@_index_dir_option
+@_history_option("PATH")
+@click.option("--server-uuid", metavar="UUID",
+              help="MySQL binlogs, --replica: the source's server_uuid, to refuse the replica's extra GTIDs "
+                   "as the source does (only its own); without it any GTID the binlogs lack is refused.")
+def seek(spec, replica, when, path, as_json, every, batch, storage_options, index_root, history, server_uuid):
+    """Find a GTID (or a replica's start point, or a point in time) in PATH: a binlog, a
+    directory of binlogs or a master-bin.index (default: the current directory). Exactly one
+    of --gtid, --replica, --time and --from."""
+    if [spec, replica, when, batch].count(None) != 3:
+        raise click.UsageError("give exactly one of --gtid GTID, --replica POSITION, --time T and --from FILE",
+                               ctx=click.get_current_context())
+    from . import api
+    if batch is not None:
+        if every:
+            raise click.UsageError("--every is for one GTID (--gtid)")
+        inputs = list(_lines(batch))
+        _batch(inputs, api.seek_many(inputs, path, storage_options=storage_options, index_root=index_root,
+                                     history=history), as_json, _seek_json, _seek_text)
+        return
+    if when is not None:
+        t = api.parse_time(when)
+        with api.open_binlogs(path, storage_options=storage_options, index_root=index_root,
+                              history=history) as logs:
+            p = logs.at_time(t)
+        if as_json:
+            _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
+                        "gtid": None if p.gtid is None else str(p.gtid), "position": _one_line(p.position),
+                        "via": p.via})
+        else:
+            with _Output() as out:
+                if p.gtid is None:
+                    out.write(f"no group at {api.format_time(p.time)} or later: {p.file} end {p.offset} "
+                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
+                else:
+                    out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
+                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
+        return
+    r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
+                 storage_options=storage_options, index_root=index_root, history=history, server_uuid=server_uuid)
+    if as_json:
+        _emit_json(_seek_json(r))
+    else:
+        with _Output() as out:
+            out.write(_seek_text(r))
