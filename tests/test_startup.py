@@ -379,7 +379,8 @@ RECORD_SHAPES = {
                 "    @classmethod\n    def of(cls, text):\n        return cls(*map(int, text.split()))\n\n"
                 "    @staticmethod\n    def twice(v):\n        return 2 * v\n\n"
                 "    def __str__(self):\n        return f'{{self.low}}/{{self.high}}'\n\n"
-                "    def __add__(self, other):\n        return type(self)(self.low + other.low, self.high + other.high)\n",
+                "    def __add__(self, other):\n"
+                "        return type(self)(self.low + other.low, self.high + other.high)\n",
                 "(x.total, C.of('3 4'), C.twice(x.low), str(x), x + x, C.K, C.total.__doc__)"),
     "nested": ("class Outer:\n    {deco}\n    class C{base}:\n        low: int\n        high: 'int | None' = None\n",
                "Outer.C.__qualname__"),
@@ -436,7 +437,8 @@ def _named_tuple_behaviour(module, cls, probe: str = "()") -> dict:
             "own methods": [(m, type(own[m]).__name__, getattr(cls, m).__qualname__, getattr(cls, m).__doc__)
                             for m in _NAMED_TUPLE_OWN],
             "fields": [(f, type(own[f]).__name__, own[f].__doc__) for f in fields],
-            "class statement's": [(k, type(v).__name__, v if isinstance(v, (int, str, tuple, type(None))) else v.__doc__)
+            "class statement's": [(k, type(v).__name__, v if isinstance(v, (int, str, tuple, type(None))) else
+                                   v.__doc__)
                                   for k, v in sorted(own.items()) if k not in fields and k not in _NAMED_TUPLE_OWN
                                   and k not in ("__module__", "__new__", "__annotations__", "_field_defaults",
                                                 "__orig_bases__")]}
