@@ -503,3 +503,11 @@ def test_record_refuses_what_typing_named_tuple_refuses(body, monkeypatch):
         except Exception as e:
             errors.append((type(e), str(e)))
     assert len(errors) == 2 and errors[0] == errors[1], errors
+
+
+def test_records_docstring_examples_run():
+    import doctest
+
+    import gtidx.records
+    result = doctest.testmod(gtidx.records)
+    assert result.attempted > 0 and result.failed == 0
