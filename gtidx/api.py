@@ -445,8 +445,18 @@ class _File:
         records with the same state had groups between them that changed
         nothing: GTIDs logged again, each its domain's last. One walk over
         the records, kept. A domain whose last GTID moves back to a server at
-        the seq that server already had: that server logged it again."""
+        the seq that server already had: that server logged it again.
+
+        Where the index stored what its build saw of the whole file
+        (``stored_seen``: its ``repeats``, from every group), those pairs
+        are the answer, exact (also a repeat between two records) and with
+        no walk of the records."""
         if self._down is None and self.reader is not None:
+            meta = self.index.meta
+            stored = stored_seen(self.binlog, meta, checked=True) if meta is not None else None
+            if stored is not None and stored[0] >= self.binlog.size:
+                self._down = set(stored[2])
+                return self._down
             records = getattr(self.reader, "records", None)
             if records is None:
                 return None
@@ -1539,11 +1549,13 @@ class BinlogSeries:
         skipping earlier if a (domain, server) of the position reached its
         seq_no before the record and went back (gtid_strict_mode=OFF). So the
         record is used only while the file shows every such pair growing:
-        its start state to the next file's (or the end state) and every index
-        record of the file. (Not what earlier lookups' scans saw: the answer
-        must not depend on what was asked before.) Not seen: a dip, or a
-        repeated GTID, that lies between two consecutive records of a file
-        whose records and bounds never go down."""
+        its start state to the next file's (or the end state) and
+        ``pairs_going_down``: what the build's walk stored of every group,
+        else every index record of the file. (Not what earlier lookups'
+        scans saw: the answer must not depend on what was asked before.) Not
+        seen without the stored walk: a dip, or a repeated GTID, that lies
+        between two consecutive records of a file whose records and bounds
+        never go down."""
         i = self.files.index(path)
         try:
             after = self.start_state(self.files[i + 1]) if i + 1 < len(self.files) else self._end_of(path)

@@ -781,6 +781,47 @@ def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
         assert sorted(opened) == sorted(set(opened)), (g, opened)
 
 
+def test_the_pairs_going_down_come_from_the_stored_walk(tmp_path, monkeypatch):
+    """``replica_start`` trusts an index record of a file only for pairs
+    that grow all through it (``_File.pairs_going_down``). Where the build
+    stored what its walk saw of the whole file, that set is its
+    ``repeats``: exactly the pairs a walk over every group sees logged at
+    or below an earlier seq (or the start state), with no walk of the
+    index's records; without them, the records are walked."""
+    walks = []
+    real = IndexReader.records
+    monkeypatch.setattr(IndexReader, "records", lambda self: (walks.append(1), real(self))[1])
+    files = copy_set(tmp_path, M1011 / "nonmono") + copy_set(tmp_path, M1011 / "multifile")
+    seen_down = 0
+    for binlog in files:
+        build_index(binlog, max_ratio=None)
+        with Binlog(binlog) as b:
+            start, last, exact = b.start_state, {}, set()
+            for g in b.groups():
+                key = (g.gtid.domain, g.gtid.server)
+                before = last.get(key, start.get(*key))
+                if before is not None and g.gtid.seq <= before:
+                    exact.add(key)
+                last[key] = g.gtid.seq
+        walks.clear()
+        f = api._File(str(binlog), True)
+        try:
+            assert f.pairs_going_down() == exact and walks == [], binlog.name
+        finally:
+            f.close()
+        seen_down += bool(exact)
+        idx = str(binlog) + ".idx"
+        with open(idx, "rb") as fh:
+            IndexMeta.read(idx).replace(ranges=None, repeats=None).write(fh.fileno(), idx)
+        f = api._File(str(binlog), True)
+        try:
+            f.pairs_going_down()
+            assert walks == [1], binlog.name
+        finally:
+            f.close()
+    assert seen_down                      # the nonmono fixture has pairs that go down
+
+
 def test_an_index_beside_a_vanished_directory_does_not_make_it_again(tmp_path):
     """A binlog directory renamed away (or removed) while an index for it is
     being written: the write fails, and the directory is not made again with
