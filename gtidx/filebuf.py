@@ -21,7 +21,6 @@ The one owner of two rules:
 from __future__ import annotations
 
 import errno
-import fcntl
 import mmap
 import os
 import stat
@@ -113,8 +112,7 @@ class ReadFile(Source):
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise _not_regular(st.st_mode, self.path)
-            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-            fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+            os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)
             raise

@@ -240,21 +240,26 @@ def test_startup_section():
     """tools/bench startup's figures as the report shows them, alone (--only startup)."""
     ms = {"python -c pass": {"min": 10.0, "median": 12.0, "max": 20.0, "p25": 11.0, "p75": 13.0},
           "python -c 'import click'": {"min": 30.0, "median": 35.0, "max": 50.0, "p25": 33.0, "p75": 38.0},
-          "gtidx seek --gtid G FILE": {"min": 40.0, "median": 49.0, "max": 70.0, "p25": 45.0, "p75": 52.0}}
+          "gtidx seek --gtid G FILE": {"min": 40.0, "median": 49.0, "max": 70.0, "p25": 45.0, "p75": 52.0},
+          "import click; gc.freeze()": {"min": 28.0, "median": 30.0, "max": 40.0, "p25": 29.0, "p75": 31.0}}
     r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
          "startup": {"runs": 30, "fixture": "mariadb-10.11/mixed/master-bin.000002", "ms": ms,
                      "ratio_seek_to_click": 1.4, "ratio_per_run": {"min": 1.1, "median": 1.38, "max": 1.9},
                      "own_ms": 14.0, "framework_ms": 23.0, "own_share_of_click": 0.4, "load_average": [1.5, 1, 1],
                      "cpu_ms": {k: {**v, "median": v["median"] - 2} for k, v in ms.items()},
                      "cpu_ratio_seek_to_click": 47 / 33, "cpu_ratio_per_run": {"min": 1.2, "median": 1.41, "max": 1.6},
-                     "import_profile_ms": {"gtidx.api": 2.25, "json.decoder": 1.04}}}
+                     "import_profile_ms": {"gtidx.api": 2.25, "json.decoder": 1.04},
+                     "exit_spared_ms": 5.0, "own_same_exit_ms": 19.0}}
     br.summarize(r)
     md = br.markdown(r)
     assert "**CLI start-up** in a regular install (30 interleaved runs;" in md
     assert "| `gtidx seek --gtid G FILE` | 49 | 45-52 | 40-70 |" in md
     assert "`gtidx seek` / `import click`: 1.40 (run by run: median 1.38, 1.10-1.90; the target: <= 1.2)" in md
     assert "14.0 ms = 40% of `import click`" in md
-    assert "`gtidx seek --gtid G FILE` 47 ms; seek / import click 1.42 (run by run: median 1.41)" in md
+    assert ("`gtidx seek --gtid G FILE` 47 ms, `import click; gc.freeze()` 28 ms; seek / import click 1.42 "
+            "(run by run: median 1.41)") in md
+    assert "| `import click; gc.freeze()` | 30 | 29-31 | 28-40 |" in md
+    assert "The same exit spares `import click` 5.0 ms; with it on both sides, gtidx's own imports and work take 19.0 ms." in md
     assert "Load average during the runs: 1.5." in md and "3.3 ms in all: gtidx.api 2.25, json.decoder 1.04." in md
     assert br.parse_only("startup") == ["startup"]
 

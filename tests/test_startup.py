@@ -32,7 +32,8 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.probe"
 # A lookup builds its own command only (cli.COMMANDS: the others' modules are
 # not imported), reads the index's fingerprint without json (indexmeta._loads)
 # and writes nothing (gtidx.writer).
-NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli_commands", "gtidx.writer"]
+# Nor fcntl (filebuf: os.set_blocking).
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli_commands", "gtidx.writer", "fcntl"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog", "gtidx.indexfile", "gtidx.indexmeta",
                                    "gtidx.reader", "gtidx.storage"]
 
@@ -81,6 +82,30 @@ def test_a_lookup_imports_only_what_it_needs(indexed):
 
 
 EVERYTHING = "import gtidx.api, gtidx.catalog, gtidx.probe, gtidx.tail, gtidx.indexfile; gtidx.indexfile.BuildResult"
+
+
+def test_the_console_entry_freezes_what_is_alive_at_its_end_and_exits_as_before(indexed, tmp_path):
+    # main() freezes the objects alive when the command ends (gc.freeze: the
+    # interpreter's last collections skip them); the exit is otherwise the same:
+    # atexit functions run, the exit code and the output are whole, and what a
+    # command wrote is complete when the process is gone.
+    first = ("import atexit, gc\n"
+             "atexit.register(lambda: print('ATEXIT', gc.get_freeze_count() > 1000, file=sys.stderr))\n")
+    for gtid, code, out in ((GTID, 0, "(via index)\n"), ("9-9-9", 1, "")):
+        p = subprocess.run([sys.executable, "-c", f"import sys\n{first}from gtidx.cli import main\n"
+                            f"main({['seek', '--gtid', gtid, str(indexed)]!r})\n"], capture_output=True, text=True)
+        assert p.returncode == code and p.stdout.endswith(out), p.stdout + p.stderr
+        assert p.stderr.splitlines()[-1] == "ATEXIT True", p.stderr
+    binlog = tmp_path / "copy" / MIXED.name
+    binlog.parent.mkdir()
+    shutil.copyfile(MIXED, binlog)
+    p = subprocess.run([sys.executable, "-c", f"import sys\nfrom gtidx.cli import main\n"
+                        f"main({['build', '-q', '--json', str(binlog)]!r})\n"], capture_output=True, text=True)
+    assert p.returncode == 0 and json.loads(p.stdout)
+    p = subprocess.run([sys.executable, "-m", "gtidx", "verify", str(binlog) + ".idx"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "copy" / (MIXED.name + ".idx")).read_bytes() == (indexed.parent / (MIXED.name + ".idx")).read_bytes()
 
 
 def test_help_imports_none_of_the_library_and_lists_every_command():
