@@ -480,7 +480,6 @@ LINK_CMDS = (("build", "--page-size", "64", "--span-min", "1", "--no-budget"),
 
 
 def sc_links(ctx, rnd: random.Random, n: int) -> None:
-    stats, sc = ctx.stats, "links"
     mat = rnd.choice(ctx.mats[:3]).growable()
     base = ctx.work / f"links-{n}"
     # a third of the rounds on ramfs: no user xattrs, gtidx keeps its metadata in other files
