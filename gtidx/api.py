@@ -93,6 +93,8 @@ def parse_offset(value) -> int:
     digits, decimal or ``0x`` hex (not ``1_000``, not other scripts' digits,
     as Python's ``int()`` would take)."""
     if isinstance(value, str):
+        if value.isdigit() and value.isascii() and len(value) <= 20:
+            return int(value)           # plain ASCII decimal (a batch's every line): what the pattern gives
         m = re.fullmatch(_OFFSET, value)
         if m is None:
             raise BadInputError(f"{quoted(value)} is not an offset",

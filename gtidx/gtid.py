@@ -36,6 +36,11 @@ _GTID_RE = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
 _MAX_DIGITS = len(str(U64_MAX))
 
 
+# ``D-S-N``, as MariaDB writes a GTID: the one owner of that text (str of a Gtid,
+# a BinlogState, a Position), applied to a (domain, server, seq) tuple with ``%``.
+GTID_TEXT = "%d-%d-%d"
+
+
 @record
 class Gtid:
     domain: int
@@ -43,7 +48,7 @@ class Gtid:
     seq: int
 
     def __str__(self) -> str:
-        return f"{self.domain}-{self.server}-{self.seq}"
+        return GTID_TEXT % self
 
     @classmethod
     def parse(cls, text: str) -> "Gtid":
@@ -128,7 +133,7 @@ class Position:
     __hash__ = None
 
     def __str__(self) -> str:
-        return ",".join(str(g) for g in self)
+        return ",".join([GTID_TEXT % g for g in sorted(self._by_domain.values())])
 
     def __repr__(self) -> str:
         return f"Position({str(self)!r})"
@@ -397,23 +402,40 @@ class BinlogState:
     def __bool__(self) -> bool:
         return bool(self._domains)
 
-    def __iter__(self) -> Iterator[Gtid]:
-        """Every entry, in MariaDB order: domains ascending; within a domain the
-        other servers ascending, then the domain's last GTID."""
-        for domain in sorted(self._domains):
-            servers = self._domains[domain]
+    def entries(self) -> list[tuple[int, int, int]]:
+        """Every entry as (domain, server, seq), in MariaDB order: domains
+        ascending; within a domain the other servers ascending, then the
+        domain's last GTID. (The one owner of that order.)
+
+        >>> BinlogState.parse("1-5-9,0-3-7,0-2-8").entries()
+        [(0, 3, 7), (0, 2, 8), (1, 5, 9)]
+        """
+        out = []
+        domains = self._domains
+        for domain in sorted(domains):
+            servers = domains[domain]
             last = next(reversed(servers))
-            for server in sorted(servers):
-                if server != last:
-                    yield Gtid(domain, server, servers[server])
-            yield Gtid(domain, last, servers[last])
+            if len(servers) > 1:
+                out += [(domain, server, servers[server]) for server in sorted(servers) if server != last]
+            out.append((domain, last, servers[last]))
+        return out
+
+    def __iter__(self) -> Iterator[Gtid]:
+        """Every entry as a Gtid, in MariaDB order (``entries``)."""
+        for domain, server, seq in self.entries():
+            yield Gtid(domain, server, seq)
 
     def gtids(self) -> list[Gtid]:
         return list(self)
 
     def position(self) -> Position:
         """What ``BINLOG_GTID_POS`` prints: each domain's last GTID."""
-        return Position(self.last(d) for d in self._domains)
+        pos = Position.__new__(Position)        # one GTID per domain by construction: nothing to check
+        pos._by_domain = by_domain = {}
+        for domain, servers in self._domains.items():
+            server = next(reversed(servers))
+            by_domain[domain] = Gtid(domain, server, servers[server])
+        return pos
 
     def is_before(self, pos: Position) -> bool:
         """MariaDB's "state is before position" (rpl_binlog_state is_before_pos).
@@ -447,7 +469,7 @@ class BinlogState:
     __hash__ = None
 
     def __str__(self) -> str:
-        return ",".join(str(g) for g in self)
+        return ",".join([GTID_TEXT % e for e in self.entries()])
 
     def __repr__(self) -> str:
         return f"BinlogState({str(self)!r})"

@@ -8,6 +8,8 @@ import pathlib
 import shutil
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from gtidx import api
@@ -59,6 +61,33 @@ def test_offset_text_must_be_ascii_digits(text):
                                          (423, 423), ("0" * 30 + "4", 4)])
 def test_offset_forms_accepted(text, value):
     assert api.parse_offset(text) == value
+
+
+def _offset_by_the_rule(text: str):
+    """The rule parse_offset's docstring states, written out: ASCII decimal
+    or 0x hex, an optional minus (then refused as negative), at most 2**64's
+    digits after leading zeros; anything else refused (None)."""
+    import re
+    m = re.fullmatch(r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))", text)
+    if m is None:
+        return None
+    sign, hexa, dec = m.groups()
+    digits = (hexa or dec).lstrip("0")
+    if len(digits) > (16 if hexa else 20) or (sign and int(digits or "0", 16 if hexa else 10)):
+        return None
+    return int(digits or "0", 16 if hexa else 10)
+
+
+@given(st.one_of(st.text(alphabet="0123456789", max_size=25), st.text(alphabet="0123456789xXaF-_ +٣４", max_size=25),
+                 st.integers(0, 10**22).map(str)))
+def test_offset_text_follows_the_rule(text):
+    # the plain-decimal fast path and the pattern path give what the rule gives
+    want = _offset_by_the_rule(text)
+    if want is None:
+        with pytest.raises(BadInputError):
+            api.parse_offset(text)
+    else:
+        assert api.parse_offset(text) == want
 
 
 def test_negative_offset():

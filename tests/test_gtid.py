@@ -183,3 +183,43 @@ def test_logging_a_newer_gtid_moves_past_the_position(log, extra):
 def test_errors_are_gtidx_errors():
     with pytest.raises(GtidxError):
         Gtid.parse("nope")
+
+
+def _brute_force_entries(log) -> list[tuple]:
+    """A state's entries in MariaDB order, straight from the log: per (domain,
+    server) the seq logged last; per domain, the servers other than the one
+    that logged last ascending, then that one."""
+    seq, last = {}, {}
+    for g in log:
+        seq[(g.domain, g.server)] = g.seq
+        last[g.domain] = g.server
+    out = []
+    for d in sorted(last):
+        out += [(d, s, seq[(d, s)]) for s in sorted(s for dd, s in seq if dd == d and s != last[d])]
+        out.append((d, last[d], seq[(d, last[d])]))
+    return out
+
+
+@given(logs)
+def test_state_entries_text_and_position_equal_brute_force(log):
+    # entries() owns the order; str(), iter() and position() are built on the
+    # shortest paths (no Gtid per entry for the text): all must agree with
+    # each other and with the log
+    state = BinlogState(log)
+    want = _brute_force_entries(log)
+    assert state.entries() == want
+    assert list(state) == [Gtid(*e) for e in want]
+    assert str(state) == ",".join(f"{d}-{s}-{n}" for d, s, n in want)
+    last = {d: (d, s, n) for d, s, n in want}          # each domain's last entry is listed last
+    pos = state.position()
+    assert pos == Position(Gtid(*e) for e in last.values())
+    assert str(pos) == ",".join(f"{d}-{s}-{n}" for d, s, n in sorted(last.values()))
+    assert len(pos) == len(last) and all(d in pos for d in last)
+
+
+def test_gtid_module_docstring_examples_run():
+    import doctest
+
+    import gtidx.gtid
+    result = doctest.testmod(gtidx.gtid)
+    assert result.attempted >= 1 and result.failed == 0
