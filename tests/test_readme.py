@@ -109,7 +109,7 @@ def test_ci_runs_the_quickstart_verbatim():
     # extras: the first command makes its venv and upgrades that pip before it installs, and
     # CI takes no step of its own before the commands (no venv, no pip) that would hide it
     first = lines[0]
-    assert first.index("-m venv .venv") < first.index("--upgrade pip") < first.index("pip install -e")
+    assert first.index("-m venv .venv") < first.index("--upgrade pip") < first.index("pip install -c constraints.txt -e")
     commands = [x for x in ci.split('step "quickstart 1')[0].splitlines() if not x.lstrip().startswith("#")]
     assert not any(re.search(r"\bpip\b|-m venv|activate", x) for x in commands), commands
 
