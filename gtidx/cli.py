@@ -43,6 +43,12 @@ class Offset(click.ParamType):
 _PATH = click.Path(readable=False)
 
 
+def examples(*lines: str) -> str:
+    """A command's help epilog: "Examples:" and each invocation on its own
+    line (click's ``\b`` keeps the lines as written)."""
+    return "\b\nExamples:\n" + "\n".join("  " + x for x in lines)
+
+
 # -- options shared by several commands: defaults and bounds from where they are defined ----
 
 def _json_option(help_text: str = "One JSON object (a failure: {\"error\": {...}})."):
@@ -369,7 +375,9 @@ def _json_usage_error(e: click.UsageError) -> None:
 @click.group(cls=GtidxGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gtidx")
 def cli():
-    """gtidx: find GTIDs and GTID states in MariaDB binlogs, fast, without a server."""
+    """gtidx: find GTIDs, GTID states, replica starts and points in time in
+    MariaDB and MySQL binlogs (a file, a server's binlog directory or an
+    archive in object storage), fast, without a server."""
 
 
 def _one_line(x) -> str:

@@ -14,10 +14,13 @@ import click
 
 from .cli import (_PATH, _close_stream, _emit_json, _history_option, _index_dir_option, _json_option, _max_ratio_option,
                   _one_line, _Output, _page_size_option, _quiet_option, _span_min_option, _storage_option, _write_items)
+from .cli import examples
 from .errors import BadInputError, GtidxError, GtidxIOError, quoted
 
 
-@click.command()
+@click.command(epilog=examples(
+    'gtidx scan /var/lib/mysql/master-bin.000020',
+    'gtidx scan --json /var/lib/mysql/master-bin.000020 | head'))
 @click.argument("file", type=_PATH)
 @_json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
               "half-way adds \"error\" after the groups before the damage.")
@@ -56,7 +59,9 @@ def _write_groups(out, info, groups, as_json) -> None:
     out.write(f"# {n} groups\n")
 
 
-@click.command("show")
+@click.command("show", epilog=examples(
+    'gtidx show --gtid 0-2-432 /var/lib/mysql',
+    'gtidx show /var/lib/mysql/master-bin.000020 58387 --json'))
 @click.option("--gtid", metavar="GTID", help="The GTID whose event group to show, looked up in PATH "
               "(a binlog, a directory of binlogs, a master-bin.index or a URL; default: the current directory).")
 @click.argument("args", nargs=-1, type=_PATH, metavar="[PATH | FILE OFFSET]")
@@ -98,7 +103,7 @@ def show_group(gtid, args, as_json, storage_options, index_root, history, schema
         out.write(format_text(g, api.format_time(g.timestamp)))
 
 
-@click.command()
+@click.command(epilog=examples('gtidx build /var/lib/mysql', 'gtidx build --index-dir /srv/idx s3://bucket/binlogs/'))
 @click.argument("paths", nargs=-1, required=True, type=_PATH)
 @_page_size_option
 @_span_min_option
@@ -239,7 +244,7 @@ class _Progress:
             self.enabled = self._drawn = False      # stderr went away: the work goes on
 
 
-@click.command()
+@click.command(epilog=examples('gtidx verify /var/lib/mysql/master-bin.000020.idx'))
 @click.argument("index", type=_PATH)
 @_json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
 def verify(index, as_json):
@@ -255,7 +260,7 @@ def verify(index, as_json):
                   f"{st['levels']} levels; every record matches a scan of the binlog\n")
 
 
-@click.command()
+@click.command(epilog=examples('gtidx info /var/lib/mysql/master-bin.000020.idx'))
 @click.argument("index", type=_PATH)
 @_json_option()
 def info(index, as_json):
@@ -273,7 +278,7 @@ def info(index, as_json):
             out.write(f"{k:<12} {v}\n")
 
 
-@click.command()
+@click.command(epilog=examples('gtidx dump /var/lib/mysql/master-bin.000020.idx | head'))
 @click.argument("index", type=_PATH)
 @_json_option("Accepted for uniformity: the output is JSON anyway.")
 def dump(index, as_json):
@@ -351,7 +356,7 @@ def _json_log_lines():
     return _JsonLogLines()
 
 
-@click.command()
+@click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --once --json /var/lib/mysql'))
 @click.argument("directory", type=_PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
 @click.option("--interval", cls=_LibraryDefault, type=click.FloatRange(0.01, 60),
@@ -367,7 +372,8 @@ def _json_log_lines():
               default=lambda: _tail_settings().catalog_interval, show_default=True,
               help="When the binlogs have a catalog: seconds at least between two updates of the "
                    "growing binlog's entry (a closed binlog's entry is written when it closes).")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True)
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True,
+              help="The least level of the log lines written to stderr (debug: every look at the directory).")
 @_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
 def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, catalog_interval, log_level,
          as_json):
@@ -400,7 +406,7 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
         click.get_current_context().exit(3)
 
 
-@click.command()
+@click.command(epilog=examples('gtidx status /var/lib/mysql', 'gtidx status --json /var/lib/mysql'))
 @click.argument("directory", type=_PATH)
 @_json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
               "and an \"error\" object.")
@@ -421,13 +427,15 @@ def status(directory, as_json):
                       f"{r.lag_bytes:>10} {r.lag_seconds:>7.1f}  {r.detail}\n")
 
 
-@click.group()
+@click.group(epilog=examples('gtidx catalog build s3://bucket/binlogs/', 'gtidx catalog show --json /var/lib/mysql'))
 def catalog():
     """The catalog of an archive: one small object beside the binlogs (gtidx-catalog.json) that
     lookups read once instead of every file's preamble."""
 
 
-@catalog.command("build")
+@catalog.command("build", epilog=examples(
+    'gtidx catalog build /var/lib/mysql',
+    'gtidx catalog build s3://bucket/binlogs/'))
 @click.argument("path", type=_PATH)
 @_json_option("One JSON object: {catalog, files, histories, kept, walked, failed}.")
 @_storage_option
@@ -447,7 +455,9 @@ def catalog_build(path, as_json, storage_options, index_root):
                   f"{len(cat.histories)} histor{'y' if len(cat.histories) == 1 else 'ies'}\n")
 
 
-@catalog.command("show")
+@catalog.command("show", epilog=examples(
+    'gtidx catalog show /var/lib/mysql',
+    'gtidx catalog show --json s3://bucket/binlogs/'))
 @click.argument("path", type=_PATH)
 @_json_option("The catalog: {v, histories: [...], files: [{name, size, start_state, end_state, "
               "first_timestamp, last_timestamp, server_ids, history, ...}]}.")
@@ -476,12 +486,16 @@ def catalog_show(path, as_json, storage_options, index_root):
                       f"{e['index']['status']:<10} {e['end_state'] or '(empty)'}\n")
 
 
-@click.group()
+@click.group(epilog=examples(
+    'gtidx spark build --master spark://127.0.0.1:7077 s3://bucket/binlogs/',
+    'gtidx spark locate --gtids wanted.csv --binlogs s3://bucket/binlogs/ --out found.parquet'))
 def spark():
     """Batch lookups and builds on Spark (pip install 'gtidx[spark]'; Java 17+)."""
 
 
-@spark.command("locate")
+@spark.command("locate", epilog=examples(
+    'gtidx spark locate --gtids wanted.csv --binlogs /var/lib/mysql --out found.parquet',
+    'gtidx spark locate --gtids wanted.parquet --binlogs s3://bucket/binlogs/ --out s3://bucket/found.parquet --master spark://127.0.0.1:7077'))
 @click.option("--gtids", "gtids_path", required=True, type=_PATH,
               help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
 @click.option("--binlogs", required=True, type=_PATH,
@@ -495,8 +509,9 @@ def spark():
 @_index_dir_option
 @_history_option("--binlogs")
 def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root, history):
-    """Locate every GTID of --gtids in --binlogs; write gtid, file, start, end, resume,
-    timestamp, found, reason to --out. On a terminal, a progress line: the phase and its
+    """Locate every GTID of --gtids in --binlogs; write gtid, kind, file, start, end, resume,
+    timestamp, first_gtid, found, reason to --out (kind: gtid or position; first_gtid: a
+    position's first group sent). On a terminal, a progress line: the phase and its
     Spark tasks done. --gtids and --out are read and written by Spark: on a cluster, on
     storage every node sees."""
     _existing(gtids_path)
@@ -513,7 +528,9 @@ def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_optio
         o.write(f"{out}: {total} rows, {found} found, {total - found} not found\n")
 
 
-@spark.command("build")
+@spark.command("build", epilog=examples(
+    'gtidx spark build /var/lib/mysql',
+    'gtidx spark build --master spark://127.0.0.1:7077 s3://bucket/binlogs/'))
 @click.argument("binlogs", type=_PATH)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @_quiet_option

@@ -9,6 +9,7 @@ import click
 
 from .cli import (_PATH, Offset, _emit_json, _error_json, _history_option, _index_dir_option, _json_option, _one_line,
                   _Output, _storage_option)
+from .cli import examples
 from .errors import GtidxError
 
 
@@ -50,7 +51,10 @@ def _state_json(r) -> dict:
             "via": r.via}
 
 
-@click.command()
+@click.command(epilog=examples(
+    'gtidx pos /var/lib/mysql/master-bin.000020 58727',
+    'gtidx pos --json /var/lib/mysql/master-bin.000020 0x1000',
+    'gtidx pos --from offsets.txt /var/lib/mysql/master-bin.000020'))
 @click.argument("file", type=_PATH, required=False)
 @click.argument("offset", type=Offset(), required=False)
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
@@ -83,7 +87,7 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
             out.write(f"{r.position}\n")
 
 
-@click.command()
+@click.command(epilog=examples('gtidx probe /var/lib/mysql/master-bin.000020 58730'))
 @click.argument("file", type=_PATH)
 @click.argument("offset", type=Offset())
 @click.option("--no-index", is_flag=True, help="Walk from the start of the binlog, ignoring its .idx.")
@@ -153,7 +157,10 @@ def _seek_text(r) -> str:
              else "  first group sent: none yet (the replica is up to date)\n"))
 
 
-@click.command()
+@click.command(epilog=examples(
+    'gtidx seek --gtid 0-2-432 /var/lib/mysql',
+    "gtidx seek --gtid 0-2-432,1-1-420 /var/lib/mysql     (a replica's start)",
+    'gtidx seek --time 2026-11-22T10:00:00Z --json s3://bucket/binlogs/'))
 @click.option("--gtid", "spec", metavar="GTID[,GTID...]",
               help="One GTID (where is its event group?) or a replication position with one GTID "
                    "per domain (where does a replica at that position start?).")
