@@ -932,22 +932,56 @@ def session(master: str = "local[*]", app: str = "gtidx", host: str | None = Non
     "spark.executorEnv.AWS_ENDPOINT_URL": ...}``).
     """
     import sys
+
+    from pyspark import SparkConf, SparkContext
     host = host or os.environ.get("SPARK_LOCAL_IP") or LOOPBACK
     os.environ.setdefault("SPARK_LOCAL_IP", host)          # read by the JVM when it starts
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(master).appName(app)
-             .config("spark.driver.host", host)
-             .config("spark.driver.bindAddress", host)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")    # the CLI draws its own (or none: --quiet)
-             .config("spark.sql.python.filterPushdown.enabled", "true"))
-    for k, v in (conf or {}).items():
-        spark = spark.config(k, v)
-    spark = spark.getOrCreate()
+    settings = {"spark.driver.host": host, "spark.driver.bindAddress": host, "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false",      # the CLI draws its own (or none: --quiet)
+                "spark.sql.python.filterPushdown.enabled": "true",
+                # the driver logs errors only (Spark's default profile prints notes at start-up)
+                "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=file:" + QUIET_LOG4J,
+                **(conf or {})}
+    spark_conf = SparkConf().setMaster(master).setAppName(app).setAll(list(settings.items()))
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        SparkContext(conf=spark_conf, gateway=_quiet_gateway(spark_conf))   # the JVM this process starts
+    spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+QUIET_LOG4J = os.path.join(os.path.dirname(__file__), "spark-log4j2.properties")
+# What the driver JVM prints on stderr when it starts, outside any logger's level: Spark's
+# launcher adds --add-modules=jdk.incubator.vector and the JVM says so; Spark's logging, in
+# a Python driver, says which level it set and how to change it.
+JVM_NOTES = (b"WARNING: Using incubator modules", b'Setting default log level to "',
+             b"To adjust logging level use sc.setLogLevel(")
+
+
+def _quiet_gateway(conf):
+    """The py4j gateway with the driver JVM's stderr read through a pipe:
+    every line goes on to our stderr but the JVM's own start-up notes
+    (``JVM_NOTES``). pyspark's ``launch_gateway(popen_kwargs=...)``."""
+    import sys
+
+    from pyspark.java_gateway import launch_gateway
+    r, w = os.pipe()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": w})
+    finally:
+        os.close(w)
+
+    def forward():
+        with os.fdopen(r, "rb") as lines:
+            for line in lines:
+                if not line.startswith(JVM_NOTES):
+                    sys.stderr.buffer.write(line)
+                    sys.stderr.flush()
+    threading.Thread(target=forward, name="gtidx-jvm-stderr", daemon=True).start()
+    return gateway
 
 
 class SparkProgress(NamedTuple):

@@ -286,6 +286,9 @@ def test_cli_spark_locate(spark, tmp_path, kind):
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert f"{len(values)} rows" in p.stdout
+    # indexed binlogs, nothing to warn about: nothing on stderr, none of the JVM's or Spark's
+    # start-up notes (log4j profile, default level, incubator modules, native-hadoop)
+    assert p.stderr == "", p.stderr
     rows = spark.read.parquet(str(out)).collect()
     assert len(rows) == len(values) and not [r for r in rows if r.gtid == "0-1-99999999"][0].found
 
