@@ -4,6 +4,7 @@ what the server says of it (SHOW BINLOG EVENTS, @@gtid_executed)."""
 from __future__ import annotations
 
 import random
+import uuid
 
 import pytest
 
@@ -28,7 +29,8 @@ def test_the_file_being_written(server):
     s.sql("FLUSH BINARY LOGS")
     name = s.one("SHOW BINARY LOG STATUS")
     rng = random.Random("gtidx-mysql-live")
-    w_tagged(s, rng)
+    foreign = [str(uuid.uuid4()) for _ in range(3)]     # GTIDs the server never executed, on every run
+    w_tagged(s, rng, foreign)
     w_compressed(s, rng)
     events = [[int(r[1]), r[2], int(r[4]), str(r[5])] for r in s.sql(f"SHOW BINLOG EVENTS IN '{name}'")]
     executed = s.one("SELECT @@GLOBAL.gtid_executed")
@@ -37,6 +39,8 @@ def test_the_file_being_written(server):
         assert b.growing                       # the server's IN_USE flag
         groups = list(b.groups())
         assert [[str(g.gtid), g.start, g.end] for g in groups] == groups_of(events)
+        # the GTID numbers of every width, tagged and not, are in this file
+        assert sum(str(g.gtid).startswith((foreign[1], foreign[2])) for g in groups) == 36
         assert str(b.previous_gtids) == next(e[3] for e in events if e[1] == "Previous_gtids")
         # nothing was written since: the end set is the server's executed set
         assert str(b.end_set()) == executed

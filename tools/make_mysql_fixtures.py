@@ -143,11 +143,13 @@ def w_uuids(s: Session, rng: random.Random) -> None:
             _mixed(s, rng, 1)
 
 
-def w_tagged(s: Session, rng: random.Random) -> None:
+def w_tagged(s: Session, rng: random.Random, foreign: list[str] = FOREIGN) -> None:
     """Tagged GTIDs (Gtid_tagged_log_event, type 42): SET gtid_next =
     'AUTOMATIC:Alpha' (the tag is lowercased), 'AUTOMATIC:beta_2',
     'uuid:tag:n' for another UUID (with gaps), among untagged ones; GTID
-    numbers from 127 to 2**63 - 2, tagged and not, and a 32-character tag."""
+    numbers from 127 to 2**63 - 2, tagged and not, and a 32-character tag.
+    ``foreign``: the other UUIDs (three). A server skips a GTID it executed
+    before without logging it: on a server that ran this workload, new ones."""
     for i in range(30):
         k = rng.random()
         if k < 0.35:
@@ -155,7 +157,7 @@ def w_tagged(s: Session, rng: random.Random) -> None:
             _mixed(s, rng, 1)
             s.sql("SET gtid_next = 'AUTOMATIC'")
         elif k < 0.55:
-            s.sql(f"SET gtid_next = '{FOREIGN[0]}:ops:{3 * i + 1}'")
+            s.sql(f"SET gtid_next = '{foreign[0]}:ops:{3 * i + 1}'")
             _insert(s, rng)
             s.sql("SET gtid_next = 'AUTOMATIC'")
         else:
@@ -167,7 +169,7 @@ def w_tagged(s: Session, rng: random.Random) -> None:
     # take (1 to 9 bytes, up to the largest, 2**63 - 2), and a 32-character tag
     for gno in [127, 128, 1 << 13, 1 << 20, 1 << 27, 1 << 34, 1 << 41, 1 << 48, 1 << 55, 1 << 56, 1 << 62,
                 (1 << 63) - 2]:
-        for spec in (f"{FOREIGN[2]}:edge:{gno}", f"{FOREIGN[2]}:{gno}", f"{FOREIGN[1]}:{'T' * 32}:{gno}"):
+        for spec in (f"{foreign[2]}:edge:{gno}", f"{foreign[2]}:{gno}", f"{foreign[1]}:{'T' * 32}:{gno}"):
             s.sql(f"SET gtid_next = '{spec}'")
             _insert(s, rng)
             s.sql("SET gtid_next = 'AUTOMATIC'")

@@ -8,6 +8,9 @@ and starts mysqld in it (gtid_mode=ON, ROW, CRC32) on the unix socket
 ``ROOT/srv/my97/data/binlog.NNNNNN``. ``ROOT`` is ``GTIDX_MY97_ROOT``
 (default /var/tmp/gtidx-my97). ``MySQL97().ensure()`` starts it when its
 socket does not answer (needs root, as the script does); it is left running.
+``GTIDX_MY97_SOCKET`` names the server to ask instead (tools/test sets it),
+any mysqld chrooted in ``ROOT``, say a fresh instance with its own datadir:
+its binlog directory is the one that server reports, seen from outside ROOT.
 
     python tools/mysql97.py start      # prints the socket path
     python tools/mysql97.py stop
@@ -34,7 +37,17 @@ class MySQL97:
         given = os.environ.get("GTIDX_MY97_SOCKET")         # tools/test's (the server it found or started)
         self.socket = Path(given) if given and root == ROOT else self.root / SRV / "run" / "mysqld.sock"
         self.pid_file = self.root / SRV / "run" / "mysqld.pid"
-        self.datadir = self.root / SRV / "data"
+        self._datadir: Path | None = None
+
+    @property
+    def datadir(self) -> Path:
+        """The directory of the server's binlogs: the server that answers
+        on the socket says where it writes them (``@@log_bin_basename``, a
+        path inside the chroot), not the path the start script would use."""
+        if self._datadir is None:
+            base = self.sql("SELECT @@GLOBAL.log_bin_basename")[0][0]
+            self._datadir = self.root / Path(base).parent.relative_to("/")
+        return self._datadir
 
     def alive(self) -> bool:
         if not self.socket.exists():
