@@ -249,12 +249,31 @@ def _wants_json(args) -> bool:
 
 
 def _warning_lines(logger):
-    """Library warnings (an index that cannot be used) as one stderr line each:
-    a handler on the library's logger ``logger``, and what takes it off."""
+    """Library warnings as ``gtidx: warning:`` lines on stderr: a handler on
+    the library's logger ``logger``, and what takes it off. A warning about one file (``"%s: what"``, the path first) is said once
+    per command, when it ends: one line per distinct ``what`` with the files
+    it concerns counted (``5 binlogs, master-bin.000018 .. master-bin.000022
+    in DIR: no usable index ...``); other warnings at once. ``gtidx tail``,
+    which does not end, says each at once."""
     import logging
+
+    gathered: dict[str, list[str]] = {}        # what -> the files, in the order warned
 
     class _WarningLine(logging.Handler):
         def emit(self, record):
+            msg, args = record.msg, record.args
+            running = click.get_current_context(silent=True)
+            gather = running is None or running.info_name != "tail"
+            if gather and isinstance(msg, str) and msg.startswith("%s: ") and isinstance(args, tuple) and args:
+                try:
+                    what = msg[4:] % args[1:]
+                except (TypeError, ValueError):
+                    what = None
+                if what is not None:
+                    files = gathered.setdefault(what, [])
+                    if str(args[0]) not in files:
+                        files.append(str(args[0]))
+                    return
             click.echo(f"gtidx: warning: {record.getMessage()}", err=True)
 
     handler = _WarningLine()
@@ -264,7 +283,22 @@ def _warning_lines(logger):
     def undo() -> None:
         logger.removeHandler(handler)
         logger.propagate = propagate
+        for what, files in gathered.items():
+            click.echo(f"gtidx: warning: {_files_said(sorted(files))}: {what}", err=True)
+        gathered.clear()
     return undo
+
+
+def _files_said(files: list[str]) -> str:
+    """One file as it is; several as their count, the first and last name,
+    and their directory where they share one."""
+    if len(files) == 1:
+        return files[0]
+    dirs = {os.path.dirname(f) for f in files}
+    if len(dirs) == 1:
+        return (f"{len(files)} binlogs, {os.path.basename(files[0])} .. {os.path.basename(files[-1])} "
+                f"in {dirs.pop() or '.'}")
+    return f"{len(files)} binlogs, {files[0]} .. {files[-1]}"
 
 
 # The command table, its one owner: {name: (module in gtidx, its attribute)}.
