@@ -669,7 +669,6 @@ def _list_binlogs(path: str, store, listings: dict) -> list[str]:
             raise NotFoundError("no binlog files here", path=path)
         return [store.join(path, n) for n in names]
     if path.endswith(".index") and kind == "file":
-        base = store.split(path)[0]
         try:
             raw = store.read_bytes(path)
         except OSError as e:
@@ -677,7 +676,7 @@ def _list_binlogs(path: str, store, listings: dict) -> list[str]:
         lines = [os.fsdecode(ln.strip()) for ln in raw.splitlines() if ln.strip()]    # names as the OS has them
         if any("\0" in ln for ln in lines):
             raise CorruptBinlogError("binlog index has a NUL byte in a file name", path=path)
-        files = [_listed(base, ln, store) for ln in lines]
+        files = _listed(path, lines, store)
         if not files:
             raise NotFoundError("binlog index lists no files", path=path)
         return files
@@ -686,20 +685,53 @@ def _list_binlogs(path: str, store, listings: dict) -> list[str]:
     return [path]
 
 
-def _listed(base: str, line: str, store=storage.LOCAL) -> str:
-    """A binlog named in ``master-bin.index``: relative to the index file; an
-    absolute path as the server sees it, or, when that does not exist here
-    (a container, a chroot, a copied directory), the same name beside the
-    index file. In an object store: always the same name beside it (an
-    archive holds copies of the server's files, not its directories)."""
-    if store.remote:
-        return store.join(base, os.path.basename(line))
-    if not os.path.isabs(line):
-        return os.path.normpath(os.path.join(base, line))
-    if os.path.exists(line):
-        return line
-    beside = os.path.join(base, os.path.basename(line))
-    return beside if os.path.exists(beside) else line
+_NOT_A_NAME = ("", ".", "..")      # what os.path.basename gives for a line that names no file
+
+
+def _listed(index: str, lines: list[str], store=storage.LOCAL) -> list[str]:
+    """The binlogs named by the ``lines`` of the server's list ``index``
+    (``master-bin.index``, MySQL's ``binlog.index``). A line is used where it
+    points (relative to the index file, or absolute) only when that path,
+    symlinks and ``..`` resolved, is inside the index file's directory;
+    otherwise the file of the same name beside the index file is meant (a
+    server in a container or chroot, a copied directory, a hostile line):
+    nothing outside the directory given is ever read, or written beside.
+    In an object store: always the name beside it (an archive holds copies
+    of the server's files, not its directories). A line whose file is not
+    there either is an error naming it (a missing file, exit 3); a line that
+    names a file inside that is missing is kept (``status`` reports it)."""
+    base = store.split(index)[0]
+    files = []
+    for number, line in enumerate(lines, 1):
+        path = None if store.remote else os.path.normpath(os.path.join(base, line))
+        if path is None or not _inside(path, base):
+            name = os.path.basename(line)
+            if name in _NOT_A_NAME:
+                raise _unlisted(index, number, line, "names no file")
+            path = store.join(base, name)
+            if not store.remote and not os.path.lexists(path):
+                raise _unlisted(index, number, line, "no file of its name beside the index file")
+            if not store.remote and not _inside(path, base):      # a symlink out
+                raise _unlisted(index, number, line, f"{name} beside the index file leads outside its directory")
+        files.append(path)
+    return files
+
+
+def _inside(path: str, base: str) -> bool:
+    """Is ``path``, resolved (symlinks, ``..``), strictly below the directory
+    ``base``, resolved too? A name directly in ``base`` that is not a symlink
+    is, without resolving (a server's own list: one lstat a line)."""
+    if os.path.dirname(path) == base and not os.path.islink(path):
+        return os.path.basename(path) not in _NOT_A_NAME
+    real, root = os.path.realpath(path), os.path.realpath(base or ".")
+    return real != root and os.path.commonpath((real, root)) == root
+
+
+def _unlisted(index: str, number: int, line: str, why: str) -> GtidxIOError:
+    """The error of an index line gtidx will not read: it names the index file, the line and its text."""
+    return GtidxIOError(f"line {number} {quoted(line)}: {why}", path=index,
+                        hint="a listed path is read only inside the index file's directory, else the file "
+                             "of its name beside it")
 
 
 class BinlogSeries:

@@ -63,6 +63,18 @@ def write_mix(conn, n: int, seed: int) -> None:
         cur.execute("SET SESSION gtid_domain_id=0, server_id=1")
 
 
+def write_rotated(srv, files: int, n: int, seed: int, last: int) -> None:
+    """The schema, then ``files`` binlogs of ``n`` write_mix transactions
+    each (FLUSH BINARY LOGS after each), and ``last`` more in the active one."""
+    setup_schema(srv)
+    conn = srv.connect()
+    for i in range(files):
+        write_mix(conn, n, seed=seed + i)
+        srv.sql("FLUSH BINARY LOGS")
+    write_mix(conn, last, seed=seed + 100)
+    conn.close()
+
+
 @pytest.fixture
 def fresh_binlog(live_server):
     """A new active binlog file of the live server: (name, path)."""

@@ -17,7 +17,7 @@ from gtidx.binlog import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Gtid, Position
 from gtidx.indexfile import build_index, verify_index
-from test_live import setup_schema, write_mix
+from test_live import write_rotated
 
 pytestmark = pytest.mark.live
 
@@ -56,13 +56,7 @@ def gtidx_first(logs: api.BinlogSeries, position: str):
 @pytest.fixture(scope="module")
 def replica_binlogs(live_server):
     """Several files of a multi-domain, multi-server mix; closed ones indexed by gtidx."""
-    setup_schema(live_server)
-    conn = live_server.connect()
-    for i in range(4):
-        write_mix(conn, 60, seed=500 + i)
-        live_server.sql("FLUSH BINARY LOGS")
-    write_mix(conn, 40, seed=600)
-    conn.close()
+    write_rotated(live_server, 4, 60, seed=500, last=40)
     index = live_server.binlog_dir / "master-bin.index"
     files = api.list_binlogs(index)
     for f in files[:-1]:

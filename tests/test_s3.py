@@ -151,6 +151,32 @@ def test_s3_every_gtid_is_found_as_locally(s3, tmp_path):
             assert a.via == b.via
 
 
+def test_s3_index_lines_name_objects_beside_the_index(s3):
+    """In an object store every line of master-bin.index means the object of
+    its name beside the index (absolute, ``../``, ``./`` alike): the build
+    writes under the prefix only, lookups answer from its objects; a line
+    naming no object (``..``) is an error naming the line."""
+    names = sorted(f.name for f in MULTI.glob("master-bin.0*"))
+    for n in names:
+        s3.client.copy_object(Bucket=BUCKET, Key=f"lines/{n}", CopySource={"Bucket": BUCKET, "Key": f"multifile/{n}"})
+    s3.client.copy_object(Bucket=BUCKET, Key="lines-esc/master-bin.000019",     # another binlog of that name
+                          CopySource={"Bucket": BUCKET, "Key": "multifile/master-bin.000021"})
+    lines = ["/var/lib/mysql/master-bin.000018", "../lines-esc/master-bin.000019", *(f"./{n}" for n in names[2:])]
+    s3.client.put_object(Bucket=BUCKET, Key="lines/master-bin.index", Body="".join(f"{x}\n" for x in lines).encode())
+    url = f"s3://{BUCKET}/lines/"
+    assert api.list_binlogs(url) == [f"{url}{n}" for n in names]
+    assert all(not isinstance(r, Exception) for r in gtidx.build(url))
+    assert sorted(_objects(s3.client, "lines/")) == sorted([*names, *(f"{n}.idx" for n in names),
+                                                            *(f".{n}.idx.gtidx" for n in names), "master-bin.index"])
+    assert sorted(_objects(s3.client, "lines-esc/")) == ["master-bin.000019"]
+    gtid, start, end = json.loads((MULTI / "oracle.json").read_text())["files"][1]["groups"][9]
+    got = api.seek(gtid, url)
+    assert (Path(got.file).name, got.start, got.end, got.via) == ("master-bin.000019", start, end, "index")
+    s3.client.put_object(Bucket=BUCKET, Key="lines-bad/master-bin.index", Body=b"./master-bin.000018\n..\n")
+    _one_line_error(_cli("build", f"s3://{BUCKET}/lines-bad/"), 3, f"{BUCKET}/lines-bad/master-bin.index",
+                    "line 2 '..'", "names no file")
+
+
 # -- what a lookup costs ------------------------------------------------------------------
 
 def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
