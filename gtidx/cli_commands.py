@@ -152,9 +152,10 @@ def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
                 if r.action == "skipped":
                     out.write(f"{r.index}: skipped ({r.reason})\n")
                 else:
+                    fitted = ("" if r.server_layout else f" [fitted to --max-ratio {kw['max_ratio'] * 100:g}%: "
+                                                           "fewer or smaller pages than the server writes]")
                     out.write(f"{r.index}: {r.records} records, {r.pages} pages of {r.page_size} "
-                              f"({r.size} bytes, {r.ratio:.2%} of the binlog) in {r.seconds:.2f} s"
-                              f"{'' if r.server_layout else ' [fitted to the size budget]'}\n")
+                              f"({r.size} bytes, {r.ratio:.2%} of the binlog) in {r.seconds:.2f} s{fitted}\n")
         shown.redraw()
     shown.clear()
     if as_json:

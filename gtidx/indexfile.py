@@ -209,11 +209,11 @@ class IndexStatus:
     ``_file`` left out of the repr): defining a dataclass costs more than a
     lookup does, and every lookup imports this module (issue 16)."""
 
-    _FIELDS = ("path", "state", "reason", "reader", "owner", "partial", "meta", "index_etag", "_file")
+    _FIELDS = ("path", "state", "reason", "reader", "owner", "partial", "meta", "index_etag", "checked", "_file")
 
     def __init__(self, path: str, state: IndexState, reason: str = "", reader: IndexReader | None = None,
                  owner: str = "unknown", partial: bool = False, meta: IndexMeta | None = None,
-                 index_etag: str | None = None, _file: object = None):
+                 index_etag: str | None = None, checked: dict | None = None, _file: object = None):
         self.path = path
         self.state = state
         self.reason = reason
@@ -222,6 +222,7 @@ class IndexStatus:
         self.partial = partial           # complete pages of an index still being written
         self.meta = meta                 # what gtidx stored with it (None: a server's index)
         self.index_etag = index_etag     # an index object's ETag as opened (None: a local file)
+        self.checked = checked           # a deep check's counts (IndexReader.check: pages, records, levels)
         self._file = _file               # the open .idx the reader reads
 
     def __repr__(self) -> str:
@@ -302,7 +303,7 @@ def _judge(status: IndexStatus, b: Binlog, f: Source, path: str, meta: IndexMeta
     try:
         status.reader = flavor_of(b).reader(f, path=path)
         if deep:
-            status.reader.check()
+            status.checked = status.reader.check()
         problem = _staleness(status.reader, b, meta, check_tail)
         if problem:
             status.state, status.reason = IndexState.STALE, problem
@@ -417,6 +418,7 @@ class BuildResult:
     server_layout: bool = True   # records and pages as the server would write them
     over_budget: bool = False    # not even the smallest valid index fits max_ratio
     warning: str = ""
+    recorded: str = ""           # skipped: what was recorded with the index ("ETag", "identity"; _record_identity)
 
     @property
     def ratio(self) -> float:
@@ -586,15 +588,19 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
             return result
         if not force and store.is_regular(target):      # a link or a FIFO is replaced unread
             status = open_index(b, target, deep=True, store=store)
+            there = status.reader
             status.close()
             # an index of ours from before gtidx stored the seq ranges it saw
             # is made again: lookups would walk its binlog for them
             if status.usable and (status.meta is None or (
                     (status.meta.seen() is not None or not flavor.keeps_seen) and not status.meta.legacy)):
+                # the index there, as a build would have reported it
                 result.action, result.reason = "skipped", "index is valid and current"
-                recorded = _record_identity(b, store, target, status)
-                if recorded:
-                    result.reason += f" (its binlog's {recorded} recorded with it)"
+                result.records, result.pages = status.checked["records"], status.checked["pages"]
+                result.page_size, result.size = there.page_size, there.size
+                if status.meta is not None and status.meta.span_min:
+                    result.span_min = status.meta.span_min
+                result.recorded = _record_identity(b, store, target, status)
                 return result
         records, seen = flavor.records(b, span_min, progress)
         pages = write_records(records, page_size, flavor.codec)

@@ -39,3 +39,31 @@ def test_warnings_come_after_the_answer_and_json_stays_one_document(tmp_path):
     assert r.exit_code == 0
     assert json.loads(r.stdout)["gtid"] == "0-2-432"
     assert r.stderr.count("gtidx: warning:") == 1
+
+
+def test_a_skipped_build_says_one_short_reason_and_carries_the_index_facts(tmp_path):
+    import gtidx
+    d = tmp_path / "binlogs"
+    shutil.copytree(MULTIFILE, d)
+    built = {r.binlog: r for r in gtidx.build([str(d)])}
+    assert {r.action for r in built.values()} == {"built"}
+    r = CliRunner().invoke(cli, ["build", str(d)])
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == [f"{b}.idx: skipped (index is valid and current)" for b in sorted(built)]
+    for again in gtidx.build([str(d)]):
+        first = built[again.binlog]
+        assert again.action == "skipped" and again.reason == "index is valid and current"
+        assert (again.records, again.pages, again.page_size, again.size, again.span_min) == \
+            (first.records, first.pages, first.page_size, first.size, first.span_min)
+        assert again.size == (d / f"{again.binlog}.idx").stat().st_size
+
+
+def test_a_fitted_build_says_what_fitted_it(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(MULTIFILE, d)
+    r = CliRunner().invoke(cli, ["build", str(d)])
+    assert r.exit_code == 0
+    assert all(x.endswith("[fitted to --max-ratio 2%: fewer or smaller pages than the server writes]")
+               for x in r.stdout.splitlines()), r.stdout
+    r = CliRunner().invoke(cli, ["build", "--force", "--max-ratio", "0.5", str(d)])
+    assert "[" not in r.stdout, r.stdout
