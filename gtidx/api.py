@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from . import idxformat as fmt
 from . import storage
-from .binlog import CHECKSUM_CRC32, GTID, Binlog, Group, file_flavor
+from .binlog import CHECKSUM_CRC32, GTID, MAGIC, Binlog, Group, file_flavor
 from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxError, GtidxIOError, MySQLBinlogError,
                      NotFoundError, UnsupportedBinlogError, quoted)
 from .filebuf import open_file
@@ -220,6 +220,18 @@ def _position(value) -> Position:
         raise _mysql_text(value, e) from None
 
 
+def _skipping(pos: Position, state: BinlogState) -> dict:
+    """Per domain, the GTID of ``pos`` a replica start skips up to when the
+    server reads on from a place whose state is ``state``: a domain whose
+    GTID ``state`` already holds (any server's entry, as MariaDB's
+    gtid_find_binlog_file takes it from the replica's state) skips nothing."""
+    skip = {g.domain: g for g in pos}
+    for g in state:
+        if skip.get(g.domain) == g:
+            del skip[g.domain]
+    return skip
+
+
 # -- results ------------------------------------------------------------------------------
 
 @record
@@ -331,9 +343,16 @@ class TimePoint:
 @record
 class ReplicaStart:
     """Where the server starts sending to a replica at ``position``: it reads
-    ``file`` from ``offset`` (state there: ``state``), skipping per domain
-    every group up to and including the position's GTID (``skip``); the first
-    group it sends is ``first`` (None when the replica is up to date)."""
+    ``file`` from ``offset``, always 4, the file's start (the found file is
+    read from its first event: the fake Rotate event a MariaDB 10.11 replica
+    receives first names this file and offset; ``mariadb-binlog
+    --start-position=4 FILE`` reads what the server reads), with the state
+    there, ``state``: the file's GTID_LIST (``BINLOG_GTID_POS(file, 4)``).
+    From there it skips, per domain, every group up to and including the
+    position's GTID (``skip``: the position less the domains whose GTID that
+    state already holds); the first group it sends is ``first`` (None when
+    the replica is up to date). Only ``via`` tells whether an index
+    shortened the walk to ``first``."""
     position: Position
     file: str
     offset: int
@@ -1522,13 +1541,16 @@ class BinlogSeries:
           went past the seq on another server);
         * the file is the newest whose GTID_LIST state is before the position
           (none: the position is older than every file, binlogs purged);
-        * the offset is the last index record before the position (offset 4,
-          the whole file, without an index);
+        * the server reads that file from offset 4, its start (``ReplicaStart``);
         * per domain, groups are skipped until the requested GTID's server logs
           a seq at least the requested one: equal is skipped too, greater is
           the first sent (with ``strict``, the replica's gtid_strict_mode, a
-          greater seq is the "hole" error); domains the start state already
-          ends with the requested GTID skip nothing.
+          greater seq is the "hole" error); domains whose requested GTID the
+          start state already holds skip nothing.
+
+        The index only shortens the walk to the first group sent: it starts
+        at the last index record before the position, where ``_skip_safe``
+        allows, with that record's state deciding which domains still skip.
         """
         pos = _position(position)
         latest, failed = self._latest_known()
@@ -1551,16 +1573,12 @@ class BinlogSeries:
                 hint=f"earliest state {self.start_state(self.files[0]) or '(empty)'}")
         f = self._file(path)
         offset, state, via = f.record(lambda r: r.before_position(pos))
-        if via == "index" and offset > f.binlog.body_start and not self._skip_safe(f, path, pos, offset):
-            via = "scan"         # seq_no went back in this file: the record's state hides where to stop
-        if via == "scan":
-            offset, state = 4, f.binlog.start_state.copy()   # the server reads the whole file
-        skip = {g.domain: g for g in pos}
-        for g in state:
-            if skip.get(g.domain) == g:
-                del skip[g.domain]        # the replica stops exactly here in that domain
-        first = self._first_sent(path, offset, dict(skip), strict, via)
-        return ReplicaStart(pos, path, offset, state, Position(skip.values()), first, via)
+        if offset > f.binlog.body_start and not self._skip_safe(f, path, pos, offset):
+            # seq_no went back in this file: the record's state hides where to stop
+            offset, state, via = (*f.start_record(), "scan")
+        first = self._first_sent(path, offset, _skipping(pos, state), strict, via)
+        start = f.binlog.start_state.copy()
+        return ReplicaStart(pos, path, len(MAGIC), start, Position(_skipping(pos, start).values()), first, via)
 
     def _start_before(self, path: str, pos: Position) -> bool:
         """Is the file's start state before ``pos``? For a binlog whose start

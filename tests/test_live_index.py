@@ -28,21 +28,33 @@ class Refused(str):
     """The server (or gtidx) refused the position: the error text."""
 
 
-def first_gtid_a_replica_gets(srv, position: str, server_id: int):
-    """What a real replica connection receives first: a Gtid, None, or Refused(text)."""
+def what_a_replica_gets(srv, position: str, server_id: int):
+    """What a real replica connection receives: (the Rotate event the server sends
+    first, as (file, offset): where it starts reading; the first Gtid or None), or
+    Refused(text)."""
     from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import MariadbGtidEvent
+    from pymysqlreplication.event import MariadbGtidEvent, RotateEvent
     stream = BinLogStreamReader(connection_settings=srv.connection_settings(), server_id=server_id,
                                 auto_position=position, is_mariadb=True, blocking=False,
-                                only_events=[MariadbGtidEvent])
+                                only_events=[RotateEvent, MariadbGtidEvent])
+    start = None
     try:
         for ev in stream:
-            return Gtid.parse(ev.gtid)
-        return None
+            if isinstance(ev, RotateEvent):
+                start = start or (ev.next_binlog, ev.position)
+                continue
+            return start, Gtid.parse(ev.gtid)
+        return start, None
     except pymysql.err.OperationalError as e:
         return Refused(e)
     finally:
         stream.close()
+
+
+def first_gtid_a_replica_gets(srv, position: str, server_id: int):
+    """What a real replica connection receives first: a Gtid, None, or Refused(text)."""
+    got = what_a_replica_gets(srv, position, server_id)
+    return got if isinstance(got, Refused) else got[1]
 
 
 def gtidx_first(logs: api.BinlogSeries, position: str):
@@ -123,6 +135,30 @@ def test_replica_start_matches_a_real_replica(live_server, replica_binlogs):
                 mismatches.append((pos, real, mine))
     assert not mismatches, mismatches[:5]
     assert kinds["first"] >= 30 and kinds["error"] >= 2
+
+
+def test_replica_start_offset_is_where_a_real_replica_starts(live_server, replica_binlogs):
+    """The Rotate event a 10.11 replica receives first names the file the server
+    reads and the offset it starts from: 4, the file's start, whatever index there
+    is. ``replica_start`` gives that file and offset, and the file's GTID_LIST as
+    its state, with gtidx's index (records inside the files) and without."""
+    positions = sample_positions(replica_binlogs, random.Random(7))
+    real = {p: what_a_replica_gets(live_server, p, server_id=2000 + i) for i, p in enumerate(positions)}
+    answered, through_records = 0, 0
+    for use_index in (True, False):
+        with api.BinlogSeries(replica_binlogs, use_index=use_index) as logs:
+            for p in positions:
+                if isinstance(real[p], Refused):
+                    continue
+                r = logs.replica_start(p, strict=True)
+                assert (os.path.basename(r.file), r.offset) == real[p][0], (p, use_index)
+                assert r.state == logs.start_state(r.file), (p, use_index)
+                assert (r.first and r.first.gtid) == real[p][1], (p, use_index)
+                answered += 1
+                if use_index and r.via == "index":      # the walk began at a record inside the file
+                    f = logs._file(r.file)
+                    through_records += f.record(lambda x: x.before_position(r.position))[0] > f.binlog.body_start
+    assert answered >= 60 and through_records >= 10, (answered, through_records)
 
 
 def test_replica_start_hole_in_strict_mode(live_server, replica_binlogs):

@@ -177,12 +177,13 @@ def _locate(logs, g):
 
 
 def _replica(logs, g):
-    """The first group sent (what the skip list and the start offset, which
-    differ by design between an index-assisted and a scanned answer, lead to)."""
+    """The whole replica start but ``via``: an index, however damaged, never
+    changes it (file, offset, state, skip, first group sent)."""
     try:
         rs = logs.replica_start(g)
         first = rs.first
-        return None if first is None else (str(first.gtid), first.file, first.start, first.end)
+        return (rs.file, rs.offset, str(rs.state), str(rs.skip),
+                None if first is None else (str(first.gtid), first.file, first.start, first.end))
     except NotFoundError:
         return None
 
