@@ -67,3 +67,13 @@ def test_a_fitted_build_says_what_fitted_it(tmp_path):
                for x in r.stdout.splitlines()), r.stdout
     r = CliRunner().invoke(cli, ["build", "--force", "--max-ratio", "0.5", str(d)])
     assert "[" not in r.stdout, r.stdout
+
+
+def test_offsets_in_the_magic_answer_as_4_for_both_flavors():
+    """One rule for `pos`, MariaDB (BINLOG_GTID_POS answers so) and MySQL alike:
+    offsets 0-3, inside the 4-byte magic, answer as offset 4; any other offset
+    that is not the start of an event is not found (exit 1)."""
+    for f in (MULTIFILE / "master-bin.000018", FIXTURES / "mysql-9.7" / "rotated" / "binlog.000014"):
+        answers = [CliRunner().invoke(cli, ["pos", "--json", str(f), str(o)]) for o in range(6)]
+        assert [r.exit_code for r in answers] == [0, 0, 0, 0, 0, 1], f
+        assert len({r.stdout for r in answers[:5]}) == 1, f
