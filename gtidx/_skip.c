@@ -1,6 +1,7 @@
 /*
  * gtidx._skip: the one optional compiled piece of gtidx: skip (below) for
- * the MariaDB walk, mysql_walk (further down) for the MySQL index build.
+ * the header walks (MariaDB's Binlog._walk, MySQL's MysqlBinlog._chain),
+ * mysql_walk (further down) for the MySQL index build.
  *
  * skip(buf, off, cold[, limit]) -> int
  *
@@ -135,7 +136,10 @@ skip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * event, a length that disagrees, a short length on the chain, the last
  * transaction of the file at ``fsize``).
  */
-static uint32_t crc_table[256];
+/* CRC32 (zlib's: reflected 0xEDB88320), eight bytes a step: crc_table[k][b]
+ * is the CRC of byte b followed by k zero bytes, so the eight lookups of a
+ * step are independent of each other (the bytewise loop waits on each). */
+static uint32_t crc_table[8][256];
 
 static void
 crc_init(void)
@@ -144,16 +148,31 @@ crc_init(void)
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
             c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
+        crc_table[0][i] = c;
     }
+    for (int k = 1; k < 8; k++)
+        for (int i = 0; i < 256; i++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
+}
+
+static inline uint32_t
+rd32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 static uint32_t
 crc32_of(const unsigned char *p, uint64_t n)
 {
     uint32_t c = 0xFFFFFFFFu;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint32_t lo = rd32(p) ^ c, hi = rd32(p + 4);
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF]
+            ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF]
+            ^ crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+    }
     while (n--)
-        c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
 
@@ -164,12 +183,6 @@ le(const unsigned char *p, int n)
     for (int i = n - 1; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
-}
-
-static inline uint32_t
-rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 #define GTID_LOG 33
@@ -251,7 +264,7 @@ mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (base + end + HEADER_LEN > fsize) { code = 2; break; }     /* the last transaction on disk */
         if (end + HEADER_LEN > len) { code = 1; break; }
         if (rd32(p + end + LENGTH_AT) < HEADER_LEN) { code = 2; break; }
-        if (length != end - off) { code = 2; break; }                 /* damage: _chained reports it */
+        if (length != end - off) { code = 2; break; }                 /* the Python walk decides */
         if (type == GTID_LOG) {
             const unsigned char *uuid = body + 1;
             if (run_uuid != NULL && run_end == gno && memcmp(run_uuid, uuid, 16) == 0) {
@@ -438,8 +451,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "gtidx._skip",
-    "The compiled event skip behind Binlog._walk, group walk behind Binlog.group_records and MySQL "
-    "transaction walk behind MysqlBinlog.set_batches (optional: gtidx runs without it).",
+    "The compiled event skip behind Binlog._walk and MysqlBinlog._chain, group walk behind "
+    "Binlog.group_records and MySQL transaction walk behind MysqlBinlog.set_batches (optional: gtidx "
+    "runs without it).",
     -1, methods,
 };
 

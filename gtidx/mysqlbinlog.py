@@ -480,17 +480,21 @@ class MysqlBinlog(Binlog):
         meets the end of what is on disk), whose end rules the event walk
         knows."""
         size, crc = self.size, self.checksum_len
-        header = EVENT_HEADER.unpack_from
+        header, unpack = EVENT_HEADER.unpack_from, TYPE_LENGTH.unpack_from
         crc32, u32 = zlib.crc32, U32.unpack_from
+        skip, landing = _skip, LANDING
         new = tuple.__new__
         w = self._window(off, size)
+        mm, base = w.view, w.base
         while off + HEADER_LEN <= size:
-            mm, rel = self._header_in(w, off)
+            rel = off - base
+            if rel + HEADER_LEN > len(mm):
+                mm, base, rel = w.move(off), off, 0
             ts, etype, _, ln, _, _ = header(mm, rel)
             if etype not in GTID_TYPES or ln < HEADER_LEN + crc or off + ln > size:
                 break
             if rel + ln > len(mm):
-                mm, rel = w.move(off), 0
+                mm, base, rel = w.move(off), off, 0
                 if ln > len(mm):
                     break
             if crc and crc32(mm[rel:rel + ln - crc]) != u32(mm, rel + ln - crc)[0]:
@@ -503,12 +507,19 @@ class MysqlBinlog(Binlog):
             length = g.length
             if length is None:
                 break
-            end = self._chain(w, off + ln)
-            if end + HEADER_LEN > size:
-                break                # the last transaction on disk
-            mm, rel = self._header_in(w, end)
-            tln = TYPE_LENGTH.unpack_from(mm, rel)[1]
-            if tln < HEADER_LEN:
+            # the header chain (_chain), inline where the compiled skip finds its end in this window
+            at = rel + ln
+            if skip is not None:
+                at = skip(mm, at, landing)
+            if skip is not None and at + HEADER_LEN <= len(mm):
+                end = base + at
+            else:
+                end = self._chain(w, base + at)
+                if end + HEADER_LEN > size:
+                    break            # the last transaction on disk
+                mm, at = self._header_in(w, end)
+                base = w.base
+            if unpack(mm, at)[1] < HEADER_LEN:
                 break                # the event walk reports the broken length
             if length != end - off:
                 return off, mid, (etype, length)
@@ -519,8 +530,8 @@ class MysqlBinlog(Binlog):
 
     def _length_disagrees(self, off: int, etype: int, length: int, end: int) -> CorruptBinlogError:
         """The error for a GTID event at ``off`` whose transaction_length
-        (``length``) ends its transaction elsewhere than its events do
-        (``end``: where the event headers and the event walk end it)."""
+        (``length``) ends its transaction where neither the event headers
+        nor the event walk do (``end``: where the event walk ends it)."""
         return CorruptBinlogError(
             f"{MYSQL_EVENT_NAMES[etype]} event's transaction_length {length} ends its transaction at offset "
             f"{off + length}, but its events end it at offset {end}", path=self.path, offset=off,

@@ -44,6 +44,18 @@ def growing_copy(data: bytes, n: int) -> bytes:
     return bytes(part)
 
 
+def damaged(data: bytes, flips, cut) -> bytes:
+    """A binlog's bytes with ``flips`` ((where in [0, 1] past the magic, new
+    byte value) pairs) overwritten, then cut to the fraction ``cut`` of its
+    size (None: not cut): the damage the walks' property tests apply."""
+    out = bytearray(data)
+    for where, value in flips:
+        out[min(len(out) - 1, 4 + int(where * (len(out) - 5)))] = value
+    if cut is not None:
+        out = out[:max(4, int(cut * len(out)))]
+    return bytes(out)
+
+
 def mysql_events(data: bytes) -> list[tuple[int, int, int]]:
     """(offset, type, length) of every event of a whole MySQL binlog, along
     its event headers."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, ROOT, growing_copy, mysql_events, set_trx_length, trx_length_field
+from conftest import FIXTURES, ROOT, damaged, growing_copy, mysql_events, set_trx_length, trx_length_field
 from gtidx import api, filebuf, mysqlbinlog
 from gtidx.errors import CorruptBinlogError, GtidxError
 from gtidx.indexfile import index_path
-from gtidx.mysqlbinlog import ANONYMOUS_GTID, GTID_LOG, MysqlBinlog, MysqlGroup
+from gtidx.mysqlbinlog import ANONYMOUS_GTID, GTID_LOG, GTID_TAGGED, LANDING, MysqlBinlog, MysqlGroup
+from gtidx.mysqlgtid import GtidSet, uuid_text
 from gtidx.mysqlindex import MysqlRecordPolicy
 
 MYSQL = FIXTURES / "mysql-9.7"
@@ -149,6 +149,7 @@ def test_the_commands_on_a_length_covering_the_next_transaction(tmp_path):
 
 def _both(monkeypatch, fn):
     """``fn()`` with the compiled walks (``mysql_walk``, ``skip``) and with the pure-Python walk."""
+    assert mysqlbinlog._mysql_walk is not None and mysqlbinlog._skip is not None, "gtidx._skip is not built"
     compiled = fn()
     monkeypatch.setattr(mysqlbinlog, "_mysql_walk", None)
     monkeypatch.setattr(mysqlbinlog, "_skip", None)
@@ -164,8 +165,18 @@ def outcome(path: Path, jump: bool = True) -> dict:
     start and from a few boundaries, and index records for some spans; for
     a walk that raises, what it yielded before and the error."""
     out = {}
-    with MysqlBinlog(path) as b:
-        starts = [None] + [g.start for g in list(b.groups())[1::7]]
+    try:
+        b = MysqlBinlog(path)
+    except GtidxError as e:
+        return {"open": (type(e).__name__, e.offset, e.message)}
+    with b:
+        starts = [None]
+        try:
+            for i, g in enumerate(b.groups()):
+                if i % 7 == 1:
+                    starts.append(g.start)
+        except GtidxError:
+            pass
 
         def walk(start):
             seen = []
@@ -185,22 +196,26 @@ def outcome(path: Path, jump: bool = True) -> dict:
     return out
 
 
-def _lie(data: bytes, off: int, ln: int, true: int, kind: str, d: int) -> int:
+def _lie(data: bytes, off: int, ln: int, ends: list[int], kind: str, d: int) -> int:
     """A transaction_length of ``kind`` for the GTID event at ``off`` (its
-    length ``ln``, its transaction's ``true``), in the width it has."""
+    length ``ln``; ``ends``: the ends of its transaction and the ones after
+    it), in the width it has."""
+    true = ends[0] - off
     value = {"longer": true + d, "shorter": true - d, "zero": 0, "past EOF": len(data) - off + d,
-             "own event": ln, "any": d * 7919, "true": true}[kind]
+             "own event": ln, "any": d * 7919, "true": true,
+             "covers the next": ends[min(len(ends) - 1, 1 + d % 3)] - off}[kind]
     return max(0, min(value, WIDTH_MAX[trx_length_field(data, off)[1]]))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pick=st.tuples(st.sampled_from(LYING), st.floats(0, 1)),
-       kind=st.sampled_from(["longer", "shorter", "zero", "past EOF", "own event", "any", "true"]),
+       kind=st.sampled_from(["covers the next", "longer", "shorter", "zero", "past EOF", "own event", "any",
+                             "true"]),
        d=st.integers(1, 70000))
 def test_any_lie_in_a_length_gives_the_scans_answer_or_an_error(tmp_path_factory, monkeypatch, pick, kind, d):
-    """One GTID event's transaction_length rewritten (longer, shorter, zero,
-    past the end of the file, its own event's length, anything; or left
-    true), its CRC32 recomputed: every walk gives what the event walk gives,
+    """One GTID event's transaction_length rewritten (to the end of one of
+    the next transactions, longer, shorter, zero, past the end of the file,
+    its own event's length, anything; or left true), its CRC32 recomputed: every walk gives what the event walk gives,
     or CorruptBinlogError at that event after exactly the event walk's
     transactions before it. Never another answer. Compiled and pure-Python
     walks alike."""
@@ -210,8 +225,8 @@ def test_any_lie_in_a_length_gives_the_scans_answer_or_an_error(tmp_path_factory
     off, ln = gtids[min(len(gtids) - 1, int(where * len(gtids)))]
     with MysqlBinlog(src) as b:
         crc = b.checksum_len
-        true = next(g.length for g in b.groups() if g.start == off)
-    set_trx_length(data, off, _lie(data, off, ln, true, kind, d), fix_crc=bool(crc))
+        ends = [g.end for g in b.groups() if g.start >= off]
+    set_trx_length(data, off, _lie(data, off, ln, ends, kind, d), fix_crc=bool(crc))
     path = tmp_path_factory.mktemp("lie") / src.name
     path.write_bytes(bytes(data))
     scan = outcome(path, jump=False)
@@ -269,17 +284,34 @@ def test_damaged_mysql_binlogs_walk_alike(tmp_path_factory, monkeypatch, flips, 
     """Bytes overwritten anywhere (lengths, types, GTID events), files cut
     short, still being written: the compiled and the pure-Python walk give
     the same transactions and records, or the same error at the same offset."""
-    data = bytearray(SINGLE.read_bytes())
-    for where, value in flips:
-        data[min(len(data) - 1, 4 + int(where * (len(data) - 5)))] = value
-    if cut is not None:
-        data = data[:max(4, int(cut * len(data)))]
+    data = damaged(SINGLE.read_bytes(), flips, cut)
     path = tmp_path_factory.mktemp("dmg") / SINGLE.name
-    path.write_bytes(growing_copy(bytes(data), len(data)) if growing else bytes(data))
-    try:
-        compiled, pure = _both(monkeypatch, lambda: outcome(path))
-    except GtidxError:          # the preamble itself is damaged: no walk
-        return
+    path.write_bytes(growing_copy(data, len(data)) if growing else data)
+    compiled, pure = _both(monkeypatch, lambda: outcome(path))
     assert compiled == pure
     os.unlink(path)
 
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_compiled_walk_takes_what_it_can(path):
+    """``mysql_walk`` itself over a whole fixture in one buffer: it takes
+    every transaction up to the ROTATE/STOP that closes the file, or up to
+    the first GTID_TAGGED event (left to the Python walk), and hands back
+    their GTIDs; its own CRC32 agrees with the server's (zlib's). A GTID
+    event whose CRC32 fails stops it there."""
+    from gtidx._skip import mysql_walk
+    data = path.read_bytes()
+    with MysqlBinlog(path) as b:
+        groups, start, crc = list(b.groups()), b.body_start, b.checksum_len
+    last = groups[-1].end if groups else start
+    expected = next((g.start for g in groups if data[g.start + 4] == GTID_TAGGED), last)
+    stop, runs, code = mysql_walk(data, start, 0, len(data), crc, len(data) + 1, LANDING)
+    assert (stop, code) == (expected, 2)
+    taken = [g for g in groups if g.end <= stop]
+    assert GtidSet.from_intervals((uuid_text(u), "", lo, hi) for u, lo, hi in runs) == \
+        GtidSet([g.gtid for g in taken if g.gtid is not None])
+    if crc and len(taken) > 2:
+        g = taken[len(taken) // 2]
+        bad = bytearray(data)
+        bad[g.start + int.from_bytes(data[g.start + 9:g.start + 13], "little") - 1] ^= 1
+        assert mysql_walk(bytes(bad), start, 0, len(data), crc, len(data) + 1, LANDING)[::2] == (g.start, 2)
