@@ -1,6 +1,7 @@
 /*
  * gtidx._skip: the one optional compiled piece of gtidx: skip (below) for
- * the MariaDB walk, mysql_walk (further down) for the MySQL index build.
+ * the header walks (MariaDB's Binlog._walk, MySQL's MysqlBinlog._chain),
+ * mysql_walk (further down) for the MySQL index build.
  *
  * skip(buf, off, cold[, limit]) -> int
  *
@@ -112,24 +113,33 @@ skip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /*
  * mysql_walk(buf, off, base, fsize, crc_len, due, landing) -> (stop, runs, code)
  *
- * The transaction_length walk of MysqlBinlog.set_batches (gtidx/mysqlbinlog.py,
- * whose Python loop, MysqlBinlog._jumps, is the definition): from the GTID
+ * The transaction walk of MysqlBinlog.set_batches (gtidx/mysqlbinlog.py,
+ * whose Python loop, MysqlBinlog._chained, is the definition): from the GTID
  * or ANONYMOUS_GTID event at ``off`` in ``buf`` (file offset ``base + off``),
- * jump from transaction to transaction by the GTID event's
- * transaction_length while each jump lands: the GTID event is whole, its
- * next-position field is its end, its CRC32 checks out (``crc_len`` 4), its
- * GTID number is in range (1 .. 2**63-2; 0 for ANONYMOUS_GTID), it states a
- * length at least its own; at ``off + length`` a whole event of a type marked
- * in ``landing`` whose next-position field is its end and whose CRC32 checks
- * out. ``runs``: the GTIDs of the transactions walked, in file order, as
- * (uuid bytes, start, end) with end exclusive, consecutive numbers of one
- * UUID merged. ``code``: 0 after the first transaction that ends at or past
- * the file offset ``due`` (``stop`` is its end); 1 when the next check needs
- * bytes past ``buf`` but inside the file (``stop``: where to read on); 2 when
- * the event at ``stop`` is not one this walk jumps from (a GTID_TAGGED, no
- * length, a jump that does not land, the end of the file at ``fsize``).
+ * transaction after transaction while each one checks out: the GTID event
+ * is whole, its CRC32 checks out (``crc_len`` 4), its GTID number is in
+ * range (1 .. 2**63-2; 0 for ANONYMOUS_GTID), it states a transaction_length;
+ * then the header chain, as skip above (each event's type and length,
+ * lengths followed while the type and length are in the file), from the
+ * event after it to the first event of a type marked in ``landing`` or of a
+ * length below the header: that event's header is in the file, its length
+ * is at least the header, and the transaction_length is exactly the bytes
+ * from ``off`` to it. The length is a cross-check only: every event is
+ * walked, and where it disagrees this walk stops (code 2) and the Python
+ * walk reports the damage. ``runs``: the GTIDs of the transactions walked,
+ * in file order, as (uuid bytes, start, end) with end exclusive,
+ * consecutive numbers of one UUID merged. ``code``: 0 after the first
+ * transaction that ends at or past the file offset ``due`` (``stop`` is its
+ * end); 1 when the next check needs bytes past ``buf`` but inside the file
+ * (``stop``: the GTID event to read on from); 2 when the event at ``stop``
+ * is not one this walk takes (a GTID_TAGGED, no length, a damaged GTID
+ * event, a length that disagrees, a short length on the chain, the last
+ * transaction of the file at ``fsize``).
  */
-static uint32_t crc_table[256];
+/* CRC32 (zlib's: reflected 0xEDB88320), eight bytes a step: crc_table[k][b]
+ * is the CRC of byte b followed by k zero bytes, so the eight lookups of a
+ * step are independent of each other (the bytewise loop waits on each). */
+static uint32_t crc_table[8][256];
 
 static void
 crc_init(void)
@@ -138,16 +148,31 @@ crc_init(void)
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
             c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
+        crc_table[0][i] = c;
     }
+    for (int k = 1; k < 8; k++)
+        for (int i = 0; i < 256; i++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
+}
+
+static inline uint32_t
+rd32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 static uint32_t
 crc32_of(const unsigned char *p, uint64_t n)
 {
     uint32_t c = 0xFFFFFFFFu;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint32_t lo = rd32(p) ^ c, hi = rd32(p + 4);
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF]
+            ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF]
+            ^ crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+    }
     while (n--)
-        c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
 
@@ -166,23 +191,6 @@ le(const unsigned char *p, int n)
 #define LOGICAL_TS_TYPE 2
 #define COMMIT_TS_FLAG (1ULL << 55)
 #define GNO_MAX ((1ULL << 63) - 2)
-
-/* Is the event at p (n bytes available from p, file offset at) whole, with
- * its next position and (crc_len) CRC32 right? 0: no; 1: yes; -1: it runs
- * past the n bytes. */
-static int
-event_ok(const unsigned char *p, uint64_t n, uint64_t at, uint64_t crc_len, uint64_t *len)
-{
-    uint64_t ln = le(p + 9, 4);
-    *len = ln;
-    if (ln < HEADER_LEN + crc_len || le(p + 13, 4) != ((at + ln) & 0xFFFFFFFFu))
-        return 0;
-    if (ln > n)
-        return -1;
-    if (crc_len && crc32_of(p, ln - 4) != (uint32_t)le(p + ln - 4, 4))
-        return 0;
-    return 1;
-}
 
 static PyObject *
 mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -221,18 +229,17 @@ mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     uint64_t len = (uint64_t)buf.len;
     const unsigned char *run_uuid = NULL;   /* the open run: not yet in the list */
     uint64_t run_start = 0, run_end = 0;
-    uint64_t checked = (uint64_t)-1;        /* a landing already CRC-checked */
     int code;
     for (;;) {
         if (base + off + HEADER_LEN > fsize) { code = 2; break; }
         if (off + HEADER_LEN > len) { code = 1; break; }
         const unsigned char *h = p + off;
-        int type = h[4];
+        int type = h[TYPE_AT];
         if (type != GTID_LOG && type != ANONYMOUS_GTID) { code = 2; break; }
-        uint64_t ln;
-        int ok = event_ok(h, len - off, base + off, checked == off ? 0 : crc_len, &ln);
-        if (ok == 0 || base + off + ln > fsize) { code = 2; break; }
-        if (ok < 0) { code = 1; break; }
+        uint64_t ln = rd32(h + LENGTH_AT);
+        if (ln < HEADER_LEN + crc_len || base + off + ln > fsize) { code = 2; break; }
+        if (off + ln > len) { code = 1; break; }
+        if (crc_len && crc32_of(h, ln - 4) != rd32(h + ln - 4)) { code = 2; break; }
         const unsigned char *body = h + HEADER_LEN;
         uint64_t blen = ln - HEADER_LEN - crc_len, at = GTID_FIXED + 7;
         if (blen < at || body[GTID_FIXED - 17] != LOGICAL_TS_TYPE) { code = 2; break; }
@@ -245,17 +252,19 @@ mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int width = first < 251 ? 0 : first == 252 ? 2 : first == 253 ? 3 : first == 254 ? 8 : -1;
         if (width < 0 || at + 1 + width > blen) { code = 2; break; }
         length = width ? le(body + at + 1, width) : first;
-        if (length < ln || length > fsize) { code = 2; break; }
-        uint64_t target = off + length;
-        if (base + target + HEADER_LEN > fsize) { code = 2; break; }
-        if (target + HEADER_LEN > len) { code = 1; break; }
-        const unsigned char *t = p + target;
-        uint64_t tln;
-        if (!land[t[4]]) { code = 2; break; }
-        ok = event_ok(t, len - target, base + target, crc_len, &tln);
-        if (ok == 0 || base + target + tln > fsize) { code = 2; break; }
-        if (ok < 0) { code = 1; break; }
-        checked = target;
+        /* the header chain, every event seen, to where the next transaction starts */
+        uint64_t end = off + ln;
+        while (base + end + NEED <= fsize && end + NEED <= len) {
+            const unsigned char *e = p + end;
+            uint32_t eln = rd32(e + LENGTH_AT);
+            if (eln < HEADER_LEN || land[e[TYPE_AT]])
+                break;
+            end += eln;
+        }
+        if (base + end + HEADER_LEN > fsize) { code = 2; break; }     /* the last transaction on disk */
+        if (end + HEADER_LEN > len) { code = 1; break; }
+        if (rd32(p + end + LENGTH_AT) < HEADER_LEN) { code = 2; break; }
+        if (length != end - off) { code = 2; break; }                 /* the Python walk decides */
         if (type == GTID_LOG) {
             const unsigned char *uuid = body + 1;
             if (run_uuid != NULL && run_end == gno && memcmp(run_uuid, uuid, 16) == 0) {
@@ -272,7 +281,7 @@ mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 run_end = gno + 1;
             }
         }
-        off = target;
+        off = end;
         if (base + off >= due) { code = 0; break; }
     }
     if (run_uuid != NULL) {
@@ -294,12 +303,6 @@ fail:
 
 #define GTID_HEAD_LEN 32   /* GTID_HEAD.size: header and the body fields read */
 #define RECORD_LEN 40      /* GROUP_RECORD.size */
-
-static inline uint32_t
-rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 static inline void
 wr32(unsigned char *p, uint32_t v)
@@ -436,7 +439,7 @@ groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"mysql_walk", (PyCFunction)(void (*)(void))mysql_walk, METH_FASTCALL,
      "mysql_walk(buf, off, base, fsize, crc_len, due, landing) -> (stop, runs, code): "
-     "MySQL transactions by their transaction_length (see gtidx/_skip.c)"},
+     "MySQL transactions along the event headers, transaction_length cross-checked (see gtidx/_skip.c)"},
     {"skip", (PyCFunction)(void (*)(void))skip, METH_FASTCALL,
      "skip(buf, off, cold[, limit]) -> offset of the next cold or short event, or where a header "
      "no longer fits (or the first past limit)"},
@@ -448,8 +451,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "gtidx._skip",
-    "The compiled event skip behind Binlog._walk, group walk behind Binlog.group_records and MySQL "
-    "transaction walk behind MysqlBinlog.set_batches (optional: gtidx runs without it).",
+    "The compiled event skip behind Binlog._walk and MysqlBinlog._chain, group walk behind "
+    "Binlog.group_records and MySQL transaction walk behind MysqlBinlog.set_batches (optional: gtidx "
+    "runs without it).",
     -1, methods,
 };
 

@@ -56,17 +56,16 @@ HEARTBEAT_V2 = 41
 GTID_TAGGED = 42
 
 GTID_TYPES = frozenset({GTID_LOG, ANONYMOUS_GTID, GTID_TAGGED})
-# Where a transaction_length jump may land: the next transaction's GTID
-# event, or the ROTATE/STOP that closes the file (``transactions``).
-LANDING = bytes(t in GTID_TYPES or t in (ROTATE, STOP) for t in range(256))
-_U32_MASK = 0xFFFFFFFF
-try:                                   # the compiled jump walk (gtidx/_skip.c); optional
-    from ._skip import mysql_walk as _mysql_walk
-except ImportError:                    # pragma: no cover - depends on the install
-    _mysql_walk = None
 PRE_STATEMENT = frozenset({INTVAR, RAND, USER_VAR})
 # Never part of a transaction: an open one ends before them (a file's end).
 BOUNDARY = frozenset({ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS})
+# Where the header chain from a GTID event ends its transaction: the next
+# transaction's GTID event, or an event no transaction holds (``_chain``).
+LANDING = bytes(t in GTID_TYPES or t in BOUNDARY for t in range(256))
+try:                                   # the compiled header walks (gtidx/_skip.c); optional
+    from ._skip import mysql_walk as _mysql_walk, skip as _skip
+except ImportError:                    # pragma: no cover - depends on the install
+    _mysql_walk = _skip = None
 # The parser ignores these wherever they are.
 IGNORED = frozenset({HEARTBEAT, HEARTBEAT_V2, TRANSACTION_CONTEXT})
 IGNORABLE_FLAG = 0x0080          # LOG_EVENT_IGNORABLE_F: an unknown event with it is skipped
@@ -358,14 +357,19 @@ class MysqlBinlog(Binlog):
     def transactions(self, start: int | None = None, *, jump: bool = True) -> Iterator[MysqlGroup]:
         """The transactions ``groups(start)`` yields, the same ones (and the
         same error at the end of a file cut short), found faster: from each
-        GTID event that states its ``transaction_length`` (8.0.2+), straight
-        to the next transaction, not reading the events between, when the
-        jump lands on an event the file really has there (``_jumps``).
-        Where a jump does not land (or a GTID event states no length: files
-        before 8.0.2) the event-by-event walk takes that transaction, up to
-        the next GTID event, and the jumps go on from there; the event walk
-        also takes the end of the file. ``jump=False``: the event-by-event
-        walk all the way (the tests hold the two equal on every fixture)."""
+        GTID event that states its ``transaction_length`` (8.0.2+), along
+        the event headers alone (``_chain``: each event's length, no body
+        read) to where the next transaction starts (``_chained``). The
+        length is a cross-check, never a jump. Where the header walk cannot
+        decide (the headers and the length disagree; a GTID event that
+        states no length: files before 8.0.2; a damaged one; the last
+        transaction of the file) the event-by-event walk takes that
+        transaction, up to the next GTID event, and the header walk goes on
+        from there; the event walk also takes the end of the file. A length
+        that neither the headers nor the event walk end the transaction at
+        is a lie: CorruptBinlogError at its GTID event, never an answer.
+        ``jump=False``: the event-by-event walk all the way (the tests hold
+        the two equal on every fixture)."""
         off = self.body_start if start is None else start
         mid = start is not None
         if not jump:
@@ -375,84 +379,125 @@ class MysqlBinlog(Binlog):
     def _transactions(self, off: int, mid: bool) -> Iterator[MysqlGroup]:
         """``transactions`` from ``off`` (``mid``: as ``_event_groups``)."""
         while True:
-            off, mid = yield from self._jumps(off, mid)
+            off, mid, stated = yield from self._chained(off, mid)
             nxt = self._next_gtid_event(off)
+            walk = self._event_groups(off, mid, stop=nxt)
+            if stated is not None:
+                # the headers disagree with the GTID event's length: the event
+                # walk ends the transaction where the length says (events no
+                # transaction holds follow: it says what they are), or the
+                # length lies
+                first = next(walk, None)
+                if first is not None:
+                    if first.end != off + stated[1]:
+                        raise self._length_disagrees(off, *stated, first.end)
+                    yield first
+            yield from walk
             if nxt is None:
-                yield from self._event_groups(off, mid)
                 return
-            yield from self._event_groups(off, mid, stop=nxt)
             off, mid = nxt, False
+
+    def _chain(self, w: filebuf.Window, at: int) -> int:
+        """The header chain from the event boundary ``at``: each event's type
+        and length (the bytes ``TYPE_LENGTH`` reads) while they are in the
+        file, each length followed, to the first event whose type is in
+        ``LANDING`` or whose length is below a header. Returns its offset, or
+        the first offset whose type and length are not in the file. Every
+        event on the way is seen: nothing a length stated elsewhere says is
+        skipped. ``w``: a walk's window at or before ``at``. The compiled
+        ``skip`` (gtidx/_skip.c) visits the same offsets."""
+        size, skip, unpack, landing = self.size, _skip, TYPE_LENGTH.unpack_from, LANDING
+        while at + TYPE_LENGTH.size <= size:
+            mm, rel = w.view, at - w.base
+            if rel + TYPE_LENGTH.size > len(mm):
+                mm, rel = w.move(at), 0
+            if skip is not None:
+                rel = skip(mm, rel, landing)
+                if rel + TYPE_LENGTH.size <= len(mm):
+                    return w.base + rel
+            else:
+                try:
+                    while True:
+                        etype, ln = unpack(mm, rel)
+                        if ln < HEADER_LEN or landing[etype]:
+                            return w.base + rel
+                        rel += ln
+                except struct.error:       # the window ends: move it (or the file ends)
+                    pass
+            at = w.base + rel
+        return at
+
+    @staticmethod
+    def _header_in(w: filebuf.Window, at: int) -> tuple[memoryview, int]:
+        """The window's view holding the header at ``at`` (in the file), and
+        ``at`` relative to it."""
+        mm, rel = w.view, at - w.base
+        if rel + HEADER_LEN > len(mm):
+            mm, rel = w.move(at), 0
+        return mm, rel
 
     def _next_gtid_event(self, off: int) -> int | None:
         """The offset of the first GTID, GTID_TAGGED or ANONYMOUS_GTID event
-        after the event at ``off``, by the events' lengths; None when a
-        ROTATE, STOP (or another event no transaction holds), a length
-        below a header or the end of what is on disk comes first: the event
-        walk from ``off`` then goes to the end (and says what is wrong)."""
-        size, mm, fill, unpack = self.size, self._mm, self._fill, TYPE_LENGTH.unpack_from
-        first = True
-        while off + HEADER_LEN <= size:
-            fill(off, off + HEADER_LEN)
-            etype, ln = unpack(mm, off)
-            if ln < HEADER_LEN or off + ln > size:
-                return None
-            if not first:
-                if etype in GTID_TYPES:
-                    return off
-                if etype in BOUNDARY:
-                    return None
-            first = False
-            off += ln
-        return None
-
-    def _jumps(self, off: int, mid: bool):
-        """Yield the transactions from ``off`` by their lengths; return
-        ``(offset, mid)`` where the event walk must go on (``mid``: as
-        ``_event_groups`` takes it).
-
-        A jump from the GTID event at ``off`` (whole, its CRC32 checked when
-        the file has checksums, decoding, with ``transaction_length`` at
-        least its own length) to ``off + length`` is taken only when a whole
-        event is there that starts a transaction or closes the file (GTID,
-        ANONYMOUS_GTID, GTID_TAGGED, ROTATE, STOP: ``LANDING``), whose
-        next-position field is its end (MySQL always writes it) and whose
-        CRC32 checks out: a wrong length lands there by chance about once
-        in 2**32. The transaction is then ``[off, off + length)``, what the
-        event walk finds (it ends a transaction at the next GTID or at
-        ROTATE/STOP at the latest). What no jump sees: an event inside a
-        transaction with a broken length (the event walk would say so).
-        The last transaction of the file (nothing after it yet, or a file
-        cut short) is left to the event walk, which knows those rules."""
+        after the event at ``off``, along the header chain (``_chain``);
+        None when a ROTATE, STOP (or another event no transaction holds), a
+        length below a header or the end of what is on disk comes first:
+        the event walk from ``off`` then goes to the end (and says what is
+        wrong)."""
         size = self.size
-        crc = self.checksum_len
-        header = EVENT_HEADER.unpack_from
+        if off + HEADER_LEN > size:
+            return None
+        self._fill(off, off + HEADER_LEN)
+        ln = TYPE_LENGTH.unpack_from(self._mm, off)[1]
+        if ln < HEADER_LEN or off + ln + HEADER_LEN > size:
+            return None
+        w = self._window(off + ln, size)
+        at = self._chain(w, off + ln)
+        if at + HEADER_LEN > size:
+            return None
+        mm, rel = self._header_in(w, at)
+        etype, ln = TYPE_LENGTH.unpack_from(mm, rel)
+        return at if etype in GTID_TYPES and ln >= HEADER_LEN and at + ln <= size else None
+
+    def _chained(self, off: int, mid: bool):
+        """Yield the transactions from ``off`` along the header chain;
+        return ``(offset, mid, stated)`` where the event walk must go on
+        (``mid``: as ``_event_groups`` takes it; ``stated``: None, or the
+        GTID event's ``(type, transaction_length)`` there when the headers
+        end its transaction elsewhere).
+
+        From the GTID event at ``off`` (whole, its CRC32 checked when the
+        file has checksums, decoding, stating a ``transaction_length``) the
+        header chain (``_chain``) goes to the next event that starts a
+        transaction or that no transaction holds (``LANDING``): the
+        transaction is ``[off, there)``, what the event walk finds (it ends
+        a transaction at the next GTID, ROTATE or STOP at the latest), when
+        the GTID event's ``transaction_length`` says the same. The event
+        walk takes over, from ``off``, where this walk cannot decide: the
+        length ends the transaction elsewhere (``stated``: a lie, or events
+        no transaction holds after it, ``_transactions`` tells which), a
+        GTID event that is damaged or states no length, a length below a
+        header on the chain, and the last transaction of the file (the chain
+        meets the end of what is on disk), whose end rules the event walk
+        knows."""
+        size, crc = self.size, self.checksum_len
+        header, unpack = EVENT_HEADER.unpack_from, TYPE_LENGTH.unpack_from
         crc32, u32 = zlib.crc32, U32.unpack_from
-        landing = LANDING
+        skip, landing = _skip, LANDING
         new = tuple.__new__
         w = self._window(off, size)
-        mm, base = w.view, off
-        checked = -1                 # the landing just checked: its CRC is not checked twice
-
-        def whole(at: int, n: int):
-            """The window holding [at, at + n), or None when it cannot."""
-            nonlocal mm, base
-            if at - base + n > len(mm):
-                if at + n > size or n > filebuf.WINDOW:
-                    return None
-                mm, base = w.move(at), at
-                if n > len(mm):
-                    return None
-            return mm
-
+        mm, base = w.view, w.base
         while off + HEADER_LEN <= size:
-            if whole(off, HEADER_LEN) is None:
-                break
-            ts, etype, _, ln, nxt, _ = header(mm, off - base)
-            if etype not in GTID_TYPES or ln < HEADER_LEN + crc or nxt != (off + ln) & _U32_MASK \
-                    or whole(off, ln) is None:
-                break
             rel = off - base
-            if crc and checked != off and crc32(mm[rel:rel + ln - crc]) != u32(mm, rel + ln - crc)[0]:
+            if rel + HEADER_LEN > len(mm):
+                mm, base, rel = w.move(off), off, 0
+            ts, etype, _, ln, _, _ = header(mm, rel)
+            if etype not in GTID_TYPES or ln < HEADER_LEN + crc or off + ln > size:
+                break
+            if rel + ln > len(mm):
+                mm, base, rel = w.move(off), off, 0
+                if ln > len(mm):
+                    break
+            if crc and crc32(mm[rel:rel + ln - crc]) != u32(mm, rel + ln - crc)[0]:
                 break
             body = mm[rel + HEADER_LEN:rel + ln - crc]
             try:
@@ -460,23 +505,37 @@ class MysqlBinlog(Binlog):
             except (ValueError, struct.error, UnicodeDecodeError):
                 break                # the event walk says what is wrong
             length = g.length
-            if length is None or length < ln:
+            if length is None:
                 break
-            target = off + length
-            if target + HEADER_LEN > size or whole(target, HEADER_LEN) is None:
-                break
-            _, ttype, _, tln, tnxt, _ = header(mm, target - base)
-            if not landing[ttype] or tln < HEADER_LEN + crc or tnxt != (target + tln) & _U32_MASK \
-                    or whole(target, tln) is None:
-                break
-            rel = target - base
-            if crc and crc32(mm[rel:rel + tln - crc]) != u32(mm, rel + tln - crc)[0]:
-                break
-            checked = target
+            # the header chain (_chain), inline where the compiled skip finds its end in this window
+            at = rel + ln
+            if skip is not None:
+                at = skip(mm, at, landing)
+            if skip is not None and at + HEADER_LEN <= len(mm):
+                end = base + at
+            else:
+                end = self._chain(w, base + at)
+                if end + HEADER_LEN > size:
+                    break            # the last transaction on disk
+                mm, at = self._header_in(w, end)
+                base = w.base
+            if unpack(mm, at)[1] < HEADER_LEN:
+                break                # the event walk reports the broken length
+            if length != end - off:
+                return off, mid, (etype, length)
             commit = g.commit_us
-            yield new(MysqlGroup, (g.gtid, off, target, commit // 1_000_000 if commit else ts, commit, length))
-            off, mid = target, False
-        return off, mid
+            yield new(MysqlGroup, (g.gtid, off, end, commit // 1_000_000 if commit else ts, commit, length))
+            off, mid = end, False
+        return off, mid, None
+
+    def _length_disagrees(self, off: int, etype: int, length: int, end: int) -> CorruptBinlogError:
+        """The error for a GTID event at ``off`` whose transaction_length
+        (``length``) ends its transaction where neither the event headers
+        nor the event walk do (``end``: where the event walk ends it)."""
+        return CorruptBinlogError(
+            f"{MYSQL_EVENT_NAMES[etype]} event's transaction_length {length} ends its transaction at offset "
+            f"{off + length}, but its events end it at offset {end}", path=self.path, offset=off,
+            hint="the binlog is damaged: the GTID event and the event lengths disagree")
 
     def set_batches(self, span: int, max_offset: int, previous: int = 0) -> Iterator[tuple[int, GtidSet]]:
         """The walk an index build needs (``mysqlindex.MysqlRecordPolicy``):
@@ -485,12 +544,14 @@ class MysqlBinlog(Binlog):
         from ``previous``), ``gtids`` the GTIDs of the transactions since
         (a ``GtidSet``); none past ``max_offset`` (the walk stops there).
 
-        The same records as a loop over ``transactions()``: the compiled
-        ``mysql_walk`` (gtidx/_skip.c) follows the jumps ``_jumps`` takes
-        (the same checks) and hands back GTID runs, not transactions; where
-        it stops (a GTID_TAGGED event, a transaction bigger than the
-        window, anything it does not jump from) ``_jumps`` goes on until the
-        next event it can take, and the event walk where no jump lands."""
+        The same records (and errors) as a loop over ``transactions()``: the
+        compiled ``mysql_walk`` (gtidx/_skip.c) follows the header chain as
+        ``_chained`` does (the same checks) and hands back GTID runs, not
+        transactions; where it stops (a GTID_TAGGED event, a transaction
+        bigger than the window, a length that disagrees, anything it does
+        not take) ``_chained`` goes on until the next event it does (and
+        raises for a length that disagrees), and the event walk where that
+        cannot decide."""
         off = self.body_start
         pending = GtidSet()
         add = pending.add
@@ -515,7 +576,7 @@ class MysqlBinlog(Binlog):
                 if code == 1 and stop > 0:      # the window ends: read on from there
                     mm, base = w.move(off), off
                     continue
-                # what the compiled walk does not jump from: the Python loop
+                # what the compiled walk does not take: the Python loop
                 # (``_transactions``) takes over up to the next event it does,
                 # or to the end
                 resume = None

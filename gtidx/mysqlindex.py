@@ -231,9 +231,9 @@ class MysqlIndexReader(IndexReader):
 class MysqlRecordPolicy:
     """Where the records of a MySQL binlog's index go (the module doc):
     MariaDB's ``RecordPolicy`` rule (``writer.record_due``) over MySQL
-    transactions. ``jump``: the fused walk with ``transaction_length`` jumps
-    (``MysqlBinlog.set_batches``), else the event walk (``groups``), the
-    definition."""
+    transactions. ``jump``: the fused header walk (``MysqlBinlog.set_batches``,
+    ``transaction_length`` cross-checked), else the event walk (``groups``),
+    the definition."""
 
     def __init__(self, span_min: int, max_offset: int = fmt.MAX_OFFSET, jump: bool = True):
         if span_min < 1:

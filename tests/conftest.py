@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ FIXTURES = ROOT / "fixtures"
 # on and talks to the loopback address only.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+from gtidx.binlog import TYPE_LENGTH, U32  # noqa: E402
 from gtidx.errors import NotFoundError  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
 from tools.mariadb import MariaDB  # noqa: E402
@@ -40,6 +42,69 @@ def growing_copy(data: bytes, n: int) -> bytes:
     if len(part) > 21:
         part[21] |= 1
     return bytes(part)
+
+
+def damaged(data: bytes, flips, cut) -> bytes:
+    """A binlog's bytes with ``flips`` ((where in [0, 1] past the magic, new
+    byte value) pairs) overwritten, then cut to the fraction ``cut`` of its
+    size (None: not cut): the damage the walks' property tests apply."""
+    out = bytearray(data)
+    for where, value in flips:
+        out[min(len(out) - 1, 4 + int(where * (len(out) - 5)))] = value
+    if cut is not None:
+        out = out[:max(4, int(cut * len(out)))]
+    return bytes(out)
+
+
+def mysql_events(data: bytes) -> list[tuple[int, int, int]]:
+    """(offset, type, length) of every event of a whole MySQL binlog, along
+    its event headers."""
+    off, out = 4, []
+    while off + 19 <= len(data):
+        etype, ln = TYPE_LENGTH.unpack_from(data, off)
+        out.append((off, etype, ln))
+        off += ln
+    return out
+
+
+def trx_length_field(data: bytes, off: int) -> tuple[int, int]:
+    """Where the transaction_length of the GTID or ANONYMOUS_GTID event at
+    ``off`` is: (the offset of its packed integer, the bytes of its value
+    after the first byte: 0 (the first byte is the value, < 251), 2, 3 or 8)."""
+    body = off + 19
+    at = body + 42 + 7                              # past the fixed part and the immediate commit timestamp
+    if data[body + 42 + 6] & 0x80:                  # its top bit: the original timestamp follows
+        at += 7
+    return at, {252: 2, 253: 3, 254: 8}.get(data[at], 0)
+
+
+def set_trx_length(data: bytearray, off: int, value: int, fix_crc: bool) -> None:
+    """Rewrite the transaction_length of the GTID event at ``off`` in the
+    width it has (the event keeps its size); with ``fix_crc`` its CRC32
+    recomputed as the server computes it (zlib.crc32 of the event before it)."""
+    at, width = trx_length_field(data, off)
+    if width:
+        data[at + 1:at + 1 + width] = value.to_bytes(width, "little")
+    else:
+        assert value < 251, value
+        data[at] = value
+    if fix_crc:
+        ln = TYPE_LENGTH.unpack_from(data, off)[1]
+        U32.pack_into(data, off + ln - 4, zlib.crc32(data[off:off + ln - 4]))
+
+
+@pytest.fixture(params=["compiled", "python"])
+def build_walk(request, monkeypatch):
+    """The MySQL walks (the index build's, ``transactions``) with the
+    compiled mysql_walk and skip (gtidx/_skip.c) and without them (the
+    pure-Python walk alone, their definition)."""
+    from gtidx import mysqlbinlog
+    if request.param == "compiled":
+        assert mysqlbinlog._mysql_walk is not None, "gtidx._skip is not built (see setup.py)"
+    else:
+        monkeypatch.setattr(mysqlbinlog, "_mysql_walk", None)
+        monkeypatch.setattr(mysqlbinlog, "_skip", None)
+    return request.param
 
 
 def fixture_id(path: Path) -> str:

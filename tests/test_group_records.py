@@ -21,7 +21,7 @@ from gtidx import binlog
 from gtidx.binlog import GROUP_RECORD, Binlog
 from gtidx.errors import GtidxError
 
-from conftest import fixture_files, fixture_id, growing_copy
+from conftest import damaged, fixture_files, fixture_id, growing_copy
 
 
 def _spans_packed(path, start=None):
@@ -106,13 +106,9 @@ def test_damaged_binlogs_give_the_same_records(monkeypatch, tmp_path_factory, fl
     if window is not None:
         monkeypatch.setattr(gtidx.filebuf, "WINDOW_FIRST", window)
         monkeypatch.setattr(gtidx.filebuf, "WINDOW", window)
-    data = bytearray(MIXED.read_bytes())
-    for where, value in flips:
-        data[min(len(data) - 1, 4 + int(where * (len(data) - 5)))] = value
-    if cut is not None:
-        data = data[:max(4, int(cut * len(data)))]
+    data = damaged(MIXED.read_bytes(), flips, cut)
     path = tmp_path_factory.mktemp("dmg") / MIXED.name
-    path.write_bytes(bytes(data))
+    path.write_bytes(data)
     compiled, pure, definition = _both(monkeypatch, path)
     assert compiled == definition
     assert pure == definition

@@ -15,16 +15,14 @@ import shutil
 import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, ROOT, growing_copy
+from conftest import FIXTURES, ROOT, growing_copy, mysql_events, set_trx_length
 from gtidx import idxformat as fmt
-from gtidx import mysqlbinlog
 from gtidx.errors import CorruptBinlogError, CorruptIndexError, GtidxError, MySQLBinlogError
 from gtidx.indexfile import build_index, build_mysql_index, index_path, open_index, read_index, verify_index
 from gtidx.indexmeta import IndexState
@@ -153,60 +151,29 @@ def test_transactions_of_a_closed_file_cut_short(tmp_path):
             assert len(list(b.transactions(jump=jump))) == 21
 
 
-def _gtid_events(data: bytes, checksum: int):
-    """(offset, length) of every GTID event of a whole binlog."""
-    off = 4
-    while off + 19 <= len(data):
-        etype, ln = struct.unpack_from("<4xB4xI", data, off)
-        if etype == GTID_LOG:
-            yield off, ln
-        off += ln
-
-
-def _set_length(data: bytearray, off: int, ln: int, value: int, fix_crc: bool) -> None:
-    """Rewrite the transaction_length of the GTID event at ``off`` (a
-    1-byte or 3-byte packed integer after the commit timestamps)."""
-    body = off + 19
-    at = body + 42 + 7                              # past the fixed part and the immediate commit timestamp
-    if data[body + 42 + 6] & 0x80:                  # its top bit: the original timestamp follows
-        at += 7
-    first = data[at]
-    width = {252: 2, 253: 3}.get(first, 0)
-    if width:
-        data[at + 1:at + 1 + width] = value.to_bytes(width, "little")
-    else:
-        assert first < 251 and value < 251
-        data[at] = value
-    if fix_crc:
-        struct.pack_into("<I", data, off + ln - 4, zlib.crc32(data[off:off + ln - 4]))
-
-
-def _boundaries(data: bytes) -> list[int]:
-    off, out = 4, []
-    while off + 19 <= len(data):
-        out.append(off)
-        off += struct.unpack_from("<4xB4xI", data, off)[1]
-    return out
-
-
 @pytest.mark.parametrize("path,fix_crc", [(MYSQL_FIXTURES / "uuids" / "binlog.000004", False),
                                           (MYSQL_FIXTURES / "uuids" / "binlog.000004", True),
                                           (MYSQL_FIXTURES / "nochecksum" / "binlog.000011", False)],
                          ids=["crc32-damaged", "crc32-crc-fixed", "no-checksum"])
-def test_a_jump_that_does_not_land_falls_back(tmp_path, path, fix_crc, build_walk):
-    """A transaction_length that is damaged (its event's CRC32 fails) or
-    lands where no transaction starts: off by a few bytes, or on a real
-    event inside a transaction (the terminator of its own, the BEGIN after
-    the next GTID event: whole, with a right CRC32 and next position, of
-    the wrong type). The event walk takes over; the answers are the same."""
+def test_a_length_its_events_do_not_end_at(tmp_path, path, fix_crc, build_walk):
+    """transaction_length rewritten in many GTID events: off by a few bytes,
+    or ending on a real event inside a transaction (the terminator of its
+    own, the BEGIN after the next GTID event: whole, with a right CRC32 and
+    next position). Damaged (the GTID event's CRC32 fails): the event walk
+    takes those transactions, the answers are the same. A lie (its CRC32
+    recomputed, or a file without checksums): the event headers and the
+    event walk end the transaction elsewhere, so CorruptBinlogError at the
+    first forged GTID event, after exactly the event walk's transactions
+    before it; never another answer. The event walk itself (``groups``)
+    reads no length: it still answers."""
     data = bytearray(path.read_bytes())
     with MysqlBinlog(path) as b:
         good = list(b.groups())
         crc = b.checksum_len
-    bounds = _boundaries(bytes(data))
+    bounds = [o for o, _, _ in mysql_events(data)]
     starts = {g.start for g in good}
-    events = [(o, ln) for o, ln in _gtid_events(bytes(data), crc)]
-    changed = 0
+    events = [(o, ln) for o, t, ln in mysql_events(data) if t == GTID_LOG]
+    forged = []
     for k, (off, ln) in enumerate(events[1:-1]):
         g = next(g for g in good if g.start == off)
         end = off + g.length
@@ -216,14 +183,30 @@ def test_a_jump_that_does_not_land_falls_back(tmp_path, path, fix_crc, build_wal
         value = target - off
         if (value >= 251) != (g.length >= 251) or (value >= 65536) != (g.length >= 65536):
             continue
-        _set_length(data, off, ln, value, fix_crc)
-        changed += 1
-    assert changed >= 10
+        set_trx_length(data, off, value, fix_crc)
+        forged.append(off)
+    assert len(forged) >= 10
     p = tmp_path / path.name
     p.write_bytes(bytes(data))
+    spans = [(g.gtid, g.start, g.end) for g in good]
     with MysqlBinlog(p) as b:
-        assert [(g.gtid, g.start, g.end) for g in b.transactions()] == [(g.gtid, g.start, g.end) for g in good]
-        _records_both_ways(b, (1, 1000))
+        assert [(g.gtid, g.start, g.end) for g in b.groups()] == spans
+        if crc and not fix_crc:
+            assert [(g.gtid, g.start, g.end) for g in b.transactions()] == spans
+            _records_both_ways(b, (1, 1000))
+            return
+        seen = []
+        with pytest.raises(CorruptBinlogError, match="transaction_length") as lie:
+            for g in b.transactions():
+                seen.append((g.gtid, g.start, g.end))
+        assert lie.value.offset == forged[0] and seen == spans[:len(seen)] and seen[-1][2] == forged[0]
+        with MysqlBinlog(path) as pristine:
+            for span in (1, 1000):
+                with pytest.raises(CorruptBinlogError) as e:
+                    MysqlRecordPolicy(span, jump=True).records(b)
+                assert (e.value.offset, e.value.message) == (lie.value.offset, lie.value.message)
+                assert MysqlRecordPolicy(span, jump=False).records(b) == \
+                    MysqlRecordPolicy(span, jump=False).records(pristine)
 
 
 # -- the index against the walk ------------------------------------------------------------------
@@ -273,17 +256,6 @@ def _records_both_ways(b: MysqlBinlog, spans=(1, 300, 4096, 65536), cap=fmt.MAX_
         assert fused == MysqlRecordPolicy(span, cap, jump=False).records(b), span
 
 
-@pytest.fixture(params=["compiled", "python"])
-def build_walk(request, monkeypatch):
-    """The index build's walk with the compiled mysql_walk (gtidx/_skip.c)
-    and without it (the Python jumps alone)."""
-    if request.param == "compiled":
-        assert mysqlbinlog._mysql_walk is not None, "gtidx._skip is not built (see setup.py)"
-    else:
-        monkeypatch.setattr(mysqlbinlog, "_mysql_walk", None)
-    return request.param
-
-
 @pytest.mark.parametrize("path", FILES, ids=ids)
 def test_the_build_walk_gives_the_event_walks_records(path, build_walk):
     """``set_batches`` (compiled or not) against the event walk: the same
@@ -307,12 +279,21 @@ def test_the_build_walk_on_growing_damaged_and_cut_files(tmp_path, build_walk):
     damaged = bytearray((MYSQL_FIXTURES / "uuids" / "binlog.000004").read_bytes())
     with MysqlBinlog(MYSQL_FIXTURES / "uuids" / "binlog.000004") as b:
         lengths = {g.start: g.length for g in b.groups()}
-    for k, (off, ln) in enumerate(list(_gtid_events(bytes(damaged), 4))[2::5]):
-        if lengths[off] >= 256:
-            _set_length(damaged, off, ln, lengths[off] + (-1, 19, 1)[k % 3], k % 2 == 0)
-    p.write_bytes(bytes(damaged))
-    with MysqlBinlog(p) as b:
-        _records_both_ways(b)
+    forged = [(k, off) for k, (off, t, _) in enumerate([e for e in mysql_events(damaged) if e[1] == GTID_LOG][2::5])
+              if lengths[off] >= 256]
+    for crc_fixed in (False, True):     # damaged lengths (CRC32 fails): the same records; then lies too: an error
+        for k, off in forged:
+            if (k % 2 == 0) == crc_fixed:
+                set_trx_length(damaged, off, lengths[off] + (-1, 19, 1)[k % 3], crc_fixed)
+        p.write_bytes(bytes(damaged))
+        with MysqlBinlog(p) as b:
+            if not crc_fixed:
+                _records_both_ways(b)
+                continue
+            for span in (1, 300, 65536):
+                with pytest.raises(CorruptBinlogError, match="transaction_length") as e:
+                    MysqlRecordPolicy(span, jump=True).records(b)
+                assert e.value.offset == min(off for k, off in forged if k % 2 == 0)
     p.write_bytes(data[:groups[20].end - 1])           # closed, cut inside a transaction: the same error
     errors = []
     for jump in (True, False):

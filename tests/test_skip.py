@@ -19,7 +19,7 @@ from gtidx import binlog
 from gtidx.binlog import Binlog
 from gtidx.errors import GtidxError
 
-from conftest import fixture_files, fixture_id
+from conftest import damaged, fixture_files, fixture_id
 
 TYPE_LENGTH = struct.Struct("<4xB4xI")
 
@@ -144,13 +144,9 @@ MIXED = next(p for p, _ in fixture_files() if "mixed" in str(p))
 def test_damaged_binlogs_walk_alike(monkeypatch, tmp_path_factory, flips, cut):
     """Bytes overwritten anywhere (lengths, types, GTID heads) and files cut
     short: the same groups, states, or the same error, at the same offset."""
-    data = bytearray(MIXED.read_bytes())
-    for where, value in flips:
-        data[min(len(data) - 1, 4 + int(where * (len(data) - 5)))] = value
-    if cut is not None:
-        data = data[:max(4, int(cut * len(data)))]
+    data = damaged(MIXED.read_bytes(), flips, cut)
     path = tmp_path_factory.mktemp("dmg") / MIXED.name
-    path.write_bytes(bytes(data))
+    path.write_bytes(data)
     compiled, pure = _both(monkeypatch, lambda: _everything(path))
     assert compiled == pure
     os.unlink(path)
