@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from . import idxformat as fmt
 from . import storage
 from .binlog import CHECKSUM_CRC32, GTID, MAGIC, Binlog, Group, file_flavor
-from .errors import (BadInputError, CorruptBinlogError, GtidSyntaxError, GtidxError, GtidxIOError, MySQLBinlogError,
-                     NotFoundError, UnsupportedBinlogError, quoted)
+from .errors import (BadInputError, CorruptBinlogError, CorruptCatalogError, GtidSyntaxError, GtidxError, GtidxIOError,
+                     MySQLBinlogError, NotFoundError, UnsupportedBinlogError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
@@ -841,14 +841,15 @@ class BinlogSeries:
         ranges without opening them, each after a cheap check against what
         is there now (``_entry_problem``: a stat, or one LIST of an
         object-store prefix; ``listings``: LISTs already made), then until
-        its file, opened, differs (size, fingerprint, GTID_LIST)."""
+        its file, opened, differs (``Entry.problem``: identity, size,
+        fingerprint, GTID_LIST)."""
         listings = dict(listings or {})
         opened = []
-        mine, newest = set(self.files), self.files[-1]
+        mine = set(self.files)
         for path, e in entries.items():
             if path not in mine:
                 continue
-            why = self._entry_problem(path, e, listings, opened, path == newest)
+            why = self._entry_problem(path, e, listings, opened)
             if why:
                 log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
                 continue
@@ -860,37 +861,36 @@ class BinlogSeries:
                         "(uploaded again?), first %s: each lookup opens them to compare; gtidx catalog build "
                         "records their ETags", len(opened), opened[0])
 
-    def _entry_problem(self, path: str, e: "catalog.Entry", listings: dict, opened: list,
-                       newest: bool = False) -> str:
+    def _entry_problem(self, path: str, e: "catalog.Entry", listings: dict, opened: list) -> str:
         """Why the catalog entry ``e`` does not describe the file at ``path``
-        as it is now ('' when it may): a file grown, cut, replaced by one of
-        another size or gone since the catalog was made is read, not taken
-        from its entry. Locally its size is free to check (a stat). In an
+        as it is now ('' when it may): a file grown, cut, written, replaced
+        or gone since the catalog was made is read, not taken from its
+        entry. A local file's identity (device, inode, size, times: one
+        ``stat``) must be the recorded one (``Entry.local_problem``). In an
         object store one LIST of the prefix (``listings``, made once per
-        directory and kept) gives every object's size and ETag: an object
-        whose ETag is no longer the entry's but whose size is may hold the
-        same bytes uploaded again (in other parts): it is opened and its
-        fingerprint decides (``Entry.matches``; ``path`` is added to
-        ``opened`` when it still matches). An entry without an ETag (a local
-        file's, or from an older catalog) is checked by size."""
+        directory and kept) gives every object's size and ETag: the
+        recorded ones, it is the object described. An object whose ETag is
+        no longer the entry's (or either is unknown) but whose size is may
+        hold the same bytes uploaded again (in other parts): it is opened
+        and its fingerprint decides (``Entry.matches``; ``path`` is added
+        to ``opened`` when it still matches)."""
         if not self.store.remote:
             try:
-                size, etag = os.stat(path).st_size, None
+                return e.local_problem(os.stat(path))
             except OSError:
-                size, etag = None, None
-        else:
-            directory, name = self.store.split(path)
-            if directory not in listings:
-                try:
-                    listings[directory] = self.store.listing(directory)
-                except GtidxError as x:          # LIST denied (a master-bin.index read without it)
-                    log.warning("%s: cannot list the prefix to check the catalog's entries (%s); each is "
-                                "checked when its file is opened", directory, x.message)
-                    listings[directory] = None
-            listing = listings[directory]
-            if listing is None:
-                return ""
-            size, etag = listing.get(name, (None, None))
+                return f"the catalog has {e.raw.get('size')} bytes, the file is gone"
+        directory, name = self.store.split(path)
+        if directory not in listings:
+            try:
+                listings[directory] = self.store.listing(directory)
+            except GtidxError as x:          # LIST denied (a master-bin.index read without it)
+                log.warning("%s: cannot list the prefix to check the catalog's entries (%s); each is "
+                            "checked when its file is opened", directory, x.message)
+                listings[directory] = None
+        listing = listings[directory]
+        if listing is None:
+            return ""
+        size, etag = listing.get(name, (None, None))
         if size is None:
             return f"the catalog has {e.raw.get('size')} bytes, the file is gone"
         if size != e.raw.get("size"):
@@ -899,14 +899,6 @@ class BinlogSeries:
         if etag is not None and fingerprint.binlog_etag is not None and fingerprint.is_object(size, etag):
             self._listed_same.add(path)         # the very object described: its entry answers unopened
             return ""
-        if etag is None or fingerprint.binlog_etag is None:
-            if not (self.store.remote and e.raw.get("in_use") and not newest):
-                return ""
-            # an entry made while its binlog was written (gtidx tail's
-            # growing file) describes what it held then: in an object store,
-            # with no ETag to tell, it is taken only once its file is
-            # compared with it (the file may since have grown and been copied
-            # whole, the catalog not). The newest is compared whenever read.
         try:
             with Binlog(path, self.store) as b:
                 why = e.matches(b)
@@ -926,10 +918,10 @@ class BinlogSeries:
         entry = self._catalog.get(path)
         if check and entry is not None:
             if path in self._open:
-                why = entry.matches(self._open[path].binlog)
+                why = entry.problem(self._open[path].binlog)
             else:
                 with Binlog(path, self.store) as b:         # the binlog only: no index needed to compare
-                    why = entry.matches(b)
+                    why = entry.problem(b)
             if why:
                 self._distrust(path, why)
                 entry = None
@@ -968,7 +960,10 @@ class BinlogSeries:
                 root = kw.get("index_root")
                 root = None if root is None else IndexRoot(_path(root, "index_root"), storage_options)
                 from . import catalog
-                found = catalog.Catalog.load(store, directory, root)
+                try:
+                    found = catalog.Catalog.load(store, directory, root)
+                except CorruptCatalogError as e:
+                    log.warning("%s: %s; not used, the binlogs are read instead (%s)", e.path, e.message, e.hint)
         series = cls(files, store=store, storage_options=storage_options, **kw)
         if found is not None or history is not None:
             try:
@@ -1013,7 +1008,7 @@ class BinlogSeries:
         f = _File(path, self.use_index, self.store, self.index_root, self._bare.pop(path, None))
         entry = self._catalog.get(path)
         if entry is not None:
-            why = entry.matches(f.binlog)
+            why = entry.problem(f.binlog)
             if why:
                 self._distrust(path, why)
         self._open[path] = f
@@ -1934,7 +1929,8 @@ def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = Non
     catalog and the counts {"kept", "walked", "failed"}."""
     store, files, directory, root = _catalog_of(path, storage_options, index_root)
     from . import catalog
-    cat = catalog.Catalog.load(store, directory, root, damaged_ok=True) or catalog.Catalog(store, directory, root)
+    cat = catalog.Catalog.to_rewrite(store, directory, root, warn=_rewriting) or \
+        catalog.Catalog(store, directory, root)
     counts = cat.refresh(files)
     cat.save()
     return cat, counts
@@ -1962,7 +1958,8 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
         directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
         if directory is None:
             return None
-        cat = catalog.Catalog.load(store, directory, index_root)      # build made index_root an IndexRoot
+        cat = catalog.Catalog.to_rewrite(store, directory, index_root,      # build made index_root an IndexRoot
+                                         warn=_rewriting)
         if cat is not None:
             cat.refresh([f for f, _, _ in listed])
             cat.save()
@@ -1970,6 +1967,10 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
         e.binlog = p
         return e
     return None
+
+
+def _rewriting(err: GtidxError) -> None:
+    log.warning("%s: %s; writing it again", err.path, err.message)
 
 
 def _file_ticks(progress, f: str, size: int, base: int, n: int, files: int, total: int):

@@ -13,10 +13,10 @@ sees the old catalog or the new one.
 
 Format (``"v": 1``)::
 
-    {"v": 1, "histories": [{"id", "first", "last", "files", "start_state",
-                            "end_state", "gaps": [name, ...]}],
-     "files": [{"name", "size", "etag", "fingerprint": {"head_crc32", "tail_crc32", "head_adler32",
-                                                          "tail_adler32"},
+    {"v": 1, "sha256", "histories": [{"id", "first", "last", "files", "start_state",
+                                      "end_state", "gaps": [name, ...]}],
+     "files": [{"name", "size", "etag" | "identity",
+                "fingerprint": {"head_crc32", "tail_crc32", "head_adler32", "tail_adler32"},
                 "server_version", "checksum", "in_use", "start_state",
                 "end_state", "end", "groups", "server_ids",
                 "first_timestamp", "last_timestamp", "max_timestamp",
@@ -28,14 +28,35 @@ lists them); timestamps are the GTID events' (unix seconds; null for a file
 without groups); ``ranges``/``repeats`` are what ``IndexMeta`` stores (per
 (domain, server) the lowest and highest seq_no logged in the file, and the
 pairs whose seq_no does not always grow): what lets a lookup plan without
-opening the file. ``fingerprint`` is ``IndexMeta``'s (size and the CRC32 of
-the first and last 64 KiB): an entry is current while the file's size and
-fingerprint match; a file replaced under a reused name does not. ``etag``
-(only for a binlog in an object store; absent for a local file and in
-catalogs made before it was recorded) is the object's ETag when the entry
-was made: an object with that ETag and size is the one described, unread
-(``IndexMeta.matches``); a lookup checks every entry's size and ETag against
-one LIST of the prefix (``BinlogSeries.use_catalog``).
+opening the file. ``fingerprint`` is ``IndexMeta``'s (size and the CRC32s
+and Adler-32s of the first and last 64 KiB): ``catalog build`` keeps an entry
+while the file's size, fingerprint and GTID_LIST match (``Entry.matches``); a
+file replaced under a reused name does not.
+
+Nothing in a catalog changes an answer; it only spares reading files, and
+only once checked (``load``, ``Entry.problem``):
+
+* ``sha256`` is the SHA-256 of the catalog's canonical JSON without it
+  (``checksum``). A catalog without it (made by an older gtidx), with one
+  that does not match, that is not JSON, or whose values are not of their
+  kind (``_invalid``) is damaged (``CorruptCatalogError``): lookups read the
+  binlogs instead (one warning), ``catalog show`` fails (exit 3),
+  ``catalog build``, ``build`` and ``tail`` write it again whole
+  (``Catalog.to_rewrite``). So is anything at its name but a regular file
+  (a FIFO is refused, never waited on).
+* Each entry records its file's identity: ``identity`` for a local file
+  (``indexmeta.stat_identity``: device, inode, size, mtime and ctime),
+  ``etag`` for an object (its ETag; with the size). A lookup takes an
+  entry only while the file's identity is the recorded one: a local file
+  written, touched, copied or replaced since is read (``stat``, or
+  ``fstat`` when opened); an object is checked against one LIST of its
+  prefix (``BinlogSeries.use_catalog``): the recorded size and ETag, unread;
+  the same size with another ETag (uploaded again in other parts) or none
+  known, opened: its fingerprint decides.
+* The limit of this trust: whoever can write the catalog and recompute its
+  checksum, leaving the files' identities as recorded, decides what it
+  says. The checksum tells damage and edits by hand; the identity a
+  catalog that does not describe these very files.
 
 Histories (``assign_histories``, the one owner of the rule): files are taken
 in binlog order; a file continues a history when that history's end state
@@ -47,19 +68,21 @@ server, a RESET MASTER, a name reused after a failover) starts a new one.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import NamedTuple
 
 from . import safefile
 from .binlog import CHECKSUM_CRC32, Binlog
-from .errors import GtidxError, GtidxIOError
+from .errors import CorruptCatalogError, GtidxError, GtidxIOError, quoted
 from .gtid import BinlogState, LatestGtids, SeqRanges
 from .indexfile import IndexRoot, open_index
-from .indexmeta import IndexMeta, object_etag
+from .indexmeta import IndexMeta, local_identity, object_etag, stat_identity
 
 NAME = "gtidx-catalog.json"
 VERSION = 1
+CHECKSUM = "sha256"       # the key of the catalog's checksum
 _BATCH = 1 << 20          # groups handed over per walk batch (bytes of binlog)
 
 
@@ -117,8 +140,26 @@ class Entry(NamedTuple):
                          binlog_etag=etag if isinstance(etag, str) else None,
                          head_adler32=adlers[0], tail_adler32=adlers[1])
 
+    def problem(self, b: Binlog) -> str:
+        """Why a lookup may not answer from this entry for the file ``b`` as
+        opened ('' if it may): a local file's identity is the recorded one
+        (``local_problem``) and its content matches (``matches``)."""
+        st = b.file_stat
+        return (st is not None and self.local_problem(st)) or self.matches(b)
+
+    def local_problem(self, st: os.stat_result) -> str:
+        """Why this entry does not describe the local file whose ``stat`` is
+        ``st`` ('' if it may): its identity must be the one recorded."""
+        if st.st_size != self.raw["size"]:
+            return f"the catalog has {self.raw['size']} bytes, the file {st.st_size}"
+        if self.raw.get("identity") != stat_identity(st):
+            return "the file is not the one the catalog recorded (device, inode or times differ: written, copied " \
+                   "or replaced since)"
+        return ""
+
     def matches(self, b: Binlog) -> str:
-        """Why this entry does not describe ``b`` as it is now ('' if it does)."""
+        """Why this entry does not describe the content of ``b`` as it is now
+        ('' if it does): size, fingerprint and GTID_LIST."""
         if b.size != self.raw["size"]:
             return f"the catalog has {self.raw['size']} bytes, the file {b.size}"
         fingerprint = self.fingerprint()
@@ -161,39 +202,37 @@ class Catalog:
 
     # -- reading and writing -------------------------------------------------------
     @classmethod
-    def load(cls, store, directory: str, index_root: IndexRoot | None = None, *,
-             damaged_ok: bool = False) -> "Catalog | None":
+    def load(cls, store, directory: str, index_root: IndexRoot | None = None) -> "Catalog | None":
         """The catalog of ``directory`` (under ``index_root`` first), or None
-        when there is none. A catalog that cannot be parsed or is of another
-        version is a GtidxIOError (exit 3; ``catalog build`` makes it again:
-        ``damaged_ok``, then it is None)."""
+        when there is none; CorruptCatalogError (exit 3) when it is damaged:
+        see the module's doc."""
         for st, path in places(store, directory, index_root):
-            raw = st.read_object(path)
-            if raw is None:
-                continue
             try:
-                d = json.loads(raw)
-                if not isinstance(d, dict) or d.get("v") != VERSION or not isinstance(d.get("files"), list):
-                    raise ValueError("not a version-1 gtidx catalog")
-                for e in d["files"]:
-                    if not isinstance(e, dict) or not isinstance(e.get("name"), str):
-                        raise ValueError("an entry without a name")
-                    if "error" not in e:
-                        BinlogState.parse(e["start_state"])
-                        BinlogState.parse(e["end_state"])
-            except (ValueError, TypeError, KeyError, GtidxError) as e:
-                if damaged_ok:          # to be made again
-                    return None
-                raise GtidxIOError(f"unreadable catalog: {e}", path=path,
-                                   hint="gtidx catalog build makes it again") from None
-            d.setdefault("histories", [])
-            return cls(store, directory, index_root, d, (st, path))
+                data = st.read_object(path)
+            except GtidxError as e:         # not a regular file, unreadable
+                raise _damaged(path, e.message) from None
+            if data is None:
+                continue
+            return cls(store, directory, index_root, _parse(data, path), (st, path))
         return None
 
+    @classmethod
+    def to_rewrite(cls, store, directory: str, index_root: IndexRoot | None = None, *, warn) -> "Catalog | None":
+        """The catalog of ``directory`` to make current and write (``build``,
+        ``catalog build``, ``tail``): the one stored, or an empty one in place
+        of a damaged one (``warn(err)`` told; every file is then read), or
+        None when there is none."""
+        try:
+            return cls.load(store, directory, index_root)
+        except CorruptCatalogError as e:
+            warn(e)
+            return cls(store, directory, index_root)
+
     def save(self) -> str:
-        """Write the catalog whole (atomically: exclusive temporary file and
-        rename, or one PUT); returns where."""
+        """Write the catalog whole with its checksum (atomically: exclusive
+        temporary file and rename, or one PUT); returns where."""
         store, path = places(self.store, self.directory, self.index_root)[0]
+        self.raw[CHECKSUM] = checksum(self.raw)
         data = json.dumps(self.raw, separators=(",", ":"), sort_keys=False).encode() + b"\n"
         if store.remote:
             store.put(path, data)
@@ -220,7 +259,8 @@ class Catalog:
         are, unread (a file without an entry is always looked at).
         ``walkers``: {path: Describer} of files that grow (tail's active
         file): walked on from where their last entry stopped, not again.
-        Returns counts {"kept", "walked", "failed"}."""
+        A kept entry records the file's identity as it is now (its content
+        matched). Returns counts {"kept", "walked", "failed"}."""
         old = {e["name"]: e for e in self.files}
         out, counts = [], {"kept": 0, "walked": 0, "failed": 0}
         for path in files:
@@ -237,8 +277,9 @@ class Catalog:
                             # the fingerprint masks IN_USE: a server clears it after a
                             # binlog's last event, at the same size
                             entry = dict(prev, in_use=b.growing)
-                            entry.pop("etag", None)        # the object's as it is now (content matched)
-                            entry.update(_etag_of(b))
+                            entry.pop("etag", None)        # the file's as it is now (content matched)
+                            entry.pop("identity", None)
+                            entry.update(_identity_of(b))
                             counts["kept"] += 1
                     if entry is None:
                         walker = (walkers or {}).get(path)
@@ -326,7 +367,7 @@ class Describer:
         fp = IndexMeta.of(b)
         ranges = self.seen.ranges
         return {
-            "name": None, "size": b.size, **_etag_of(b),
+            "name": None, "size": b.size, **_identity_of(b),
             "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32,
                             "head_adler32": fp.head_adler32, "tail_adler32": fp.tail_adler32},
             "server_version": b.fde.server_version,
@@ -341,10 +382,128 @@ class Describer:
         }
 
 
-def _etag_of(b: Binlog) -> dict:
-    """{"etag": ...} of a binlog in an object store (see ``IndexMeta.of``), {} for a local file."""
+def _identity_of(b: Binlog) -> dict:
+    """What an entry records of the identity of the open binlog ``b``:
+    {"identity": ...} of a local file (``local_identity``), {"etag": ...}
+    of an object (``object_etag``; {} when the store gives no strong one)."""
+    if b.file_stat is not None:
+        return {"identity": local_identity(b)}
     etag = object_etag(b)
     return {"etag": etag} if etag is not None else {}
+
+
+# -- checking what was read ------------------------------------------------------------
+
+def checksum(raw: dict) -> str:
+    """The SHA-256 (hex) of the catalog ``raw`` without its checksum, as
+    canonical JSON (sorted keys, no spaces, ASCII): what ``save`` stores
+    and ``load`` compares."""
+    body = {k: v for k, v in raw.items() if k != CHECKSUM}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _damaged(path: str, why: str) -> CorruptCatalogError:
+    return CorruptCatalogError(f"damaged catalog: {why}", path=path, hint="gtidx catalog build makes it again")
+
+
+def _parse(data: bytes, path: str) -> dict:
+    """The catalog stored as ``data``, checked (see the module's doc)."""
+    try:
+        d = json.loads(data)
+    except (ValueError, RecursionError) as e:        # not UTF-8 or not JSON, nested beyond the parser
+        raise _damaged(path, f"not JSON ({type(e).__name__})") from None
+    if not isinstance(d, dict) or d.get("v") != VERSION:
+        raise _damaged(path, f"not a version-{VERSION} gtidx catalog")
+    if CHECKSUM not in d:
+        raise _damaged(path, f"no {CHECKSUM} (made by an older gtidx: unverified)")
+    try:
+        good = d[CHECKSUM] == checksum(d)
+    except (ValueError, RecursionError):             # NaN, nesting beyond the encoder
+        good = False
+    if not good:
+        raise _damaged(path, f"its {CHECKSUM} does not match its content (edited or damaged)")
+    why = _invalid(d)
+    if why:
+        raise _damaged(path, why)
+    return d
+
+
+# What ``_invalid`` takes each value of a catalog to be: a check per key.
+_U32, _U64 = (1 << 32) - 1, (1 << 64) - 1
+
+
+def _is_str(v) -> bool:
+    return type(v) is str
+
+
+def _is_bool(v) -> bool:
+    return type(v) is bool
+
+
+def _nat(top: int = _U64):
+    return lambda v: type(v) is int and 0 <= v <= top
+
+
+def _optional(check):
+    return lambda v: v is None or check(v)
+
+
+def _list_of(check):
+    return lambda v: type(v) is list and all(check(x) for x in v)
+
+
+def _row(*checks):
+    return lambda v: type(v) is list and len(v) == len(checks) and all(c(x) for c, x in zip(checks, v))
+
+
+def _object(fields: dict, optional: dict | None = None):
+    """A dict with every key of ``fields`` and maybe those of ``optional``, each passing its check."""
+    optional = optional or {}
+    return lambda v: type(v) is dict and all(k in v and c(v[k]) for k, c in fields.items()) and \
+        all(c(v[k]) for k, c in optional.items() if k in v)
+
+
+def _is_state(v) -> bool:
+    if type(v) is not str:
+        return False
+    try:
+        BinlogState.parse(v)
+    except GtidxError:
+        return False
+    return True
+
+
+_TIME = _optional(_nat(_U32))
+_READABLE = _object({
+    "name": _is_str, "size": _nat(),
+    "fingerprint": _object({"head_crc32": _nat(_U32), "tail_crc32": _nat(_U32)},
+                           {"head_adler32": _optional(_nat(_U32)), "tail_adler32": _optional(_nat(_U32))}),
+    "server_version": _is_str, "checksum": _is_str, "in_use": _is_bool,
+    "start_state": _is_state, "end_state": _is_state, "end": _nat(), "groups": _nat(),
+    "server_ids": _list_of(_nat(_U32)), "first_timestamp": _TIME, "last_timestamp": _TIME,
+    "max_timestamp": _TIME, "max_timestamp_drop": _TIME,
+    "ranges": _list_of(_row(_nat(_U32), _nat(_U32), _nat(), _nat())),
+    "repeats": _list_of(_row(_nat(_U32), _nat(_U32))),
+    "index": _object({"path": _is_str, "status": _is_str}), "history": _optional(_nat())},
+    {"etag": _is_str, "identity": _is_str})
+_FAILED = _object({"name": _is_str, "size": _nat(), "error": _is_str, "history": lambda v: v is None})
+_HISTORY = _object({"id": _nat(), "first": _is_str, "last": _is_str, "files": _nat(), "start_state": _is_str,
+                    "end_state": _is_str, "gaps": _list_of(_is_str)})
+
+
+def _invalid(d: dict) -> str:
+    """What in the catalog ``d`` is not of its kind ('' when all is)."""
+    if not _list_of(_HISTORY)(d.get("histories")):
+        return "bad histories"
+    files = d.get("files")
+    if type(files) is not list:
+        return "no list of files"
+    for i, e in enumerate(files):
+        if not (_FAILED if type(e) is dict and "error" in e else _READABLE)(e):
+            name = e.get("name") if type(e) is dict else None
+            return f"bad entry {i + 1}" + (f" ({quoted(name)})" if type(name) is str else "")
+    return ""
 
 
 def _index_of(b: Binlog, index_root: IndexRoot | None) -> dict:
@@ -415,5 +574,5 @@ def describe_histories(groups: list[tuple[int, list[str]]]) -> str:
                      f" ({len(names)} file{'s' if len(names) != 1 else ''})" for h, names in groups)
 
 
-__all__ = ["NAME", "VERSION", "Catalog", "Entry", "describe", "Describer", "assign_histories", "places",
+__all__ = ["NAME", "VERSION", "CHECKSUM", "checksum", "Catalog", "Entry", "describe", "Describer", "assign_histories", "places",
            "directory_of", "directory_of_files", "histories_of", "describe_histories"]

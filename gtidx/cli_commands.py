@@ -465,7 +465,8 @@ def catalog_build(path, as_json, storage_options, index_root):
 @_storage_option
 @_index_dir_option
 def catalog_show(path, as_json, storage_options, index_root):
-    """Print the catalog of PATH: per binlog its size, history, states, time span and index."""
+    """Print the catalog of PATH: per binlog its size, history, states, time span and index.
+    A damaged catalog (its checksum or content wrong, not a regular file) is one line, exit 3."""
     from . import api
     cat = api.load_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:

@@ -98,6 +98,16 @@ class CorruptIndexError(GtidxError):
     exit_code = EXIT_CORRUPT
 
 
+class CorruptCatalogError(GtidxError):
+    """A catalog (``gtidx-catalog.json``) that cannot be used: not a regular
+    file, unreadable, not JSON, of another version, without its checksum or
+    with one that does not match its content, or holding values of the wrong
+    kind. Lookups go on without it (one warning), ``catalog show`` fails with
+    it, ``catalog build``, ``build`` and ``tail`` make the catalog again."""
+
+    exit_code = EXIT_CORRUPT
+
+
 class GtidxIOError(GtidxError):
     """The operating system refused: missing file, permission, disk full."""
 

@@ -33,7 +33,7 @@ from . import idxformat as fmt
 from . import storage
 from .binlog import Binlog
 from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
-from .filebuf import Source
+from .filebuf import ReadFile, Source
 from .gtid import LatestGtids
 from .indexmeta import XATTR, IndexMeta, IndexState, Progress, local_identity, object_etag, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
@@ -650,17 +650,12 @@ def _record_identity(b: Binlog, store, target: str, status: IndexStatus) -> str:
     if identity is None:
         return ""
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        with ReadFile(target, nofollow=True) as f:
+            if IndexMeta.read_fd(f.fd, target) != meta:        # replaced since it was checked
+                return ""
+            meta.replace(binlog_etag=identity).write(f.fd, target)
+    except (OSError, GtidxError):
         return ""
-    try:
-        if IndexMeta.read_fd(fd, target) != meta:        # replaced since it was checked
-            return ""
-        meta.replace(binlog_etag=identity).write(fd, target)
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
     return "identity"
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import time
 import zlib
 from enum import StrEnum
@@ -30,6 +29,7 @@ from enum import StrEnum
 from . import safefile
 from .binlog import IN_USE_FLAG, Binlog
 from .errors import GtidxError
+from .filebuf import ReadFile
 
 XATTR = "user.gtidx"
 FINGERPRINT_SPAN = 65536
@@ -102,6 +102,11 @@ def local_identity(b: Binlog, quiet: bool = False) -> str | None:
     st = b.file_stat
     if st is None or (quiet and time.time() - st.st_mtime < QUIET_S):
         return None
+    return stat_identity(st)
+
+
+def stat_identity(st: os.stat_result) -> str:
+    """The identity of the local file whose ``stat`` is ``st`` (see above)."""
     return f"stat:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
@@ -283,22 +288,19 @@ class IndexMeta:
                 return None
             return cls.read_object(f)
         try:
-            fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+            f = ReadFile(index, nofollow=True)
+        except (OSError, GtidxError):       # none, a link, a FIFO...: no fingerprint
             return None
-        try:
-            return cls.read_fd(fd, index)
-        finally:
-            os.close(fd)
+        with f:
+            return cls.read_fd(f.fd, index)
 
     @classmethod
     def read_fd(cls, fd: int, index: str) -> "IndexMeta | None":
-        """The fingerprint of the index open as ``fd`` (found at ``index``)."""
+        """The fingerprint of the index open as ``fd`` (found at ``index``; a
+        regular file, as ``filebuf.ReadFile`` opens them)."""
         try:
             st = os.fstat(fd)
         except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
             return None
         try:
             return cls.from_json(os.getxattr(fd, XATTR))
@@ -310,17 +312,10 @@ class IndexMeta:
     @classmethod
     def _read_sidecar(cls, index: str, st: os.stat_result) -> "IndexMeta | None":
         try:
-            fd = os.open(sidecar_path(index), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+            with ReadFile(sidecar_path(index), nofollow=True) as f:
+                raw = f.pread(_MAX_META, 0)
+        except (OSError, GtidxError):
             return None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            raw = os.read(fd, _MAX_META)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
         import json
         try:
             d = json.loads(raw)

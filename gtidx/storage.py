@@ -89,8 +89,11 @@ class LocalStore:
         return os.stat(path).st_size
 
     def read_bytes(self, path: str, limit: int | None = None) -> bytes:
-        with open(path, "rb") as f:
-            return f.read(-1 if limit is None else limit)
+        """The file's bytes (at most ``limit``): a regular file only
+        (``filebuf.ReadFile``: a FIFO at the name is refused, not waited on);
+        OSError as the OS says."""
+        with filebuf.ReadFile(path) as f, open(f.fd, "rb", closefd=False) as stream:
+            return stream.read(-1 if limit is None else limit)
 
     def read_object(self, path: str) -> bytes | None:
         """The whole file, or None when there is none (a catalog not made yet)."""

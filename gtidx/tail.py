@@ -36,12 +36,13 @@ failed write left (an index without a single complete page, a temporary
 file) is removed, and one line says when the file recovers.
 
 When the directory has a catalog (``gtidx catalog build``), the tail keeps
-it current as ``build`` does and never makes one: a binlog's entry is
-written when the binlog closes (with the new binlog's first entry), the
-growing binlog's again when it grew, at most every ``catalog_interval``
-seconds, walking only what was written since (``catalog.Describer``). An
-entry of the growing file describes it at one size (size and fingerprint):
-readers compare before they take it (see ``BinlogSeries.trust``).
+it current as ``build`` does and never makes one (a damaged one it writes
+again whole, as ``build`` does): a binlog's entry is written when the
+binlog closes (with the new binlog's first entry), the growing binlog's
+again when it grew, at most every ``catalog_interval`` seconds, walking only
+what was written since (``catalog.Describer``). An entry of the growing
+file describes it at one size (its identity, size and fingerprint): readers
+compare before they take it (see ``BinlogSeries.trust``).
 
 A binlog that shrank or changed under an index (a server crash that
 truncated or rewrote the tail), or that is gone (purged), leaves no wrong
@@ -734,21 +735,23 @@ class Tailer:
     def _finish(self, b: Binlog, path: str, idx: str) -> None:
         inc = self.active.pop(path, None)
         if inc is None:
-            status = open_index(b, idx, deep=True) if safefile.is_regular(idx) else None
-            if status is not None:
+            if safefile.is_regular(idx):
+                status = open_index(b, idx, deep=True)
                 status.close()
                 if status.usable and not status.partial:
                     if status.meta is not None and status.meta.binlog_etag is None:
                         self._unquiet.add(path)
                     return                               # already complete and current
+                why = status.reason or status.state
+            else:
+                why = "not a regular file" if os.path.lexists(idx) else "missing"
             meta = IndexMeta.read(idx)
             if meta is not None and meta.partial:
                 inc = self._start(b)
             else:
                 r = build_index(path, page_size=self.settings.page_size, span_min=self.settings.span_min,
                                 max_ratio=self.settings.max_ratio, force=True)
-                _event(logging.INFO, "built", file=path, records=r.records, size=r.size,
-                       why="not a regular file" if status is None else status.reason or status.state)
+                _event(logging.INFO, "built", file=path, records=r.records, size=r.size, why=why)
                 self._unquiet.add(path)
                 return
         self.active[path] = inc                          # a failure below abandons it
@@ -796,7 +799,8 @@ class _CatalogKeeper:
             return None                            # no catalog here: tail makes none
         now = time.monotonic()
         if self.cat is None or stamp != self.seen or self.cat.directory != directory:
-            cat = catalog.Catalog.load(store, directory)
+            cat = catalog.Catalog.to_rewrite(store, directory, warn=lambda e: _event(
+                logging.WARNING, "catalog damaged, making it again", catalog=path, error=e))
             if cat is None:
                 self.reset()
                 return None

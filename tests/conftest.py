@@ -107,6 +107,18 @@ def build_walk(request, monkeypatch):
     return request.param
 
 
+def forge_catalog(raw: dict) -> None:
+    """Lies in the catalog (``raw``) of fixtures/mariadb-10.11/multifile:
+    master-bin.000019 (which holds 0-1-400 and the first group at the second
+    1795317387) said to end a second earlier, and to hold no seq_no of
+    domain 0, server 1 below 500. Believed, ``seek --time @1795317387`` would
+    answer in 000020 (a restore replaying past the point asked for),
+    ``seek --gtid 0-1-400`` "not in these binlogs"."""
+    e = next(e for e in raw["files"] if e["name"] == "master-bin.000019")
+    e["max_timestamp"] = e["first_timestamp"] - 1
+    e["ranges"] = [r if r[:2] != [0, 1] else [0, 1, 500, 501] for r in e["ranges"]]
+
+
 def fixture_id(path: Path) -> str:
     return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
 

@@ -616,6 +616,31 @@ def test_s3_catalog_makes_a_multi_file_seek_a_handful_of_requests(s3, tmp_path):
     assert r.returncode == 2 and "2 histories" in r.stderr
 
 
+def test_s3_a_catalog_edited_by_hand_changes_no_answer(s3):
+    """The catalog of a prefix, one entry's max_timestamp and ranges edited
+    (the objects untouched, the checksum as it was): not used (one warning),
+    seek --gtid and seek --time answer as without a catalog."""
+    from conftest import forge_catalog
+    prefix = "edited/"
+    for f in MULTI.iterdir():
+        if f.name.startswith("master-bin.0"):
+            s3.client.put_object(Bucket=BUCKET, Key=prefix + f.name, Body=f.read_bytes())
+    url = f"s3://{BUCKET}/{prefix}"
+    lookups = [("seek", "--gtid", "0-1-400"), ("seek", "--time", "@1795317387")]
+    plain = [_cli(*args, url) for args in lookups]
+    assert [r.returncode for r in plain] == [0, 0], [r.stderr for r in plain]
+    gtidx.build_catalog(url)
+    key = prefix + "gtidx-catalog.json"
+    raw = json.loads(s3.client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    forge_catalog(raw)
+    s3.client.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(raw).encode())
+    for args, want in zip(lookups, plain):
+        r = _cli(*args, url)
+        assert (r.returncode, r.stdout) == (want.returncode, want.stdout), (args, r.stderr)
+        said = [line for line in r.stderr.splitlines() if "gtidx-catalog.json" in line]
+        assert len(said) == 1 and "sha256 does not match" in said[0], r.stderr
+
+
 HISTORY_118 = [FIXTURES / "mariadb-11.8" / "multifile" / "master-bin.000022",     # ends at C
                FIXTURES / "mariadb-11.8" / "multifile" / "master-bin.000023",     # 487 bytes: C, no group
                FIXTURES / "mariadb-11.8" / "manydomains" / "master-bin.000025"]   # starts at C

@@ -6,6 +6,7 @@ import logging
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -336,3 +337,50 @@ def test_tail_records_the_identity_of_a_binlog_it_finished_once_quiet(tmp_path):
         assert IndexMeta.read(idx).binlog_etag == local_identity(b) is not None
         assert IndexMeta.read(idx).same_object(b)
     assert os.stat(idx).st_ino == inode and IndexMeta.read(idx).replace(binlog_etag=None) == meta
+
+
+def test_tail_says_missing_for_a_missing_index(tmp_path, caplog):
+    """Why a closed binlog's index was built: "missing" when there was none,
+    "not a regular file" when something else was at its name (a FIFO)."""
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for name in ("master-bin.000018", "master-bin.000019"):
+        shutil.copy(M1011 / "multifile" / name, d / name)
+    os.mkfifo(d / "master-bin.000019.idx")
+    caplog.set_level(logging.INFO, logger="gtidx.tail")
+    Tailer(str(d), TailSettings(server_grace=0)).run(once=True)
+    why = {os.path.basename(r.fields["file"]): r.fields["why"] for r in caplog.records if r.getMessage() == "built"}
+    assert why == {"master-bin.000018": "missing", "master-bin.000019": "not a regular file"}
+
+
+def test_sigterm_ends_a_tail_with_a_fifo_at_the_catalog(tmp_path):
+    """A FIFO at gtidx-catalog.json, the catalog a following tail keeps:
+    read like a file, its open blocked the tail for good, deaf to SIGTERM
+    (the handler sets a flag; the interrupted open is resumed). Refused
+    without blocking, it is written again as a catalog, and SIGTERM ends the
+    tail promptly with its documented clean exit, 0."""
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for p in (M1011 / "multifile").glob("master-bin.0*"):
+        shutil.copy(p, d / p.name)
+    os.mkfifo(d / "gtidx-catalog.json")
+    log = tmp_path / "tail.log"
+    with open(log, "w") as err:
+        tail = subprocess.Popen([sys.executable, "-m", "gtidx", "tail", "--interval", "0.1", str(d)], stderr=err,
+                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 20
+        while "event=catalog updated" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        tail.send_signal(signal.SIGTERM)
+        try:
+            rc = tail.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the tail did not end on SIGTERM: {log.read_text()[-2000:]}")
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+    assert rc == 0, log.read_text()[-2000:]
+    assert "catalog damaged, making it again" in log.read_text()
+    assert (d / "gtidx-catalog.json").is_file()
