@@ -276,17 +276,27 @@ def _warning_lines(logger):
                     return
             click.echo(f"gtidx: warning: {record.getMessage()}", err=True)
 
+    def say_gathered() -> None:
+        for what, files in gathered.items():
+            click.echo(f"gtidx: warning: {_files_said(sorted(files))}: {what}", err=True)
+        gathered.clear()
+
     handler = _WarningLine()
     logger.addHandler(handler)
     propagate, logger.propagate = logger.propagate, False
+    _SAY_GATHERED.append(say_gathered)
 
     def undo() -> None:
         logger.removeHandler(handler)
         logger.propagate = propagate
-        for what, files in gathered.items():
-            click.echo(f"gtidx: warning: {_files_said(sorted(files))}: {what}", err=True)
-        gathered.clear()
+        _SAY_GATHERED.remove(say_gathered)
+        say_gathered()
     return undo
+
+
+# The gathered warnings of the command running (``_warning_lines``), said
+# before its error line, which stays the last line of a failed command.
+_SAY_GATHERED: list = []
 
 
 def _files_said(files: list[str]) -> str:
@@ -385,6 +395,8 @@ class GtidxGroup(click.Group):
 
     @staticmethod
     def _fail(ctx, err: BaseException, line: str, code: int) -> None:
+        for say_gathered in _SAY_GATHERED:
+            say_gathered()
         _say(line)
         if ctx.meta.get(_JSON) and not ctx.meta.get(_STDOUT_DONE):
             try:

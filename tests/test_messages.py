@@ -80,3 +80,12 @@ def test_offsets_in_the_magic_answer_as_4_for_both_flavors():
         said = [json.loads(r.stdout) for r in answers]
         assert [x.pop("offset") for x in said[:5]] == [0, 1, 2, 3, 4]
         assert all(x == said[4] for x in said[:5]) and said[4]["position"], f
+
+
+def test_gathered_warnings_come_before_the_error_line(tmp_path):
+    d = tmp_path / "binlogs"
+    shutil.copytree(MULTIFILE, d)
+    r = CliRunner().invoke(cli, ["pos", str(d / "master-bin.000020"), "58730"])     # inside an event
+    assert r.exit_code == 1
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("gtidx: warning: ") and "not the start of an event" in lines[1]
