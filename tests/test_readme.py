@@ -40,8 +40,9 @@ RUN_ELSEWHERE = {
     ("README.md", "Index and search an S3 archive"):
         "tests/test_s3.py runs them against moto_server (test_s3_readme_archives_story)",
     ("README.md", "Run Spark on a cluster"):
-        "needs a cluster and an object store: tests/test_spark_cluster.py runs this flow "
-        "on a standalone master and worker against moto_server",
+        "needs a cluster and an object store: tests/test_spark_cluster.py runs the job through spark-submit "
+        "and the CLI line on a standalone master and worker against moto_server (test_readme_cluster_job, "
+        "test_readme_cluster_cli)",
 }
 # Console commands that are not gtidx's, and the test of this file that runs each.
 RUN_BY = {"mariadb-binlog": "test_point_in_time_restore_replays_exactly_the_range"}
