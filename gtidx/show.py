@@ -6,7 +6,7 @@ classes (package ``pymysqlreplication``), fed the event bytes read here: no
 server connection. It is imported here only, when a group is decoded, so that
 ``gtidx seek`` and the other commands never pay for it.
 
-Rules of the output (docs in README "What a GTID did"):
+Rules of the output (docs/cli.md, "gtidx show"):
 
 * ``table_id`` is mapped through the TABLE_MAP events of the group being
   decoded (MariaDB writes them in every group before its rows events; a

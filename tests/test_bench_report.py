@@ -3,6 +3,8 @@ and the Markdown it writes (the live measurements themselves run outside
 the test suite: `tools/bench`)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tools import bench_report as br
@@ -45,7 +47,7 @@ def test_ratios_are_taken_within_each_round():
     assert r["cli"]["gtidx seek --gtid G FILE"]["x_python"] == {"min": 2.0, "median": 2.0, "max": 3.0}
 
 
-def test_markdown_tables_and_readme_block(tmp_path):
+def test_markdown_tables_and_docs_block(tmp_path):
     r = fake_report()
     br.summarize(r)
     md = br.markdown(r)
@@ -53,12 +55,23 @@ def test_markdown_tables_and_readme_block(tmp_path):
     assert "| offset: MariaDB 10.11 BINLOG_GTID_POS (scan) | 100 | 30 (30-30) | 80 (80-80) | " \
            "100 (75-150) | 3 |" in md
     assert "| mariadb-10.11/mixed | 1,000 | 0.40% | - |" in md
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{br.BEGIN}\nold table\n{br.END}\noutro\n")
-    br.update_readme(md, readme)
-    text = readme.read_text()
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"intro\n{br.BEGIN}\nold table\n{br.END}\noutro\n")
+    br.update_docs(md, doc)
+    text = doc.read_text()
     assert "old table" not in text and text.startswith("intro\n") and text.endswith("outro\n")
     assert md in text and "bench/results/report.png" in text
+
+
+def test_the_bench_block_lives_in_docs_benchmarks():
+    """The report's target is docs/benchmarks.md (the README links to it):
+    its markers are there, once, and its chart link resolves from docs/."""
+    doc = br.ROOT / "docs" / "benchmarks.md"
+    text = doc.read_text()
+    assert text.count(br.BEGIN) == 1 and text.count(br.END) == 1
+    assert br.BEGIN not in (br.ROOT / "README.md").read_text()
+    link = re.search(r"!\[gtidx vs alternatives\]\(([^)]+)\)", text.split(br.BEGIN, 1)[1]).group(1)
+    assert (doc.parent / link).resolve() == (br.RESULTS / "report.png").resolve()
 
 
 # -- the sections measured alone too (--only): object storage, the standalone cluster ----------------
@@ -154,7 +167,7 @@ def test_only_merges_into_the_report_without_measuring_the_rest(tmp_path, monkey
         def bench_tail(a):
             assert a.seconds == 3
             return tail
-    args = Namespace(rewrite=False, only="tail", readme=False, tail_seconds=3)
+    args = Namespace(rewrite=False, only="tail", docs=False, tail_seconds=3)
     br.run(Bench, args)
     new = json.loads((tmp_path / "report.json").read_text())
     assert new["tail"] == tail

@@ -1,10 +1,14 @@
-"""Every example in README.md runs: the fenced python blocks (the Spark one
-too), and the commands of the console and sh blocks, against a copy of a
-bundled fixture with the README's paths substituted. Every name the docs
-call as ``gtidx.X`` resolves."""
+"""Every example of the README and of the reference pages runs: the
+README's recipes (console blocks with their output compared, the pycon block
+as a doctest, the point-in-time restore piped through mariadb-binlog), the
+fenced python blocks (the Spark ones too) and the commands of the console
+and sh blocks of docs/, against a copy of a bundled fixture with the paths
+shown substituted. docs/cli.md is held to each command's ``--help``; links
+between the pages resolve; every name the docs call as ``gtidx.X`` resolves."""
 from __future__ import annotations
 
 import ast
+import doctest
 import importlib
 import os
 import re
@@ -14,54 +18,80 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES, ROOT
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# The pages whose examples run here; the other docs/ pages hold no runnable block (test below).
+RUN_PAGES = [README, DOCS / "cli.md", DOCS / "library.md", DOCS / "spark.md"]
+README_MAX_LINES = 300              # a tour: the reference lives in docs/
 DEMO = FIXTURES / "mariadb-10.11" / "multifile"     # the Quickstart's fixture
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+HEADING = re.compile(r"^#{1,3} (.+)$", re.M)
+RUNNABLE = {"python", "pycon", "console", "sh"}     # a ```text block shows output and runs nothing
 
-# Blocks not run here, each with the reason (a new block must be added to a test or here).
+# Blocks not run by the tests of this file, each with the test that runs it.
 RUN_ELSEWHERE = {
-    "Quickstart": ".ci/run runs the Quickstart's two commands verbatim",
-    "Archives": "tests/test_s3.py runs them against moto_server (test_s3_readme_archives_story)",
-    "Spark on a cluster": "needs a cluster and an object store: tests/test_spark_cluster.py runs this flow "
-                          "on a standalone master and worker against moto_server",
+    ("README.md", "Quickstart"): ".ci/run runs the Quickstart's two commands verbatim",
+    ("README.md", "Index and search an S3 archive"):
+        "tests/test_s3.py runs them against moto_server (test_s3_readme_archives_story)",
+    ("README.md", "Run Spark on a cluster"):
+        "needs a cluster and an object store: tests/test_spark_cluster.py runs the job through spark-submit "
+        "and the CLI line on a standalone master and worker against moto_server (test_readme_cluster_job, "
+        "test_readme_cluster_cli)",
 }
+# Console commands that are not gtidx's, and the test of this file that runs each.
+RUN_BY = {"mariadb-binlog": "test_point_in_time_restore_replays_exactly_the_range"}
+
+
+def page_blocks(page: Path) -> list[tuple[str, str, str, int]]:
+    """(section, language, body, line) for every fenced block of ``page``;
+    the section is the title of the nearest heading above it (levels 1-3)."""
+    text = page.read_text()
+    fences = list(FENCE.finditer(text))
+    headings = [h for h in HEADING.finditer(text) if not any(f.start() < h.start() < f.end() for f in fences)]
+    out = []
+    for m in fences:
+        section = [h.group(1) for h in headings if h.start() < m.start()][-1]
+        out.append((section, m.group(1), m.group(2), text.count("\n", 0, m.start()) + 2))
+    return out
 
 
 def readme_blocks() -> list[tuple[str, str, str, int]]:
     """(section, language, body, line) for every fenced block of README.md."""
-    text = README.read_text()
-    out = []
-    for m in FENCE.finditer(text):
-        head = text[:m.start()]
-        section = re.findall(r"^## (.+)$", head, re.M)[-1]
-        out.append((section, m.group(1), m.group(2), head.count("\n") + 2))
-    return out
+    return page_blocks(README)
 
 
-def blocks(lang: str, *, section: str | None = None, spark: bool | None = None):
-    found = [(s, body, line) for s, lng, body, line in readme_blocks()
-             if lng == lang and s not in RUN_ELSEWHERE
-             and (section is None or s == section)
-             and (spark is None or spark == ("gtidx spark" in body or "from gtidx import spark" in body))]
+def blocks(lang: str, *, section: str | None = None, spark: bool | None = None, pages=RUN_PAGES):
+    """(where, body, line) of the blocks of ``lang`` these tests run."""
+    found = []
+    for page in pages:
+        for s, lng, body, line in page_blocks(page):
+            if lng == lang and (page.name, s) not in RUN_ELSEWHERE and (section is None or s == section) \
+                    and (spark is None or spark == ("gtidx spark" in body or "from gtidx import spark" in body)):
+                found.append((f"{page.relative_to(ROOT)}:{line}", body, line))
     return found
 
 
 @pytest.fixture
 def demo(tmp_path):
-    """A copy of the bundled binlogs and the README's paths mapped onto it."""
-    d = tmp_path / "binlog"
+    """A copy of the bundled binlogs and the docs' paths mapped onto it."""
+    return make_demo(tmp_path)
+
+
+def make_demo(base: Path):
+    d = base / "binlog"
     shutil.copytree(DEMO, d)
-    shutil.copytree(FIXTURES / "mysql-9.7" / "rotated", tmp_path / "mysql-binlogs")     # MySQL binlogs
-    (tmp_path / "wanted.csv").write_text("gtid\n0-2-432\n1-1-420\n9-9-9\n0-2-432,1-1-420,2-1-400,5-1-301,6-1-12\n")
-    paths = {"/var/lib/mysql/binlog": str(d), "/var/lib/mysql-binlogs": str(tmp_path / "mysql-binlogs"),
+    shutil.copytree(FIXTURES / "mysql-9.7" / "rotated", base / "mysql-binlogs")     # MySQL binlogs
+    (base / "wanted.csv").write_text("gtid\n0-2-432\n1-1-420\n9-9-9\n0-2-432,1-1-420,2-1-400,5-1-301,6-1-12\n")
+    paths = {"/var/lib/mysql/binlog": str(d), "/var/lib/mysql-binlogs": str(base / "mysql-binlogs"),
              "/tmp/gtidx-demo": str(d), "/data/binlogs": str(d),
-             "wanted.parquet": str(tmp_path / "wanted.parquet"), "wanted.csv": str(tmp_path / "wanted.csv"),
-             "found.parquet": str(tmp_path / "found.parquet"), '"local[*]"': '"local[2]"'}
+             "wanted.parquet": str(base / "wanted.parquet"), "wanted.csv": str(base / "wanted.csv"),
+             "found.parquet": str(base / "found.parquet"), '"local[*]"': '"local[2]"'}
     return d, paths
 
 
@@ -86,16 +116,59 @@ def gtidx_cmd(line: str) -> list[str]:
 # -- every block is run somewhere ------------------------------------------------------
 
 def test_every_readme_block_is_run():
-    handled = {"python", "console", "sh"}
-    for section, lang, body, line in readme_blocks():
-        if section in RUN_ELSEWHERE:
-            continue
-        assert lang in handled, f"README.md:{line}: a ```{lang} block that no test runs"
-        if lang == "sh":        # sh blocks outside the Quickstart: the Spark commands (test_spark_commands)
-            assert all(x.startswith("gtidx spark ") for x in body.splitlines() if x.strip()), \
-                f"README.md:{line}: a ```sh block that no test runs"
-    assert blocks("python", spark=False) and blocks("python", spark=True)
+    for page in RUN_PAGES:
+        for section, lang, body, line in page_blocks(page):
+            where = f"{page.relative_to(ROOT)}:{line}"
+            if (page.name, section) in RUN_ELSEWHERE:
+                continue
+            assert lang in RUNNABLE | {"text"}, f"{where}: a ```{lang} block that no test runs"
+            if lang == "sh":        # sh blocks outside the Quickstart: the Spark commands (test_spark_commands)
+                assert all(x.startswith("gtidx spark ") for x in body.splitlines() if x.strip()), \
+                    f"{where}: a ```sh block that no test runs"
+            if lang == "console":   # gtidx's commands, or one a named test here runs
+                for cmd, _ in console_commands(body):
+                    tool = shlex.split(cmd)[0]
+                    assert tool == "gtidx" or tool in RUN_BY, f"{where}: {cmd}: no test runs it"
+    for tool, test in RUN_BY.items():
+        assert callable(globals().get(test)), f"{tool}: {test} is missing"
+    for page in sorted(DOCS.glob("*.md")):
+        if page not in RUN_PAGES:
+            assert not [line for _, lang, _, line in page_blocks(page) if lang in RUNNABLE], \
+                f"docs/{page.name} has examples that no test runs: add it to RUN_PAGES"
+    assert blocks("python", spark=False) and blocks("python", spark=True) and blocks("pycon")
     assert blocks("console") and blocks("sh", spark=True)
+    sections = {s for s, *_ in readme_blocks()}
+    assert {s for p, s in RUN_ELSEWHERE if p == "README.md"} <= sections, "RUN_ELSEWHERE names a moved section"
+
+
+def test_readme_is_a_tour():
+    """The README stays short: what gtidx is, the Quickstart, the recipes;
+    the reference is in docs/, linked from it."""
+    text = README.read_text()
+    assert len(text.splitlines()) < README_MAX_LINES
+    for page in ("cli", "library", "spark", "correctness", "robustness", "benchmarks", "development"):
+        assert f"(docs/{page}.md" in text, page
+    assert "MariaDB and MySQL" in text.split("## Quickstart")[0]
+
+
+def test_links_resolve():
+    """Every relative link of the README and docs/ names a file that exists,
+    and its #anchor a heading there (GitHub's slugs)."""
+    def slugs(page: Path) -> set[str]:
+        out = set()
+        for title in HEADING.findall(page.read_text()) + re.findall(r"^#### (.+)$", page.read_text(), re.M):
+            out.add(re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-"))
+        return out
+    for page in [README, *sorted(DOCS.glob("*.md"))]:
+        text = FENCE.sub("", page.read_text())
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            assert dest.exists(), f"{page.relative_to(ROOT)}: link to {target}: no such file"
+            if anchor:
+                assert anchor in slugs(dest), f"{page.relative_to(ROOT)}: link to {target}: no such heading"
 
 
 def test_ci_runs_the_quickstart_verbatim():
@@ -169,16 +242,16 @@ def test_import_gtidx_stays_cheap():
 
 # -- python blocks -------------------------------------------------------------------------
 
-def run_python(body: str, line: int, paths: dict) -> None:
-    code = compile(substitute(body, paths), f"README.md:{line}", "exec")
+def run_python(body: str, where: str, paths: dict) -> None:
+    code = compile(substitute(body, paths), where, "exec")
     exec(code, {"__name__": "__readme__"})
 
 
 def test_library_examples(demo, monkeypatch, capsys):
     d, paths = demo
     monkeypatch.chdir(d)                        # `Binlog("master-bin.000020")` names a file here
-    for _, body, line in blocks("python", spark=False):
-        run_python(body, line, paths)
+    for where, body, _ in blocks("python", spark=False):
+        run_python(body, where, paths)
     out = capsys.readouterr().out
     assert "0-2-432,1-2-453,2-2-419,5-1-301,6-1-12" in out       # state_at's position, as `gtidx pos` says
     assert len(list(d.glob("*.idx"))) == 5                       # gtidx.build indexed every file
@@ -199,8 +272,8 @@ def test_spark_examples(demo, capsys):
     pd.DataFrame({"gtid": ["0-2-432", "1-1-420", "9-9-9"]}).to_parquet(paths["wanted.parquet"])
     ours = SparkSession.getActiveSession() is None
     try:
-        for _, body, line in blocks("python", spark=True):
-            run_python(body, line, paths)
+        for where, body, _ in blocks("python", spark=True):
+            run_python(body, where, paths)
     finally:
         if ours and SparkSession.getActiveSession() is not None:
             SparkSession.getActiveSession().stop()
@@ -210,7 +283,7 @@ def test_spark_examples(demo, capsys):
 
 
 def test_spark_commands(demo):
-    """The Spark section's sh block, through the CLI in this process (its JVM
+    """docs/spark.md's sh block, through the CLI in this process (its JVM
     is reused: a JVM start per command would double the time)."""
     pytest.importorskip("pyspark", reason="the spark extra: pip install -e '.[spark]'")
     from click.testing import CliRunner
@@ -218,17 +291,17 @@ def test_spark_commands(demo):
     from gtidx.cli import cli
     d, paths = demo
     ran = 0
-    for _, body, line in blocks("sh", spark=True):
+    for where, body, _ in blocks("sh", spark=True):
         for cmd in filter(str.strip, body.splitlines()):
             argv = gtidx_cmd(substitute(cmd, paths))[3:]
             r = CliRunner().invoke(cli, argv)
-            assert r.exit_code == 0, f"README.md:{line}: {cmd}: {r.output[-2000:]}"
+            assert r.exit_code == 0, f"{where}: {cmd}: {r.output[-2000:]}"
             ran += 1
     assert ran == 2 and len(list(d.glob("*.idx"))) == 5
     assert (d.parent / "found.parquet").is_dir()
 
 
-# -- console blocks: `$ gtidx ...` lines, their exit code, and the output shown for the demo --------
+# -- console blocks: `$ gtidx ...` lines, their exit code, and the output shown ----------------
 
 def console_commands(body: str) -> list[tuple[str, list[str]]]:
     """(command, the output lines shown after it) of a console block."""
@@ -241,14 +314,25 @@ def console_commands(body: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def test_console_examples(demo):
-    d, paths = demo
+def shown_matches(shown: str, got: str) -> bool:
+    """A line of output as the docs show it: literal, where ``...`` stands for
+    what changes from run to run (a duration)."""
+    return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), got) is not None
+
+
+def test_console_examples(tmp_path):
+    """Each console block on a fresh copy of the demo binlogs (a recipe holds
+    every step it needs): every gtidx command exits 0 and prints the output
+    shown, line for line; a command shown without output is only run."""
     ran = 0
-    for _, body, line in blocks("console"):
+    for n, (where, body, _) in enumerate(blocks("console")):
+        d, paths = make_demo(tmp_path / str(n))
         background = []
         try:
             for shown_cmd, shown in console_commands(body):
                 cmd = substitute(shown_cmd, paths)
+                if shlex.split(cmd)[0] in RUN_BY:
+                    continue                                # run by its own test (RUN_BY)
                 if cmd.endswith("&"):                       # gtidx tail DIR &: runs until SIGTERM
                     p = subprocess.Popen(gtidx_cmd(cmd[:-1]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          text=True, env=env(), cwd=d.parent)
@@ -256,9 +340,12 @@ def test_console_examples(demo):
                     wait_for_line(p, "event=start", cmd)
                     continue
                 r = subprocess.run(gtidx_cmd(cmd), capture_output=True, text=True, env=env(), cwd=d.parent)
-                assert r.returncode == 0, f"README.md:{line}: {cmd}: exit {r.returncode}: {r.stderr}"
-                if "/tmp/gtidx-demo" in shown_cmd:          # the Quickstart's demo: the output as shown
-                    assert r.stdout.splitlines() == [substitute(s, paths) for s in shown], f"README.md:{line}: {cmd}"
+                assert r.returncode == 0, f"{where}: {cmd}: exit {r.returncode}: {r.stderr}"
+                if shown:
+                    want = [substitute(s, paths) for s in shown]
+                    got = r.stdout.splitlines()
+                    assert len(got) == len(want) and all(map(shown_matches, want, got)), \
+                        f"{where}: {cmd}:\n" + "\n".join(got)
                 ran += 1
         finally:
             for cmd, p in background:
@@ -269,7 +356,87 @@ def test_console_examples(demo):
                     p.kill()
                 assert rc == 0, f"{cmd}: SIGTERM must stop it cleanly, exit {rc}: {p.stderr.read()[-2000:]}"
                 ran += 1
-    assert ran >= 6
+    assert ran >= 15
+
+
+def test_python_recipe(demo):
+    """The README's pycon block is a doctest: each statement runs and prints
+    exactly what is shown (the paths mapped onto the demo binlogs)."""
+    d, paths = demo
+    (where, body, line), = blocks("pycon")
+    test = doctest.DocTestParser().get_doctest(substitute(body, paths), {}, where, str(README), line)
+    out = []
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    result = runner.run(test, out=out.append)
+    assert result.attempted >= 8 and result.failed == 0, "".join(out)
+
+
+# -- the point-in-time recipe, through mariadb-binlog ------------------------------------------
+
+def _pitr_recipe(paths: dict) -> tuple[list[str], list[str]]:
+    """(the recipe's `gtidx seek` commands, the argv of its mariadb-binlog command)."""
+    (where, body, _), = blocks("console", section="Restore to a point in time")
+    cmds = [substitute(c, paths) for c, _ in console_commands(body)]
+    seeks = [c for c in cmds if c.startswith("gtidx seek ")]
+    (replay,) = [c for c in cmds if c.startswith("mariadb-binlog ")]
+    left, sink = replay.split(" | ")
+    assert sink == "mariadb", replay                  # the output goes to the server being restored
+    return seeks, shlex.split(left)
+
+
+def _replayed(argv: list[str]) -> list[str]:
+    r = subprocess.run(argv, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return re.findall(r"^#\d{6} .*\tGTID (\d+-\d+-\d+)", r.stdout, re.M)
+
+
+def test_point_in_time_restore_replays_exactly_the_range(demo):
+    """The recipe's mariadb-binlog line, run over the demo binlogs (Debian's
+    mariadb-binlog 10.11): the groups it prints are exactly those after the
+    backup's position (per domain) and before the stop point `seek --time`
+    gives, in binlog order; its files and stop offset are what the recipe's
+    two `gtidx seek` answers say. Starting from a byte offset instead would
+    replay groups the backup already has (the recipe says why it does not)."""
+    if shutil.which("mariadb-binlog") is None:
+        pytest.skip("mariadb-binlog (Debian's mariadb-client) is not installed")
+    import json
+
+    from gtidx import api
+    from gtidx.gtid import Position
+    d, paths = demo
+    seeks, argv = _pitr_recipe(paths)
+    answers = {}
+    for cmd in seeks:
+        r = subprocess.run(gtidx_cmd(cmd) + ["--json"], capture_output=True, text=True, env=env())
+        assert r.returncode == 0, r.stderr
+        answers["time" if "--time" in cmd else "replica"] = json.loads(r.stdout)
+    opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--"))
+    files = [a for a in argv[1:] if not a.startswith("--")]
+    series = api.list_binlogs(str(d))
+    first, last = series.index(answers["replica"]["file"]), series.index(answers["time"]["file"])
+    assert files == series[first:last + 1], files     # every binlog from the first to the last, in order
+    assert int(opts["stop-position"]) == answers["time"]["offset"]
+    backup = Position.parse(opts["start-position"])
+    assert str(backup) == answers["replica"]["position"]
+
+    # the oracle: every group from the first file to the stop point, less what the backup holds
+    have = {g.domain: g.seq for g in backup}
+    want = []
+    for f in files:
+        for g in api.scan(f)[1]:
+            if f == files[-1] and g.start >= int(opts["stop-position"]):
+                break
+            if g.gtid.seq > have.get(g.gtid.domain, -1):
+                want.append(str(g.gtid))
+    got = _replayed(argv)
+    assert got == want and len(got) > 100, (len(got), len(want))
+    assert answers["replica"]["first"]["gtid"] == want[0] and answers["time"]["gtid"] not in got
+
+    # a byte start (the first group sent) replays groups the backup holds: the skips are interleaved
+    by_bytes = [a if not a.startswith("--start-position=") else f"--start-position={answers['replica']['first']['start']}"
+                for a in argv]
+    extra = [g for g in _replayed(by_bytes) if g not in want]
+    assert extra and all(int(g.split("-")[2]) <= have[int(g.split("-")[0])] for g in extra), extra
 
 
 def wait_for_line(p: subprocess.Popen, needle: str, cmd: str, timeout: float = 30) -> None:
@@ -283,6 +450,80 @@ def wait_for_line(p: subprocess.Popen, needle: str, cmd: str, timeout: float = 3
         if needle in ln:
             return
     raise AssertionError(f"{cmd}: no {needle!r} line: {''.join(seen)[-2000:]}")
+
+
+# -- docs/cli.md against each command's --help ----------------------------------------------------
+
+def cli_commands():
+    """(name path, --help text) of gtidx and every command under it, groups included."""
+    import click
+    from click.testing import CliRunner
+
+    from gtidx.cli import cli
+    out = []
+
+    def walk(cmd, path):
+        r = CliRunner().invoke(cli, [*path, "--help"])
+        assert r.exit_code == 0, r.output
+        out.append((path, r.output))
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, [*path, name])
+    walk(cli, [])
+    return out
+
+
+def help_options(text: str) -> set[str]:
+    """The long option names --help lists (its own --help left out)."""
+    opts = re.split(r"\n(?:Commands|Examples):\n", text.split("\nOptions:\n", 1)[1])[0]
+    return set(re.findall(r"^ {2}(?:-\w, )?(--[a-z][\w-]*)", opts, re.M)) - {"--help"}
+
+
+def cli_doc_sections() -> dict[str, str]:
+    """docs/cli.md's text under each "## `gtidx ...`" heading, by command."""
+    parts = re.split(r"^## (.+)$", (DOCS / "cli.md").read_text(), flags=re.M)
+    return {m.group(1): body for title, body in zip(parts[1::2], parts[2::2])
+            if (m := re.fullmatch(r"`(gtidx(?: [a-z]+)*)`", title))}
+
+
+def test_cli_doc_holds_every_option_of_every_command():
+    """docs/cli.md cannot drift from the CLI: each command has its heading,
+    every option its --help lists is named there (`--opt`), and every option
+    a list item there names is one the command has."""
+    sections = cli_doc_sections()
+    seen = set()
+    for path, text in cli_commands():
+        name = " ".join(["gtidx", *path])
+        opts = help_options(text)
+        if "\nCommands:\n" in text and not opts and path:
+            continue                                        # a group (catalog, spark): its commands have headings
+        assert name in sections, f"docs/cli.md has no heading ## `{name}`"
+        body = sections[name]
+        seen.add(name)
+        missing = {o for o in opts if not re.search(rf"`{re.escape(o)}(?![\w-])", body)}
+        assert not missing, f"docs/cli.md, {name}: options not documented: {sorted(missing)}"
+        listed = {o for item in re.findall(r"^- ((?:`[^`]+`(?:, )?)+)", body, re.M)
+                  for o in re.findall(r"`(--[a-z][\w-]*)", item)}
+        assert listed <= opts, f"docs/cli.md, {name}: options {name} does not have: {sorted(listed - opts)}"
+    assert set(sections) == seen, f"docs/cli.md: headings of no command: {sorted(set(sections) - seen)}"
+
+
+def test_sidecar_files_mode(demo):
+    """What the sidecar recipe says of the files it writes: owned by the user
+    gtidx runs as, mode 0644 less its umask (0640 under umask 027), and no
+    temporary file left."""
+    d, _ = demo
+    for umask, mode in ((0o022, 0o644), (0o027, 0o640)):
+        for f in d.glob("*.idx"):
+            f.unlink()
+        r = subprocess.run(gtidx_cmd(f"gtidx tail --once {d}"), capture_output=True, text=True, env=env(),
+                           preexec_fn=lambda u=umask: os.umask(u))
+        assert r.returncode == 0, r.stderr
+        made = sorted(d.glob("*.idx"))
+        assert len(made) == 5 and not list(d.glob(".*.tmp"))
+        for f in made:
+            st = f.stat()
+            assert (st.st_mode & 0o777, st.st_uid) == (mode, os.getuid()), (f, oct(st.st_mode))
 
 
 # -- dependencies: the runtime ones are what gtidx/ imports ----------------------------------

@@ -720,12 +720,13 @@ def test_s3_catalog_entries_are_checked_with_one_list(s3, tmp_path, caplog):
 
 
 def test_s3_readme_archives_story(s3):
-    """The README's Archives commands, each run as written against moto_server
+    """The README's S3 recipe, each command run as written against moto_server
     (the fixture's AWS_* variables), with its example prefix mapped onto a
     copy of the Quickstart's binlogs: each exits 0, and the point-in-time
     answer is the first group at that second or later."""
     from test_readme import readme_blocks
-    (body,) = [b for section, lang, b, _ in readme_blocks() if section == "Archives" and lang == "sh"]
+    (body,) = [b for section, lang, b, _ in readme_blocks()
+               if section == "Index and search an S3 archive" and lang == "sh"]
     prefix = "readme/binlogs/"
     for f in MULTI.iterdir():
         if f.name.startswith("master-bin"):

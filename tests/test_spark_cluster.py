@@ -210,3 +210,88 @@ def test_cli_spark_url_errors_before_spark_starts(cluster, tmp_path, command):
     assert p.returncode == 3, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "no-such-bucket" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def _readme_commands(body: str) -> list[list[str]]:
+    """The commands of a README sh block (continuation lines joined), split as the shell would."""
+    import shlex
+    return [shlex.split(c) for c in body.replace("\\\n", " ").splitlines() if c.strip()]
+
+
+class ClusterRecipe:
+    """The README's "Run Spark on a cluster" recipe mapped onto the
+    standalone cluster: the example's names (the master, the zip, the archive
+    in moto_server; the job's s3a:// tables as local files) replaced, and what
+    the recipe leaves to the site added: the credentials as
+    spark.executorEnv.* (its step 2) and a share of the worker for each app."""
+
+    def __init__(self, cluster, tmp: Path):
+        import pandas as pd
+
+        from test_readme import readme_blocks
+        steps = [(lang, b) for section, lang, b, _ in readme_blocks() if section == "Run Spark on a cluster"]
+        assert [lang for lang, _ in steps] == ["python", "sh", "sh"], steps
+        (_, self.job), (_, self.submit), (_, self.cli) = steps
+        self.cluster, self.tmp = cluster, tmp
+        self.url = f"s3://{BUCKET}/{SETS[0].name}/"
+        self.names = {"spark://spark-master:7077": cluster.url, "gtidx-py.zip": str(cluster.zip),
+                      "https://minio.internal:9000": cluster.s3.url, "s3://archive/server1/": self.url,
+                      "s3a://bucket/wanted.parquet": str(tmp / "wanted.parquet"),
+                      "s3a://bucket/found.parquet": str(tmp / "found.parquet"),
+                      "/shared/wanted.csv": str(tmp / "wanted.csv"), "/shared/found.parquet": str(tmp / "cli.parquet"),
+                      "10.0.0.5": LOOPBACK, "locate_job.py": str(tmp / "locate_job.py")}
+        self.values = probes(SETS[0])[:40] + ["0-1-99999999", "77-1-1"]
+        pd.DataFrame({"gtid": self.values}).to_parquet(tmp / "wanted.parquet")
+        (tmp / "wanted.csv").write_text("gtid\n" + "\n".join(self.values) + "\n")
+        (tmp / "locate_job.py").write_text(self.mapped(self.job))
+        aws = {k: v for k, v in AWS_ENV.items() if v}
+        self.site = ["--conf", "spark.cores.max=2", "--conf", "spark.executor.memory=512m",
+                     *[a for k, v in aws.items() for a in ("--conf", f"spark.executorEnv.{k}={v}")]]
+        self.env = {**{k: v for k, v in os.environ.items() if k not in NO_AWS}, **aws,
+                    "AWS_ENDPOINT_URL": cluster.s3.url, "PYTHONPATH": str(ROOT),
+                    "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": LOOPBACK}
+
+    def mapped(self, text: str) -> str:
+        for k, v in self.names.items():
+            text = text.replace(k, v)
+        return text
+
+    def run(self, argv: list[str], env: dict) -> None:
+        log = self.tmp / "driver.log"
+        with open(log, "w") as err:
+            p = subprocess.run(argv, stdout=err, stderr=subprocess.STDOUT, cwd=self.tmp, env=env, timeout=280)
+        assert p.returncode == 0, log.read_text()[-3000:]
+
+    def check(self, out: str) -> None:
+        """Every row of ``out`` equals the library's answer for its GTID."""
+        import pyarrow.parquet as pq
+        rows = pq.read_table(self.tmp / out).to_pylist()
+        assert sorted(r["gtid"] for r in rows) == sorted(self.values), out
+        with gtidx.open(self.url, storage_options=self.cluster.options) as logs:
+            for r in rows:
+                mine = (r["file"], r["start"], r["end"], r["resume"], r["timestamp"], r["first_gtid"], r["found"])
+                assert mine == library_row(logs, r["gtid"]), (out, r["gtid"])
+
+
+def test_readme_cluster_job(cluster, tmp_path):
+    """The recipe's job file, submitted by its `spark-submit` line (PySpark's own)."""
+    from tools.spark_cluster import spark_home
+    recipe = ClusterRecipe(cluster, tmp_path)
+    (argv,) = _readme_commands(recipe.mapped(recipe.submit))
+    assert argv[0] == "spark-submit"
+    recipe.run([str(spark_home() / "bin" / "spark-submit"), *recipe.site, *argv[1:]], recipe.env)
+    recipe.check("found.parquet")
+
+
+def test_readme_cluster_cli(cluster, tmp_path):
+    """The recipe's `gtidx spark locate` line, its environment assignments
+    (SPARK_LOCAL_IP, PYSPARK_SUBMIT_ARGS) included."""
+    recipe = ClusterRecipe(cluster, tmp_path)
+    (argv,) = _readme_commands(recipe.mapped(recipe.cli))
+    assigned = dict(a.split("=", 1) for a in argv[:2])
+    assert argv[2] == "gtidx" and set(assigned) == {"SPARK_LOCAL_IP", "PYSPARK_SUBMIT_ARGS"}, argv
+    args = assigned["PYSPARK_SUBMIT_ARGS"].split()
+    assert f"spark.executorEnv.AWS_ENDPOINT_URL={cluster.s3.url}" in args     # the executors' endpoint
+    assigned["PYSPARK_SUBMIT_ARGS"] = " ".join([*args[:-1], *recipe.site, args[-1]])
+    recipe.run([sys.executable, "-m", "gtidx", *argv[3:]], {**recipe.env, **assigned})
+    recipe.check("cli.parquet")

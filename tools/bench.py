@@ -1,6 +1,6 @@
 """gtidx benchmarks (kept out of the test run).
 
-    tools/bench [report] [--rounds 3] [--readme]  gtidx vs the alternatives, side by side:
+    tools/bench [report] [--rounds 3] [--docs]    gtidx vs the alternatives, side by side:
                                               bench/results/report.{json,md,png} (tools/bench_report.py)
     tools/bench report --only s3,cluster        some sections alone (tail, spark, s3, cluster), merged
                                               into the report.json there is, the rest not re-measured

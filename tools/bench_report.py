@@ -46,8 +46,8 @@ is replayed once (`mariadb-binlog | mariadb`, same GTIDs), so 11.8 answers from
 its own index over the same transactions. Without the tool, that part is left
 out and the report says so.
 
-Writes bench/results/report.{json,md,png}; --readme also puts the Markdown
-table and the chart into README.md between the bench markers.
+Writes bench/results/report.{json,md,png}; --docs also puts the Markdown
+table and the chart into docs/benchmarks.md between the bench markers.
 """
 from __future__ import annotations
 
@@ -928,7 +928,7 @@ def run(bench, args) -> dict:
     if args.rewrite:
         report = json.loads((RESULTS / "report.json").read_text())
         summarize(report)
-        write(report, args.readme)
+        write(report, args.docs)
         return report
     only = parse_only(args.only)
     if only is not None:
@@ -940,17 +940,17 @@ def run(bench, args) -> dict:
         run_sections(bench, report, [n for n in only if n != ROUNDS],
                      workload_files(None) if {"s3", "cluster"} & set(only) else [], args)
         summarize(report)
-        write(report, args.readme)
+        write(report, args.docs)
         return report
     report = {"machine": machine_facts(bench)}
     files = measure_rounds(bench, report, args)
     run_sections(bench, report, [n for n in SECTIONS if not getattr(args, f"no_{n}")], files, args)
     summarize(report)
-    write(report, args.readme)
+    write(report, args.docs)
     return report
 
 
-def write(report: dict, readme: bool) -> None:
+def write(report: dict, docs: bool) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "report.json").write_text(json.dumps(report, indent=1))
     md = markdown(report)
@@ -961,8 +961,8 @@ def write(report: dict, readme: bool) -> None:
         except ImportError as e:            # the chart needs the bench extra; the figures do not
             print(f"report.png not made ({e.name} is missing: pip install -e '.[bench]')", file=sys.stderr)
     print(md)
-    if readme:
-        update_readme(md)
+    if docs:
+        update_docs(md)
 
 
 def summarize(report: dict) -> None:
@@ -1201,14 +1201,18 @@ def chart(r: dict, path: Path) -> None:
 BEGIN, END = "<!-- bench-report:begin -->", "<!-- bench-report:end -->"
 
 
-def update_readme(md: str, readme: Path = ROOT / "README.md") -> None:
-    text = readme.read_text()
+def update_docs(md: str, doc: Path = ROOT / "docs" / "benchmarks.md") -> None:
+    """Replace what lies between the bench markers of ``doc`` (the reference
+    page of the benchmarks) with the chart and ``md``; the chart is linked
+    relative to ``doc``'s directory, so it shows where the page is read."""
+    text = doc.read_text()
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} block")
+        raise SystemExit(f"{doc.name} has no {BEGIN} ... {END} block")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    body = f"{BEGIN}\n![gtidx vs alternatives](bench/results/report.png)\n\n{md}{END}"
-    readme.write_text(head + body + tail)
+    chart_link = os.path.relpath(RESULTS / "report.png", doc.parent)
+    body = f"{BEGIN}\n![gtidx vs alternatives]({chart_link})\n\n{md}{END}"
+    doc.write_text(head + body + tail)
 
 
 def add_arguments(s) -> None:
@@ -1239,6 +1243,6 @@ def add_arguments(s) -> None:
                    help=f"measure only these ({','.join(SECTIONS)}; comma-separated) and merge them into "
                         "bench/results/report.json: the other figures there are kept, not measured again; "
                         "s3 and cluster use the workload files there are (one made if there is none)")
-    s.add_argument("--readme", action="store_true", help="also update README.md's bench block")
+    s.add_argument("--docs", action="store_true", help="also update docs/benchmarks.md's bench block")
     s.add_argument("--rewrite", action="store_true",
-                   help="measure nothing: rewrite the .md, .png (and README) from bench/results/report.json")
+                   help="measure nothing: rewrite the .md, .png (and docs/benchmarks.md) from bench/results/report.json")
