@@ -48,10 +48,12 @@ a replica's start file), and one task per file answers them
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, InputPartition
 from pyspark.sql.types import (BooleanType, LongType, StringType, StructField,
@@ -369,8 +371,10 @@ class _Where(NamedTuple):
     storage_options: dict | None = None
     index_root: str | None = None
     mysql: bool = False
+    warnings: object = None      # an accumulator (``warnings_accumulator``) the executors' warnings go to
 
     def series(self, files: list[str]) -> api.BinlogSeries:
+        _ToDriver.route(self.warnings)
         if self.mysql:
             from .mysqlapi import MysqlSeries
             return MysqlSeries(files, storage_options=self.storage_options, index_root=self.index_root)
@@ -378,8 +382,70 @@ class _Where(NamedTuple):
 
     def open(self, binlogs: str, history: int | None = None) -> api.BinlogSeries:
         """The binlogs at ``binlogs`` with their catalog, as ``gtidx.open`` has them."""
+        _ToDriver.route(self.warnings)
         return api.BinlogSeries.from_path(binlogs, storage_options=self.storage_options,
                                           index_root=self.index_root, history=history)
+
+
+class _ListParam(AccumulatorParam):
+    """An accumulator of lists: each task's items appended."""
+
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, a, b):
+        a.extend(b)
+        return a
+
+
+def warnings_accumulator(sc):
+    """An accumulator for ``locate(warnings=...)``: the library's warnings on
+    the executors, as (path or None, what) pairs, in place of their stderr."""
+    return sc.accumulator([], _ListParam())
+
+
+def say_warnings(acc) -> None:
+    """The executors' warnings gathered in ``acc`` (after the action that ran
+    them), each once, through the library's logger on the driver: the CLI
+    says them once per command, the files counted."""
+    from .liblog import log
+    for path, what in dict.fromkeys(tuple(x) for x in acc.value):
+        if path is None:
+            log.warning("%s", what)
+        else:
+            log.warning("%s: %s", path, what)
+
+
+class _ToDriver:
+    """In an executor (a Spark task runs), the library's warnings go to the
+    accumulator of the ``_Where`` that opened the series last, when it has
+    one, else to stderr as Python's last resort says them. On the driver
+    nothing changes: its logger is the caller's (the CLI's)."""
+
+    acc = None
+    handler = None
+
+    @classmethod
+    def route(cls, acc) -> None:
+        from pyspark import TaskContext
+        if TaskContext.get() is None:
+            return
+        cls.acc = acc
+        if cls.handler is None:
+            import logging
+
+            class Handler(logging.Handler):
+                def emit(self, record):
+                    if cls.acc is None:
+                        sys.stderr.write(record.getMessage() + "\n")
+                        return
+                    msg, args = record.msg, record.args
+                    if isinstance(msg, str) and msg.startswith("%s: ") and isinstance(args, tuple) and args:
+                        cls.acc.add([(str(args[0]), msg[4:] % args[1:])])
+                    else:
+                        cls.acc.add([(None, record.getMessage())])
+            cls.handler = Handler(logging.WARNING)
+            logging.getLogger("gtidx").addHandler(cls.handler)
 
 
 def _parse_state(text: str):
@@ -590,7 +656,7 @@ def _spark_hash_int(k: int) -> int:
 def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
            timings: dict | None = None, pass_per_byte: float = PASS_PER_BYTE,
            storage_options: dict | None = None, index_root: str | None = None,
-           history: int | None = None) -> DataFrame:
+           history: int | None = None, warnings=None) -> DataFrame:
     """Answer every row of ``gtids`` (a GTID, or a replication position with
     one GTID per domain, in ``column``: default the only column, or ``gtid``)
     against the binlogs at ``binlogs`` (a directory, a master-bin.index, a
@@ -614,13 +680,16 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     (summed over tasks) and CPU seconds the tasks that plan the input rows
     spend planning and packing them (not reading or writing Spark's batches).
     ``pass_per_byte``: from how many GTIDs per byte of a file on one pass over
-    it beats index lookups."""
+    it beats index lookups. ``warnings``: an accumulator
+    (``warnings_accumulator``) that takes the executors' warnings (an index
+    that cannot be used...) instead of their stderr; ``say_warnings`` says
+    them on the driver once an action has run."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
     if api.binlogs_flavor(binlogs, storage_options) == "mysql":
         return _locate_mysql(spark, gtids, binlogs, column, timings, pass_per_byte,
-                             _Where(storage_options, index_root, True), history, t0)
-    where = _Where(storage_options, index_root)
+                             _Where(storage_options, index_root, True, warnings), history, t0)
+    where = _Where(storage_options, index_root, warnings=warnings)
     with where.open(binlogs, history) as series:
         files = series.files
         last = files[-1]
@@ -1082,10 +1151,12 @@ def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "lo
     try:
         watch.attach(spark.sparkContext)
         watch.enter("planning")
+        warned = warnings_accumulator(spark.sparkContext)
         df = locate(spark, read_gtids(spark, gtids_path), binlogs, storage_options=storage_options,
-                    index_root=index_root, history=history)
+                    index_root=index_root, history=history, warnings=warned)
         watch.enter("locating")
         df.write.mode("overwrite").parquet(out)
+        say_warnings(warned)
         watch.enter("counting")
         done = spark.read.parquet(out)
         return done.count(), done.filter("found").count()

@@ -293,6 +293,20 @@ def test_cli_spark_locate(spark, tmp_path, kind):
     assert len(rows) == len(values) and not [r for r in rows if r.gtid == "0-1-99999999"][0].found
 
 
+def test_cli_spark_locate_says_a_warning_once(tmp_path):
+    """Binlogs without indexes: the executors' warnings (the summary job's and
+    the answering tasks', one per file each) reach the driver (an accumulator)
+    and the command says them once: one line, the files counted."""
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=False)
+    (tmp_path / "g.txt").write_text("0-2-432\n0-1-400\n")
+    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(tmp_path / "g.txt"),
+                        "--binlogs", str(d), "--out", str(tmp_path / "o.parquet"), "--master", "local[2]"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 0 and "2 rows, 2 found" in p.stdout, p.stderr[-2000:]
+    assert p.stderr.splitlines() == [f"gtidx: warning: 5 binlogs, master-bin.000018 .. master-bin.000022 in {d}: "
+                                     "no usable index (missing: no index file); answering by scan"], p.stderr
+
+
 def test_cli_spark_build(tmp_path):
     d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=False)
     p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "build", str(d), "--json", "--master", "local[2]"],
