@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
+import itertools
 import operator
 import os
 import re
+import sys
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
@@ -111,43 +113,126 @@ def parse_offset(value) -> int:
     return value
 
 
-_UNIX = r"@(-?[0-9]+(?:\.[0-9]+)?)"            # compiled on first use
+_UNIX = r"@(-?)([0-9]+)(?:\.([0-9]+))?"       # compiled on first use
+_ISO_FRACTION = r"[.,]([0-9]+)"               # the seconds' fraction: the one [.,] of ISO 8601 text
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_SECOND = _dt.timedelta(seconds=1)
+# the times ISO 8601 text of years 1 to 9999 can say (datetime's range), in unix seconds
+_TIME_MIN = (_dt.datetime.min.replace(tzinfo=_dt.timezone.utc) - _EPOCH) // _SECOND
+_TIME_MAX = (_dt.datetime.max.replace(tzinfo=_dt.timezone.utc) - _EPOCH) // _SECOND
+_TIME_DIGITS = 64                             # at most this many digits of a fraction of a second
+_TIME_FORMS = ("e.g. 2024-05-01T10:00:00Z, 2024-05-01 12:00:00+02:00 (naive: UTC) or @1714557600; "
+               "years 1 to 9999")
 
 
-def parse_time(value) -> int | float:
-    """A point in time as unix seconds (an int when whole): an ISO 8601
+def parse_time(value):
+    """A point in time as its exact number of unix seconds: an ISO 8601
     string with ``Z`` or a UTC offset (a naive one means UTC), ``@<unix
     seconds>``, an aware ``datetime`` (naive: UTC), or a number of unix
-    seconds. Anything else is a BadInputError."""
+    seconds (int, float, ``fractions.Fraction``). Fractions of a second are
+    taken digit for digit, never through a float (``...:29.0000001Z`` is
+    later than ``...:29Z``, which a float or a datetime's microseconds
+    would make equal): the value is an int when whole, a float when a float
+    is exactly it, else a ``Fraction``. Years 1 to 9999. Anything else is a
+    BadInputError."""
     if isinstance(value, bool):
         raise BadInputError("a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, not bool")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return _exact_time(value, value)
+    if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise BadInputError(f"time {value} is not a finite number of seconds")
-        return int(value) if value == int(value) else value
+        return _exact_time(value, value)
     if isinstance(value, _dt.datetime):
         when = value if value.tzinfo is not None else value.replace(tzinfo=_dt.timezone.utc)
-        return parse_time(when.timestamp())
+        whole = (when.replace(microsecond=0) - _EPOCH) // _SECOND
+        return _exact_time(whole + _fraction(when.microsecond, 10 ** 6) if when.microsecond else whole, value)
+    fractions = sys.modules.get("fractions")    # none to be met before it is imported: not imported here
+    if fractions is not None and isinstance(value, fractions.Fraction):
+        return _exact_time(value, value)
     if not isinstance(value, str):
         raise BadInputError(f"a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, "
                             f"not {type(value).__name__}")
     text = value.strip()
     m = re.fullmatch(_UNIX, text)
     if m:
-        return parse_time(float(m.group(1)) if "." in m.group(1) else int(m.group(1)))
+        sign, whole, digits = m.groups()
+        whole = whole.lstrip("0")
+        if len(whole) > len(str(max(-_TIME_MIN, _TIME_MAX))):     # int() of 5,000 digits fails
+            raise BadInputError(f"time {quoted(value)} is out of range", hint=_TIME_FORMS)
+        seconds = _seconds(int(whole or "0"), digits, value)
+        return _exact_time(-seconds if sign else seconds, value)
     try:
+        if not text.isascii():          # other scripts' digits: fromisoformat() takes some
+            raise ValueError(text)
         when = _dt.datetime.fromisoformat(text)
     except ValueError:
-        raise BadInputError(f"time {quoted(value)} is not ISO 8601 or @<unix seconds>",
-                            hint="e.g. 2024-05-01T10:00:00Z, 2024-05-01 12:00:00+02:00 (naive: UTC) "
-                                 "or @1714557600") from None
-    return parse_time(when)
+        raise BadInputError(f"time {quoted(value)} is not ISO 8601 or @<unix seconds>", hint=_TIME_FORMS) from None
+    when = when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
+    # fromisoformat() keeps 6 digits of the fraction (7 and more are dropped): it is read here, the one
+    # fraction in the text (a UTC offset with one is refused), and must agree with what fromisoformat read
+    m = re.search(_ISO_FRACTION, text)
+    digits = m.group(1) if m else ""
+    if when.utcoffset().microseconds or int((digits + "000000")[:6]) != when.microsecond:
+        raise BadInputError(f"time {quoted(value)}: a fraction of a second is taken in the seconds only, not "
+                            "in the UTC offset", hint=_TIME_FORMS)
+    return _exact_time(_seconds((when.replace(microsecond=0) - _EPOCH) // _SECOND, digits, value), value)
 
 
-def format_time(t: int | float) -> str:
-    """Unix seconds as ISO 8601 in UTC with ``Z``."""
-    when = _dt.datetime.fromtimestamp(t, _dt.timezone.utc)
-    return when.isoformat(timespec="seconds" if t == int(t) else "microseconds").replace("+00:00", "Z")
+def _fraction(*args):
+    from fractions import Fraction
+    return Fraction(*args)
+
+
+def _seconds(whole: int, digits: str | None, value):
+    """``whole`` seconds and the decimal fraction ``digits`` of one, exactly."""
+    digits = (digits or "").rstrip("0")
+    if not digits:
+        return whole
+    if len(digits) > _TIME_DIGITS:
+        raise BadInputError(f"time {quoted(value)} has more than {_TIME_DIGITS} digits of a second")
+    return whole + _fraction(int(digits), 10 ** len(digits))
+
+
+def _exact_time(t, value):
+    """``t`` (int, float or Fraction: exactly the time) as ``parse_time``
+    gives it, after checking that it is within years 1 to 9999."""
+    if not _TIME_MIN <= t < _TIME_MAX + 1:
+        raise BadInputError(f"time {quoted(str(value))} is out of range", hint=_TIME_FORMS)
+    if isinstance(t, int):
+        return t
+    if t == int(t):
+        return int(t)
+    if isinstance(t, float):
+        return t
+    return float(t) if float(t) == t else t
+
+
+def first_second(t) -> int:
+    """The first whole unix second at or after the exact time ``t``. Binlog
+    timestamps are whole seconds (a MariaDB GTID event's header, a MySQL
+    transaction's original_commit_timestamp's second), and a group of second
+    ``s`` is at or after ``t`` exactly when ``s >= first_second(t)``: every
+    comparison of a binlog timestamp with a point in time is this one, in
+    integers (``t`` = 10:00:00.0000001 is later than a group of 10:00:00)."""
+    import math
+    return math.ceil(t)
+
+
+def format_time(t) -> str:
+    """Unix seconds (``parse_time``'s: int, float or Fraction) as ISO 8601 in
+    UTC with ``Z``: a fraction of a second as at least 6 digits, exactly (up to
+    64 digits; a fraction longer than that, as 1/3 is, is cut there)."""
+    if not (type(t) is int and _TIME_MIN <= t <= _TIME_MAX):     # a binlog's timestamp is: no more to check
+        t = parse_time(t)
+    if isinstance(t, int):
+        return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    t = _fraction(t)
+    whole = t.numerator // t.denominator
+    part = t - whole
+    width = next((n for n in range(6, _TIME_DIGITS + 1) if (part * 10 ** n).denominator == 1), _TIME_DIGITS)
+    digits = str(int(part * 10 ** width)).rjust(width, "0")
+    return format_time(whole).replace("Z", f".{digits}Z")
 
 
 def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
@@ -331,7 +416,7 @@ class TimePoint:
     the restore replays up to. No group that late: ``gtid`` and
     ``timestamp`` are None, ``file``/``offset`` the end of the last binlog
     and ``position`` its end state's."""
-    time: int | float        # unix seconds
+    time: int | float        # unix seconds, exact (parse_time's: a Fraction when no float is exactly it)
     file: str
     offset: int
     gtid: Gtid | None
@@ -1645,15 +1730,16 @@ class BinlogSeries:
         that every group in it is older (see ``_time_skip``); the rest is
         walked, reading event headers only."""
         t = parse_time(when)
+        first = first_second(t)         # a group's whole second is at or after t from this one on
         for path in self.files:
-            if path != self.files[-1] and self._older(path, t):
+            if path != self.files[-1] and self._older(path, first):
                 continue
             f = self._file(path)
-            start, via = self._time_skip(f, t)
+            start, via = self._time_skip(f, first)
             if start is None:
                 continue
             for begin, _, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
-                if ts >= t:
+                if ts >= first:
                     at = self.state_at(path, begin)
                     return TimePoint(t, path, begin, Gtid(domain, server, seq), at.position, ts,
                                      "index" if via == "index" and at.via == "index" else "scan")
@@ -1663,23 +1749,25 @@ class BinlogSeries:
         return TimePoint(t, last.path, end, None, self.end_state().position(), None,
                          "index" if last.reader is not None else "scan")
 
-    def _older(self, path: str, t) -> bool:
-        """Does the catalog say every group of ``path`` is older than ``t``
-        (its ``max_timestamp``)? The file is then not opened: a closed
-        binlog is taken as its entry describes it, as the planner takes its
-        seq ranges (the newest binlog is always opened: it may have grown)."""
+    def _older(self, path: str, first: int) -> bool:
+        """Does the catalog say every group of ``path`` is older than the
+        second ``first`` (``first_second``; its ``max_timestamp``)? The file
+        is then not opened: a closed binlog is taken as its entry describes
+        it, as the planner takes its seq ranges (the newest binlog is always
+        opened: it may have grown)."""
         entry = self._catalog.get(path)
         top = entry.raw.get("max_timestamp") if entry is not None else None
-        return top is not None and top < t and not entry.raw.get("in_use")
+        return top is not None and top < first and not entry.raw.get("in_use")
 
-    def _time_skip(self, f: _File, t) -> tuple[int | None, str]:
-        """(where to start walking ``f`` for the first group at ``t`` or
-        later; via). From the start of the file, unless its catalog entry
-        gives ``max_timestamp_drop`` D (how far a GTID timestamp ever falls
-        below the highest one before it in the file) and the index has a
-        record R whose next event is a GTID event with timestamp ``ts``,
-        ``ts + D < t``: every group before R is then older than ``t`` (each
-        is at most the running maximum at R, which is at most ``ts + D``),
+    def _time_skip(self, f: _File, first: int) -> tuple[int | None, str]:
+        """(where to start walking ``f`` for the first group at the second
+        ``first`` (``first_second``) or later; via). From the start of the
+        file, unless its catalog entry gives ``max_timestamp_drop`` D (how
+        far a GTID timestamp ever falls below the highest one before it in
+        the file) and the index has a record R whose next event is a GTID
+        event with timestamp ``ts``, ``ts + D < first``: every group before
+        R is then older (each is at most the running maximum at R, which is
+        at most ``ts + D``),
         so the walk starts at R. R is found by a bisection over the records
         (any record that passes is sound; the latest found is taken)."""
         b = f.binlog
@@ -1691,7 +1779,7 @@ class BinlogSeries:
 
         def passes(offset: int) -> bool:
             head = b.event_header(offset)
-            return head is not None and head[1] == GTID and head[0] + drop < t and f.trusted(offset)
+            return head is not None and head[1] == GTID and head[0] + drop < first and f.trusted(offset)
         best, lo, hi = b.body_start, b.body_start, b.size
         try:
             while lo < hi:
@@ -1733,6 +1821,11 @@ def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
     return BinlogSeries.from_path(path, **kw)
 
 
+# seek_many answers its specs this many at a time (the GTIDs of each go through
+# one locate_many): its memory is bounded by it, whatever the input's length
+_MANY_AT_ONCE = 1 << 16
+
+
 def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: bool = False,
               strict: bool = False, storage_options: dict | None = None, index_root=None,
               history: int | None = None, pass_per_byte: float | None = None) -> Iterator:
@@ -1740,19 +1833,14 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     with one GTID per domain, each; ``replica``: every spec is a replica's
     position): yields, in input order, each spec's answer (Location or
     ReplicaStart) or the GtidxError its single ``seek`` would raise. One
-    series serves them all; the GTIDs go through ``locate_many``."""
-    specs = list(specs)
+    series serves them all; the GTIDs go through ``locate_many``, up to
+    65,536 specs at a time: ``specs`` is read as the answers are taken (an
+    endless iterator too), and memory does not grow with its length."""
     mysql = _mysql(path, storage_options)
     if mysql is not None:
         yield from mysql.seek_many(specs, path, replica=replica, storage_options=storage_options,
                                    index_root=index_root, history=history)
         return
-    parsed: list = []
-    for spec in specs:
-        try:
-            parsed.append(_position(spec))
-        except GtidxError as e:
-            parsed.append(e)
     kw = {"storage_options": storage_options, "index_root": index_root}
 
     def single(pos) -> bool:
@@ -1760,7 +1848,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     try:
         logs = BinlogSeries.from_path(path, history=history, **kw)
     except SeveralHistories as e:
-        for pos in parsed:
+        for pos in map(_parsed, specs):
             if isinstance(pos, GtidxError):
                 yield pos
                 continue
@@ -1772,18 +1860,31 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
                 yield err
         return
     with logs:
-        found = logs.locate_many([next(iter(p)) for p in parsed if not isinstance(p, GtidxError) and single(p)],
-                                 pass_per_byte=pass_per_byte)
-        for pos in parsed:
-            if isinstance(pos, GtidxError):
-                yield pos
-            elif single(pos):
-                yield found[next(iter(pos))]
-            else:
-                try:
-                    yield logs.replica_start(pos, strict=strict)
-                except GtidxError as e:
-                    yield e
+        it = iter(specs)
+        while True:
+            parsed = [_parsed(spec) for spec in itertools.islice(it, _MANY_AT_ONCE)]
+            if not parsed:
+                return
+            found = logs.locate_many([next(iter(p)) for p in parsed if not isinstance(p, GtidxError) and single(p)],
+                                     pass_per_byte=pass_per_byte)
+            for pos in parsed:
+                if isinstance(pos, GtidxError):
+                    yield pos
+                elif single(pos):
+                    yield found[next(iter(pos))]
+                else:
+                    try:
+                        yield logs.replica_start(pos, strict=strict)
+                    except GtidxError as e:
+                        yield e
+
+
+def _parsed(spec):
+    """A seek spec's position (``_position``), or the GtidxError saying why it has none."""
+    try:
+        return _position(spec)
+    except GtidxError as e:
+        return e
 
 
 def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options: dict | None = None,

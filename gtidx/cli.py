@@ -24,7 +24,7 @@ import click
 
 from . import idxformat as fmt
 from . import liblog
-from .errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted
+from .errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted, redact
 
 
 class Offset(click.ParamType):
@@ -56,12 +56,28 @@ def _json_option(help_text: str = "One JSON object (a failure: {\"error\": {...}
 
 
 class _Count(click.IntRange):
-    """A whole number option: ASCII digits only (int() would take "4_096" and "４０９６")."""
+    """A whole number option: ASCII digits only (int() would take "4_096" and
+    "４０９６", and fails on 5,000 digits)."""
 
     def convert(self, value, param, ctx):
         if isinstance(value, str) and not (value.isascii() and value.isdigit()):
             self.fail(f"{quoted(value)} is not a whole number (ASCII digits)", param, ctx)
+        if isinstance(value, str) and len(value.lstrip("0")) > 20:
+            self.fail(f"{quoted(value)} is too large", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class _Number(click.FloatRange):
+    """A number option in a range: ASCII text of a number (float() would take
+    "１.５"), and not NaN (which every range comparison lets through)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.isascii():
+            self.fail(f"{quoted(value)} is not a number (ASCII)", param, ctx)
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{quoted(str(value))} is not a number", param, ctx)
+        return number
 
 
 def _page_size_option(f):
@@ -79,7 +95,7 @@ def _span_min_option(f):
 
 
 def _max_ratio_option(help_text: str):
-    return click.option("--max-ratio", type=click.FloatRange(0, 1, min_open=True), default=fmt.DEFAULT_MAX_RATIO,
+    return click.option("--max-ratio", type=_Number(0, 1, min_open=True), default=fmt.DEFAULT_MAX_RATIO,
                         show_default=True, help=help_text)
 
 
@@ -186,10 +202,10 @@ def _silence_stdout() -> None:
 
 
 def _say(line: str) -> None:
-    """The one error line on stderr; a stderr that cannot take it (closed,
-    full) must not turn the failure into another one."""
+    """The one error line on stderr (URLs ``redact``-ed); a stderr that cannot
+    take it (closed, full) must not turn the failure into another one."""
     try:
-        click.echo(line, err=True)
+        click.echo(redact(line), err=True)
     except OSError:
         pass
 
@@ -207,7 +223,7 @@ def _error_json(err: BaseException) -> dict:
     if isinstance(err, KeyboardInterrupt):
         message, code = "interrupted", 130
     else:
-        message, code = f"internal error: {type(err).__name__}: {err}", EXIT_CORRUPT
+        message, code = redact(f"internal error: {type(err).__name__}: {err}"), EXIT_CORRUPT
     return {"message": message, "path": None, "offset": None, "page": None, "hint": None, "exit_code": code}
 
 
@@ -274,11 +290,11 @@ def _warning_lines(logger):
                     if str(args[0]) not in files:
                         files.append(str(args[0]))
                     return
-            click.echo(f"gtidx: warning: {record.getMessage()}", err=True)
+            click.echo(f"gtidx: warning: {redact(record.getMessage())}", err=True)
 
     def say_gathered() -> None:
         for what, files in gathered.items():
-            click.echo(f"gtidx: warning: {_files_said(sorted(files))}: {what}", err=True)
+            click.echo(redact(f"gtidx: warning: {_files_said(sorted(files))}: {what}"), err=True)
         gathered.clear()
 
     handler = _WarningLine()

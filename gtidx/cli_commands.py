@@ -13,8 +13,8 @@ import time
 import click
 
 from .cli import (_PATH, _close_stream, _emit_json, _history_option, _index_dir_option, _json_option, _max_ratio_option,
-                  _one_line, _Output, _page_size_option, _quiet_option, _span_min_option, _storage_option, _write_items)
-from .cli import examples
+                  _Number, _one_line, _Output, _page_size_option, _quiet_option, _span_min_option, _storage_option,
+                  _write_items, examples)
 from .errors import BadInputError, GtidxError, GtidxIOError, quoted
 
 
@@ -360,16 +360,16 @@ def _json_log_lines():
 @click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --once --json /var/lib/mysql'))
 @click.argument("directory", type=_PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
-@click.option("--interval", cls=_LibraryDefault, type=click.FloatRange(0.01, 60),
+@click.option("--interval", cls=_LibraryDefault, type=_Number(0.01, 60),
               default=lambda: _tail_settings().interval, show_default=True,
               help="Seconds between looks at the binlogs.")
 @_page_size_option
 @_span_min_option
 @_max_ratio_option("Size budget for each finished index.")
-@click.option("--retry-max", cls=_LibraryDefault, type=click.FloatRange(0.01, 3600),
+@click.option("--retry-max", cls=_LibraryDefault, type=_Number(0.01, 3600),
               default=lambda: _tail_settings().retry_max, show_default=True,
               help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
-@click.option("--catalog-interval", cls=_LibraryDefault, type=click.FloatRange(0, 86400),
+@click.option("--catalog-interval", cls=_LibraryDefault, type=_Number(0, 86400),
               default=lambda: _tail_settings().catalog_interval, show_default=True,
               help="When the binlogs have a catalog: seconds at least between two updates of the "
                    "growing binlog's entry (a closed binlog's entry is written when it closes).")

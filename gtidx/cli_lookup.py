@@ -8,38 +8,50 @@ from __future__ import annotations
 import click
 
 from .cli import (_PATH, Offset, _emit_json, _error_json, _history_option, _index_dir_option, _json_option, _one_line,
-                  _Output, _storage_option)
-from .cli import examples
-from .errors import GtidxError
+                  _Output, _storage_option, examples)
+from .errors import GtidxError, redact, shown
 
 
 def _from_option(what: str):
-    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="replace"),
+    # bytes that are not UTF-8 are kept (surrogateescape), to be echoed as \xNN (errors.shown)
+    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="surrogateescape"),
                         metavar="FILE|-", help=f"Many lookups: {what} per line (blank lines and # comments "
                         "skipped), answered in input order, one result per line (--json: JSON Lines; a bad "
                         "line gives its error object and the batch goes on). Exit status: the worst line's.")
 
 
 def _lines(stream):
-    """(line text) of a --from input: stripped, blank lines and # comments skipped."""
+    """(line text) of a --from input, read as it is answered: stripped, blank
+    lines and # comments skipped."""
     for line in stream:
         text = line.strip()
         if text and not text.startswith("#"):
             yield text
 
 
-def _batch(inputs: list, results, as_json: bool, to_json, to_text) -> None:
-    """Write each result of a --from batch (JSON Lines, or text), in input
-    order; an error is its line's error object (or a text line), and the
-    batch goes on; then exit with the worst line's status."""
+def _batch(stream, answers, as_json: bool, to_json, to_text) -> None:
+    """Answer the lines of a --from input ``stream``: ``answers(texts)`` yields
+    one result per text, in order, reading ``texts`` as it goes; each result
+    is written as it comes (JSON Lines, or text), so that memory does not grow
+    with the input. An error is its line's error object (or a text line,
+    the line echoed ``shown``: escaped, cut), and the batch goes on; then
+    exit with the worst line's status."""
     import json
+    from collections import deque
+    pending = deque()                   # the texts read, not answered yet
+
+    def texts():
+        for text in _lines(stream):
+            pending.append(text)
+            yield text
     worst = 0
     with _Output() as out:
-        for text, r in zip(inputs, results):
+        for r in answers(texts()):
+            text = pending.popleft()
             if isinstance(r, GtidxError):
                 worst = max(worst, r.exit_code)
-                out.write(json.dumps({"input": text, "error": _error_json(r)}) + "\n" if as_json
-                          else f"{text}: {r}\n")
+                out.write(json.dumps({"input": shown(text), "error": _error_json(r)}) + "\n" if as_json
+                          else f"{shown(text)}: {r}\n")
             else:
                 out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
     if worst:
@@ -47,7 +59,7 @@ def _batch(inputs: list, results, as_json: bool, to_json, to_text) -> None:
 
 
 def _state_json(r) -> dict:
-    return {"file": r.file, "offset": r.offset, "position": _one_line(r.position), "state": _one_line(r.state),
+    return {"file": redact(r.file), "offset": r.offset, "position": _one_line(r.position), "state": _one_line(r.state),
             "via": r.via}
 
 
@@ -70,12 +82,13 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
     if batch is not None:
         if offset is not None:
             raise click.UsageError("--from takes the offsets from its lines: give no OFFSET argument")
-        inputs = list(_lines(batch))
-        pairs = []
-        for text in inputs:
-            name, _, number = text.rpartition(" ")
-            pairs.append((name.strip() or file, number) if name.strip() or file else (text, None))
-        _batch(inputs, api.states_at(pairs, **kw), as_json, _state_json, lambda r: f"{r.position}\n")
+
+        def pairs(texts):
+            for text in texts:
+                name, _, number = text.rpartition(" ")
+                yield (name.strip() or file, number) if name.strip() or file else (text, None)
+        _batch(batch, lambda texts: api.states_at(pairs(texts), **kw), as_json, _state_json,
+               lambda r: f"{r.position}\n")
         return
     if file is None or offset is None:
         raise click.UsageError(f"Missing argument '{'FILE' if file is None else 'OFFSET'}' (or --from FILE|-)")
@@ -104,14 +117,14 @@ def probe(file, offset, no_index, as_json, storage_options, index_root):
                   index_root=index_root)
     pos = None if r.position is None else str(r.position)
     if as_json:
-        _emit_json({"file": r.file, "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
+        _emit_json({"file": redact(r.file), "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
                     "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
         return
     shown = "unknown" if pos is None else pos or "(empty)"
     where = (f"an event boundary, position {shown}" if r.before == r.after else
              f"before {r.before}, after {r.after}, position at {r.before}: {shown}")
     with _Output() as out:
-        out.write(f"{r.file} offset {r.offset}: {where} (via {r.via})\n")
+        out.write(f"{redact(r.file)} offset {r.offset}: {where} (via {r.via})\n")
         if r.damaged is not None:
             lo, hi = r.damaged
             out.write(f"damaged: no trustworthy event in bytes {lo} to {hi} (the event chain breaks at {lo} and "
@@ -119,7 +132,7 @@ def probe(file, offset, no_index, as_json, storage_options, index_root):
 
 
 def _location_json(loc) -> dict:
-    return {"gtid": str(loc.gtid), "file": loc.file, "start": loc.start, "end": loc.end,
+    return {"gtid": str(loc.gtid), "file": redact(loc.file), "start": loc.start, "end": loc.end,
             "resume": loc.resume, "timestamp": loc.timestamp, "via": loc.via}
 
 
@@ -127,11 +140,14 @@ def _seek_json(r) -> dict:
     """A seek's answer (Location or ReplicaStart) as --json prints it."""
     from . import api
     if isinstance(r, api.Location):
-        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
-        return {**_location_json(r), "occurrences": [o._asdict() for o in occurrences],
-                **({} if r.history is None else {"history": r.history})}
+        doc = _location_json(r)
+        doc["occurrences"] = ([{"file": redact(o.file), "start": o.start, "end": o.end} for o in r.occurrences]
+                              if r.occurrences else [{"file": doc["file"], "start": r.start, "end": r.end}])
+        if r.history is not None:
+            doc["history"] = r.history
+        return doc
     first = None if r.first is None else _location_json(r.first)
-    return {"position": _one_line(r.position), "file": r.file, "offset": r.offset,
+    return {"position": _one_line(r.position), "file": redact(r.file), "offset": r.offset,
             "state": _one_line(r.state), "skip": _one_line(r.skip), "first": first, "via": r.via}
 
 
@@ -140,20 +156,20 @@ def _seek_text(r) -> str:
     from . import api
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
-        text = (f"{r.gtid} {r.file} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
+        text = (f"{r.gtid} {redact(r.file)} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
                 f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
         if len(occurrences) > 1:
             text += (f"  {r.gtid} occurs {len(occurrences)} times (logged again after seq_no went back, "
                      f"gtid_strict_mode=OFF); the answer is the first: "
-                     f"{', '.join(f'{o.file} {o.start}-{o.end}' for o in occurrences)}\n")
+                     f"{', '.join(f'{redact(o.file)} {o.start}-{o.end}' for o in occurrences)}\n")
         return text
     mysql = hasattr(r.position, "one_line")          # a MySQL GTID set: skips every GTID in it
-    return (f"replica at {_one_line(r.position) or '(empty)'} starts in {r.file} at offset {r.offset} "
+    return (f"replica at {_one_line(r.position) or '(empty)'} starts in {redact(r.file)} at offset {r.offset} "
             f"(via {r.via})\n"
             f"  {'Previous_gtids' if mysql else 'state'} there: {_one_line(r.state) or '(empty)'}\n"
             f"  skips{' the transactions of' if mysql else ', per domain, groups up to and including'}: "
             f"{_one_line(r.skip) or '(nothing)'}\n" +
-            (f"  first group sent: {r.first.gtid} at {r.first.file} {r.first.start}\n" if r.first
+            (f"  first group sent: {r.first.gtid} at {redact(r.first.file)} {r.first.start}\n" if r.first
              else "  first group sent: none yet (the replica is up to date)\n"))
 
 
@@ -193,9 +209,9 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
     if batch is not None:
         if every:
             raise click.UsageError("--every is for one GTID (--gtid)")
-        inputs = list(_lines(batch))
-        _batch(inputs, api.seek_many(inputs, path, storage_options=storage_options, index_root=index_root,
-                                     history=history), as_json, _seek_json, _seek_text)
+        _batch(batch, lambda texts: api.seek_many(texts, path, storage_options=storage_options,
+                                                  index_root=index_root, history=history),
+               as_json, _seek_json, _seek_text)
         return
     if when is not None:
         t = api.parse_time(when)
@@ -203,16 +219,16 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
                               history=history) as logs:
             p = logs.at_time(t)
         if as_json:
-            _emit_json({"time": api.format_time(p.time), "file": p.file, "offset": p.offset,
+            _emit_json({"time": api.format_time(p.time), "file": redact(p.file), "offset": p.offset,
                         "gtid": None if p.gtid is None else str(p.gtid), "position": _one_line(p.position),
                         "via": p.via})
         else:
             with _Output() as out:
                 if p.gtid is None:
-                    out.write(f"no group at {api.format_time(p.time)} or later: {p.file} end {p.offset} "
+                    out.write(f"no group at {api.format_time(p.time)} or later: {redact(p.file)} end {p.offset} "
                               f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
                 else:
-                    out.write(f"{p.file} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
+                    out.write(f"{redact(p.file)} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
                               f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,

@@ -13,18 +13,64 @@ EXIT_BAD_INPUT = 2
 EXIT_CORRUPT = 3
 
 _QUOTE_MAX = 60     # characters of a user's bad input quoted in a message
+_SHOWN_MAX = 200    # characters of a batch's input line echoed beside its answer
+
+
+def _cut(text: str, limit: int, render) -> str:
+    """``render(text)``, of its first ``limit`` characters when it is longer,
+    saying how long it was (a megabyte of digits must not become a megabyte
+    line)."""
+    if len(text) <= limit:
+        return render(text)
+    return f"{render(text[:limit])}... ({len(text)} characters)"
 
 
 def quoted(text: str) -> str:
-    """A user's bad input as an error message quotes it: repr, cut when long
-    (a megabyte of digits must not become a megabyte error line)."""
-    if len(text) <= _QUOTE_MAX:
-        return repr(text)
-    return f"{text[:_QUOTE_MAX]!r}... ({len(text)} characters)"
+    """A user's bad input as an error message quotes it: repr, cut when long."""
+    return _cut(text, _QUOTE_MAX, repr)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:        # a byte that is not UTF-8, as surrogateescape decoded it
+        return f"\\x{code - 0xDC00:02x}"
+    return repr(ch)[1:-1]
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (NUL, escape
+    sequences, line breaks, bytes that are not UTF-8 as surrogateescape
+    keeps them) as its backslash escape: one line a terminal shows as it is."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def shown(text: str) -> str:
+    """Input text as an output line echoes it (a batch's line beside its
+    error): unquoted, ``redact``-ed, ``printable``, cut to about 200
+    characters: one harmless line whatever came in."""
+    return _cut(redact(text), _SHOWN_MAX, printable)
+
+
+_USERINFO = r"([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@"      # compiled on first use
+
+
+def redact(text):
+    """``text`` with the user information of every URL in it (``s3://KEY:SECRET@bucket/``,
+    ``ftp://user:password@host/``) replaced by ``***``: a password written in a
+    URL is never shown. The user information is what URL parsers take it to
+    be: the URL's authority (up to ``/``, ``?``, ``#``; in a sentence, a space)
+    up to its last ``@``. For a path or a message before it is put into JSON
+    (a JSON string escapes what it holds). Anything but a str is returned as
+    it is."""
+    if not isinstance(text, str) or "@" not in text or "://" not in text:
+        return text
+    import re
+    return re.sub(_USERINFO, r"\1***@", text)
 
 
 class GtidxError(Exception):
-    """Base class. ``str(err)`` is the one line shown to users."""
+    """Base class. ``str(err)`` is the one line shown to users (URLs in it
+    ``redact``-ed, as in ``as_dict``; ``printable``)."""
 
     exit_code = EXIT_CORRUPT
 
@@ -48,12 +94,12 @@ class GtidxError(Exception):
         text = f"{', '.join(where)}: {self.message}" if where else self.message
         if self.hint:
             text += f" ({self.hint})"
-        return text
+        return printable(redact(text))
 
     def as_dict(self) -> dict:
         """The error as ``--json`` prints it: ``{"error": err.as_dict()}``."""
-        return {"message": self.message, "path": self.path, "offset": self.offset,
-                "page": self.page, "hint": self.hint, "exit_code": self.exit_code}
+        return {"message": redact(self.message), "path": redact(self.path), "offset": self.offset,
+                "page": self.page, "hint": redact(self.hint), "exit_code": self.exit_code}
 
 
 class BadInputError(GtidxError):

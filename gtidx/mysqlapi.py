@@ -45,7 +45,8 @@ from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
 from . import storage
-from .api import Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, parse_offset, parse_time
+from .api import (Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, first_second, parse_offset,
+                  parse_time)
 from .binlog import HEADER_LEN, TYPE_LENGTH
 from .errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
@@ -482,11 +483,12 @@ class MysqlSeries:
         none that late: the end of the last binlog and the set there. Every
         file is walked (MySQL binlogs have no catalog of timestamps yet)."""
         t = parse_time(when)
+        first = first_second(t)
         for path in self.files:
             b = self._file(path)
             have = self.previous_gtids(path).copy()
             for g in b.transactions():
-                if g.timestamp >= t:
+                if g.timestamp >= first:
                     return TimePoint(t, b.path, g.start, g.gtid, have, g.timestamp, "scan")
                 if g.gtid is not None:
                     have.add(*g.gtid)

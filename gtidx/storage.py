@@ -386,7 +386,8 @@ def resolve(path, storage_options: dict | None = None) -> tuple:
     """``(store, path)`` for a path or URL as a user gives it: a plain path
     or ``file://`` URL is local (``file:///var/log/x`` -> ``/var/log/x``);
     any other URL is opened with fsspec, ``storage_options`` passed to its
-    file system (cached: the same URL scheme and options share one)."""
+    file system with what the URL says of its server (ftp://user@host:port/),
+    cached: the same URL scheme, server and options share one."""
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not is_url(path):
@@ -396,25 +397,68 @@ def resolve(path, storage_options: dict | None = None) -> tuple:
         return LOCAL, rest or "/"
     if storage_options is not None and not isinstance(storage_options, dict):
         raise BadInputError(f"storage_options must be a dict, not {type(storage_options).__name__}")
-    key = (protocol, repr(sorted((storage_options or {}).items())))
+    try:
+        from fsspec.registry import get_filesystem_class
+        cls = get_filesystem_class(protocol)
+        # where the URL names the server (ftp://user:password@host:port/): fsspec takes it from there
+        options = {**cls._get_kwargs_from_urls(path), **(storage_options or {})}
+    except ImportError as e:
+        raise _missing_driver(e, protocol, path) from None
+    except ValueError as e:
+        raise BadInputError(f"cannot open {protocol}:// URLs: {_reason(e)}", path=path) from None
+    if protocol in ("s3", "s3a"):
+        # what an object holds now, not a listing remembered from earlier in the process
+        options.setdefault("use_listings_cache", False)
+    key = (protocol, repr(sorted(options.items())))
     store = _STORES.get(key)
     if store is None:
-        try:
-            import fsspec
-            options = dict(storage_options or {})
-            if protocol in ("s3", "s3a"):
-                # what an object holds now, not a listing remembered from earlier in the process
-                options.setdefault("use_listings_cache", False)
-            fs = fsspec.filesystem(protocol, **options)
-        except ImportError as e:
-            raise BadInputError(f"{protocol}:// URLs need fsspec and its {protocol} driver ({e.name} is missing)",
-                                path=path, hint="pip install 'gtidx[s3]'") from None
-        except ValueError as e:
-            raise BadInputError(f"cannot open {protocol}:// URLs: {_reason(e)}", path=path) from None
-        except TypeError as e:
-            raise BadInputError(f"bad storage option: {_reason(e)}", path=path) from None
-        store = _STORES[key] = FsspecStore(fs, protocol)
+        store = _STORES[key] = FsspecStore(_file_system(cls, options, protocol, path), protocol)
     return store, path
+
+
+def _missing_driver(e: ImportError, protocol: str, path: str) -> BadInputError:
+    """The error for a URL whose fsspec driver is not installed, naming what
+    to install: fsspec's own words for its drivers ("Please install gcsfs to
+    access Google Storage", 'SFTPFileSystem requires "paramiko"...')."""
+    s3 = protocol in ("s3", "s3a")
+    if e.name == "fsspec":
+        return BadInputError(f"{protocol}:// URLs need fsspec, which is not installed", path=path,
+                             hint="pip install 'gtidx[s3]'" if s3 else f"pip install fsspec and its {protocol} driver")
+    return BadInputError(f"{protocol}:// URLs need a driver that is not installed: {_reason(e)}", path=path,
+                         hint="pip install 'gtidx[s3]'" if s3 else None)
+
+
+def _file_system(cls, options: dict, protocol: str, path: str):
+    """``cls(**options)``: the file system, or its GtidxError (bad input for
+    options it does not take, exit 3 for a server that does not answer). A
+    file system whose ``__init__`` failed (FTPFileSystem: the connection
+    refused) is destroyed half-made, and its ``__del__`` then fails on what
+    ``__init__`` did not set ("no attribute 'ftp'"), which Python prints as
+    "Exception ignored in ...": that report is dropped while the half-made
+    object goes (once the failure is handled), and no other."""
+    import sys
+    report = sys.unraisablehook
+
+    def half_made(unraisable) -> None:
+        if not (unraisable.exc_type is AttributeError and
+                getattr(unraisable.object, "__module__", "").startswith("fsspec.")):
+            report(unraisable)
+    sys.unraisablehook = half_made
+    try:
+        try:
+            return cls(**options)
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except TypeError as e:
+            failure = BadInputError(f"bad storage option: {_reason(e)}", path=path)
+        except ValueError as e:
+            failure = BadInputError(f"cannot open {protocol}:// URLs: {_reason(e)}", path=path)
+        except Exception as e:      # OSError (refused, no such host), ftplib's errors...: it cannot be reached
+            failure = GtidxIOError(f"cannot connect: {_reason(e)}", path=path,
+                                   hint="is the server up, and the URL's host and port right?")
+    finally:
+        sys.unraisablehook = report
+    raise failure
 
 
 def store_of(path) -> "LocalStore | FsspecStore":

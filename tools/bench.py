@@ -9,7 +9,8 @@
     tools/bench lookup [--file F] [--n 200]      lookups by offset and by GTID near the end
     tools/bench tail   [--seconds 15]            gtidx tail lag and CPU beside a live 10.11
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
-    tools/bench batch  [--repeat 30]             seek --from / pos --from end to end (lookups/s)
+    tools/bench batch  [--repeat 30] [--baseline DIR]  seek --from / pos --from end to end (lookups/s),
+                                              and at 1 M lines (peak RSS); DIR: another checkout, interleaved
     tools/bench startup [--runs 30] [--venv DIR] `gtidx seek` start-up vs `python -c 'import click'`
                                               in a regular (non-editable) install, interleaved
     tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
@@ -738,52 +739,113 @@ def bench_mysql(args) -> dict:
     return report
 
 
+# Runs the command in its argv[2:] and writes its peak RSS (bytes) to the file argv[1]. The command
+# is started from this small process: a child's ru_maxrss starts at its parent's resident size when
+# it execs (fork and vfork alike), which for the benchmark itself would hide the command's own.
+_PEAK_RSS = """import os, subprocess, sys
+p = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(p.pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def _measured(cmd: list, env: dict, out: Path, peak: bool = False) -> tuple[float, float, int | None, int]:
+    """Run ``cmd`` (stdout to the file ``out``, from its directory): (seconds,
+    CPU seconds (user + system: what a busy machine's other work changes
+    least), with ``peak`` its peak RSS in bytes (its own, through
+    ``_PEAK_RSS``), exit status)."""
+    rss = out.with_suffix(".rss")
+    with open(out, "wb") as f:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(rss), *cmd] if peak else cmd, stdout=f,
+                           stderr=subprocess.DEVNULL, env=env, cwd=out.parent)
+        seconds = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu, int(rss.read_text()) if peak else None, p.returncode
+
+
 def bench_batch(args) -> dict:
     """``gtidx seek --from`` and ``gtidx pos --from`` end to end (a process
     each, start-up included) on a copy of the bundled multifile fixture with
     its indexes: every GTID of the fixture, and every offset of its oracle,
     ``--repeat`` times over, in file order; lookups per second (median of
-    ``--runs``), and the answers checked against single calls (a sample)."""
+    ``--runs``; and per CPU second, which a busy machine disturbs less),
+    and the answers checked against single calls (a sample).
+    Then each batch at ``--rss-lines`` lines (1,000,000: the same lines over
+    and over): its peak RSS (``_PEAK_RSS``) and lookups/s. With ``--baseline
+    DIR`` (another checkout, its C extension built), every run is made by
+    both checkouts in turn, interleaved, so that the machine's noise hits
+    both alike."""
     import shutil
     import tempfile
     src = HERE.parent / "fixtures" / "mariadb-10.11" / "multifile"
     oracle = json.loads((src / "oracle.json").read_text())
     gtidx_cmd = [sys.executable, "-m", "gtidx"]
+    checkouts = {"this": HERE.parent, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
+    # each checkout's gtidx, and no other: run from the temporary directory (python -m puts the
+    # current directory first on the module path), with the checkout alone on PYTHONPATH
+    envs = {name: dict(os.environ, PYTHONPATH=str(root)) for name, root in checkouts.items()}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "multifile"
         shutil.copytree(src, d)
-        subprocess.run(gtidx_cmd + ["build", "-q", str(d)], check=True, capture_output=True)
-        gtids = [g for f in oracle["files"] for g, _, _ in f["groups"]] * args.repeat
-        offsets = [f"{d / f['name']} {off}" for f in oracle["files"] for off, _ in f["pos"]] * args.repeat
-        (d / "gtids.txt").write_text("\n".join(gtids) + "\n")
-        (d / "offsets.txt").write_text("\n".join(offsets) + "\n")
+        subprocess.run(gtidx_cmd + ["build", "-q", str(d)], check=True, capture_output=True, env=envs["this"],
+                       cwd=tmp)
+        gtids = [g for f in oracle["files"] for g, _, _ in f["groups"]]
+        offsets = [f"{d / f['name']} {off}" for f in oracle["files"] for off, _ in f["pos"]]
         jobs = {"seek --from": (["seek", "--json", "--from", str(d / "gtids.txt"), str(d)], gtids),
                 "pos --from": (["pos", "--json", "--from", str(d / "offsets.txt")], offsets)}
-        report = {"machine": machine(), "repeat": args.repeat, "runs": args.runs, "batches": {}}
-        for name, (cmd, lines) in jobs.items():
-            times, out = [], None
+        report = {"machine": machine(), "repeat": args.repeat, "runs": args.runs, "rss_lines": args.rss_lines,
+                  "checkouts": {name: str(root) for name, root in checkouts.items()}, "batches": {}}
+        out = Path(tmp) / "out.txt"
+        for name, (cmd, one) in jobs.items():
+            lines = one * args.repeat
+            Path(cmd[3]).write_text("\n".join(lines) + "\n")
+            times, cpus, got = {c: [] for c in checkouts}, {c: [] for c in checkouts}, None
             for _ in range(args.runs):
-                t0 = time.perf_counter()
-                p = subprocess.run(gtidx_cmd + cmd, capture_output=True, text=True)
-                times.append(time.perf_counter() - t0)
-                out = p.stdout.splitlines()
-            assert len(out) == len(lines), (name, len(out), len(lines))
+                for c in checkouts:
+                    seconds, cpu, _, _ = _measured(gtidx_cmd + cmd, envs[c], out)
+                    times[c].append(seconds)
+                    cpus[c].append(cpu)
+                    answers = out.read_text().splitlines()
+                    assert len(answers) == len(lines), (name, c, len(answers), len(lines))
+                    got = answers if c == "this" else got
             wrong = 0
-            for line, got in list(zip(lines, out))[::max(1, len(lines) // 50)]:
+            for line, got in list(zip(lines, got))[::max(1, len(lines) // 50)]:
                 single = ["seek", "--json", "--gtid", line, str(d)] if name.startswith("seek") else \
                     ["pos", "--json", *line.rsplit(" ", 1)]
-                want = subprocess.run(gtidx_cmd + single, capture_output=True, text=True).stdout.strip()
+                want = subprocess.run(gtidx_cmd + single, capture_output=True, text=True, env=envs["this"],
+                                      cwd=tmp).stdout.strip()
                 a, b = json.loads(got), json.loads(want) if want else None
-                if b is None:
-                    wrong += "error" not in a
+                if b is None or "error" in b:       # a line without an answer: its single call's error
+                    wrong += a != {"input": line, "error": (b or {}).get("error", a.get("error"))}
                 else:
                     wrong += {k: v for k, v in a.items() if k != "via"} != {k: v for k, v in b.items() if k != "via"}
-            med = statistics.median(times)
-            report["batches"][name] = {"lookups": len(lines), "median_s": med, "min_s": min(times),
-                                       "max_s": max(times), "per_s": len(lines) / med, "checked_wrong": wrong}
-            print(f"  {name:<12} {len(lines):>7} lookups  median {med:6.3f} s (min {min(times):.3f}, max "
-                  f"{max(times):.3f})  {len(lines) / med:9,.0f} lookups/s end to end  (sampled vs single "
-                  f"calls: {wrong} wrong)")
+            entry = report["batches"][name] = {"lookups": len(lines), "checked_wrong": wrong}
+            for c in checkouts:
+                med, cpu = statistics.median(times[c]), statistics.median(cpus[c])
+                entry[c] = {"median_s": med, "min_s": min(times[c]), "max_s": max(times[c]),
+                            "per_s": len(lines) / med, "cpu_median_s": cpu, "per_cpu_s": len(lines) / cpu}
+                print(f"  {name:<12} {c:<8} {len(lines):>7} lookups  median {med:6.3f} s (min {min(times[c]):.3f}, "
+                      f"max {max(times[c]):.3f})  {len(lines) / med:9,.0f} lookups/s end to end, "
+                      f"{len(lines) / cpu:9,.0f} per CPU second"
+                      + (f"  (sampled vs single calls: {wrong} wrong)" if c == "this" else ""))
+            entry.update(entry["this"])         # the checkout's own figures where the report reads them
+            if args.rss_lines:
+                many = (one * (args.rss_lines // len(one) + 1))[:args.rss_lines]
+                Path(cmd[3]).write_text("\n".join(many) + "\n")
+                for c in checkouts:
+                    seconds, cpu, rss, rc = _measured(gtidx_cmd + cmd, envs[c], out, peak=True)
+                    with open(out, "rb") as f:
+                        answered = sum(1 for _ in f)
+                    assert answered == len(many), (name, c, answered, len(many))
+                    entry[c]["rss_lines"] = {"lines": len(many), "seconds": seconds, "per_s": len(many) / seconds,
+                                             "cpu_s": cpu, "per_cpu_s": len(many) / cpu, "peak_rss_MB": rss / 1e6,
+                                             "exit": rc}
+                    print(f"  {name:<12} {c:<8} {len(many):>7} lookups  {seconds:6.3f} s  {len(many) / seconds:9,.0f} "
+                          f"lookups/s, {len(many) / cpu:9,.0f} per CPU second  peak RSS {rss / 1e6:7.1f} MB")
     return report
 
 
@@ -955,6 +1017,9 @@ def main(argv=None) -> int:
     s = sub.add_parser("batch", help="seek --from / pos --from end to end on the multifile fixture")
     s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
     s.add_argument("--runs", type=int, default=5)
+    s.add_argument("--rss-lines", type=int, default=1_000_000,
+                   help="then a batch of this many lines each: peak RSS and lookups/s (0: none)")
+    s.add_argument("--baseline", help="another checkout (its C extension built): each run by both, interleaved")
     s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("startup", help="gtidx seek start-up vs import click, in a regular install")
     s.add_argument("--runs", type=int, default=30)
