@@ -220,7 +220,7 @@ def test_index_status_and_build_result_are_what_they_were(tmp_path):
 
     s = IndexStatus("x.idx", IndexState.OK, owner="gtidx", _file=object())
     assert repr(s) == ("IndexStatus(path='x.idx', state=<IndexState.OK: 'ok'>, reason='', reader=None, owner='gtidx', "
-                       "partial=False, meta=None, index_etag=None)")
+                       "partial=False, meta=None, index_etag=None, checked=None)")
     assert s == IndexStatus("x.idx", IndexState.OK, owner="gtidx", _file=s._file) != IndexStatus("x.idx", "ok")
     s.reason = "changed"
     assert s.reason == "changed" and IndexStatus.__hash__ is None
