@@ -249,7 +249,7 @@ def run_python(body: str, where: str, paths: dict) -> None:
 
 def test_library_examples(demo, monkeypatch, capsys):
     d, paths = demo
-    monkeypatch.chdir(d)                        # `Binlog("master-bin.000020")` names a file here
+    monkeypatch.chdir(ROOT)                     # every example runs from the repo root: full paths only
     for where, body, _ in blocks("python", spark=False):
         run_python(body, where, paths)
     out = capsys.readouterr().out
