@@ -266,9 +266,9 @@ def _wants_json(args) -> bool:
 
 def _warning_lines(logger):
     """Library warnings as ``gtidx: warning:`` lines on stderr: a handler on
-    the library's logger ``logger``, and what takes it off. A warning about one file (``"%s: what"``, the path first) is said once
-    per command, when it ends: one line per distinct ``what`` with the files
-    it concerns counted (``5 binlogs, master-bin.000018 .. master-bin.000022
+    the library's logger ``logger``, and what takes it off. A warning about
+    one file (``liblog.about_a_file``) is said once per command, when it
+    ends: one line per distinct ``what`` with the files it concerns counted (``5 binlogs, master-bin.000018 .. master-bin.000022
     in DIR: no usable index ...``); other warnings at once. ``gtidx tail``,
     which does not end, says each at once."""
     import logging
@@ -277,19 +277,14 @@ def _warning_lines(logger):
 
     class _WarningLine(logging.Handler):
         def emit(self, record):
-            msg, args = record.msg, record.args
             running = click.get_current_context(silent=True)
-            gather = running is None or running.info_name != "tail"
-            if gather and isinstance(msg, str) and msg.startswith("%s: ") and isinstance(args, tuple) and args:
-                try:
-                    what = msg[4:] % args[1:]
-                except (TypeError, ValueError):
-                    what = None
-                if what is not None:
-                    files = gathered.setdefault(what, [])
-                    if str(args[0]) not in files:
-                        files.append(str(args[0]))
-                    return
+            about = liblog.about_a_file(record) if running is None or running.info_name != "tail" else None
+            if about is not None:
+                path, what = about
+                files = gathered.setdefault(what, [])
+                if path not in files:
+                    files.append(path)
+                return
             click.echo(f"gtidx: warning: {redact(record.getMessage())}", err=True)
 
     def say_gathered() -> None:

@@ -64,3 +64,17 @@ def on_use(fn):
         if call[1] is not None:
             call[1]()
     return undo
+
+
+def about_a_file(record) -> tuple[str, str] | None:
+    """(path, what) of a warning about one file: a record logged as
+    ``log.warning("%s: what ...", path, ...)``, the path first; None for any
+    other. The CLI says such warnings once per command with the files
+    counted, Spark sends them from its executors to the driver."""
+    msg, args = record.msg, record.args
+    if not (isinstance(msg, str) and msg.startswith("%s: ") and isinstance(args, tuple) and args):
+        return None
+    try:
+        return str(args[0]), msg[4:] % args[1:]
+    except (TypeError, ValueError):
+        return None

@@ -61,6 +61,7 @@ from pyspark.sql.types import (BooleanType, LongType, StringType, StructField,
 
 from . import api, catalog, storage
 from .errors import BadInputError, GtidxError, NotFoundError
+from .liblog import about_a_file, log
 from .gtid import BinlogState, Gtid, Position
 
 if TYPE_CHECKING:
@@ -408,7 +409,6 @@ def say_warnings(acc) -> None:
     """The executors' warnings gathered in ``acc`` (after the action that ran
     them), each once, through the library's logger on the driver: the CLI
     says them once per command, the files counted."""
-    from .liblog import log
     for path, what in dict.fromkeys(tuple(x) for x in acc.value):
         if path is None:
             log.warning("%s", what)
@@ -439,11 +439,7 @@ class _ToDriver:
                     if cls.acc is None:
                         sys.stderr.write(record.getMessage() + "\n")
                         return
-                    msg, args = record.msg, record.args
-                    if isinstance(msg, str) and msg.startswith("%s: ") and isinstance(args, tuple) and args:
-                        cls.acc.add([(str(args[0]), msg[4:] % args[1:])])
-                    else:
-                        cls.acc.add([(None, record.getMessage())])
+                    cls.acc.add([about_a_file(record) or (None, record.getMessage())])
             cls.handler = Handler(logging.WARNING)
             logging.getLogger("gtidx").addHandler(cls.handler)
 
@@ -1000,8 +996,6 @@ def session(master: str = "local[*]", app: str = "gtidx", host: str | None = Non
     ``conf``: more Spark settings (``{"spark.submit.pyFiles": "gtidx-py.zip",
     "spark.executorEnv.AWS_ENDPOINT_URL": ...}``).
     """
-    import sys
-
     from pyspark import SparkConf, SparkContext
     host = host or os.environ.get("SPARK_LOCAL_IP") or LOOPBACK
     os.environ.setdefault("SPARK_LOCAL_IP", host)          # read by the JVM when it starts
@@ -1034,8 +1028,6 @@ def _quiet_gateway(conf):
     """The py4j gateway with the driver JVM's stderr read through a pipe:
     every line goes on to our stderr but the JVM's own start-up notes
     (``JVM_NOTES``). pyspark's ``launch_gateway(popen_kwargs=...)``."""
-    import sys
-
     from pyspark.java_gateway import launch_gateway
     r, w = os.pipe()
     try:
