@@ -113,7 +113,7 @@ skip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /*
  * mysql_walk(buf, off, base, fsize, crc_len, due, landing) -> (stop, runs, code)
  *
- * The transaction walk of MysqlBinlog.set_batches (gtidx/mysqlbinlog.py,
+ * The transaction walk of MysqlBinlog.set_batches (gtidx/binlog/mysql.py,
  * whose Python loop, MysqlBinlog._chained, is the definition): from the GTID
  * or ANONYMOUS_GTID event at ``off`` in ``buf`` (file offset ``base + off``),
  * transaction after transaction while each one checks out: the GTID event

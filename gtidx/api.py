@@ -25,14 +25,14 @@ import sys
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from . import idxformat as fmt
+from .index import format as fmt
 from . import storage
-from .binlog import CHECKSUM_CRC32, GTID, MAGIC, Binlog, Group, file_flavor
+from .binlog.mariadb import CHECKSUM_CRC32, GTID, MAGIC, Binlog, Group, file_flavor
 from .errors import (BadInputError, CorruptBinlogError, CorruptCatalogError, GtidSyntaxError, GtidxError, GtidxIOError,
                      MySQLBinlogError, NotFoundError, UnsupportedBinlogError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .indexfile import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
+from .index.files import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
                         open_index, read_index, stored_seen, verify_index)
 from .liblog import log
 from .records import record
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     # decoded).
     from . import catalog
     from . import show as show_module
-    from .indexfile import BuildResult     # made on first use (indexfile._build_result)
+    from .index.files import BuildResult     # made on first use (indexfile._build_result)
 
 # Many GTIDs in one binlog (``locate_many``, Spark's per-file tasks): one
 # pass over its groups beats index lookups from this many GTIDs per byte on:
@@ -278,12 +278,12 @@ def binlogs_flavor(path, storage_options: dict | None = None) -> str | None:
 
 
 def _mysql(path, storage_options: dict | None = None):
-    """``gtidx.mysqlapi`` when the binlogs of ``path`` are MySQL's (the one
+    """``gtidx.series.mysql`` when the binlogs of ``path`` are MySQL's (the one
     place the flavor decides which answers serve them; a mix of MariaDB's and
     MySQL's is refused there), else None."""
     if binlogs_flavor(path, storage_options) != "mysql":
         return None
-    from . import mysqlapi
+    from .series import mysql as mysqlapi
     return mysqlapi
 
 
@@ -473,7 +473,7 @@ def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
     except MySQLBinlogError as e:
         if e.offset != 4:
             raise
-        from .mysqlbinlog import MysqlBinlog
+        from .binlog.mysql import MysqlBinlog
         b = MysqlBinlog(path)
     try:
         info = _info(b)
@@ -1203,7 +1203,7 @@ class BinlogSeries:
         the one before (see ``Probe``): the walk starts at the index record
         before ``offset`` (or the file start) and checks every event to it;
         where the chain of events breaks (a destroyed header) it finds the
-        next trustworthy boundary (``gtidx.probe.walk_to``). An offset past
+        next trustworthy boundary (``gtidx.binlog.probe.walk_to``). An offset past
         the end of the file is a BadInputError; damaged bytes that no
         trustworthy boundary follows, a CorruptBinlogError."""
         offset = parse_offset(offset)
@@ -1221,7 +1221,7 @@ class BinlogSeries:
             start, state, via = f.record(lambda r: r.at_offset(offset))
         if offset < 4:                 # the magic: before the first event, answered as offset 4
             return Probe(b.path, offset, 0, 0 if offset == 0 else 4, state if known else None, None, via)
-        from .probe import walk_to
+        from .binlog.probe import walk_to
         r = walk_to(b, start, state if known else None, offset)
         return Probe(b.path, offset, r.before, r.after, r.state, r.damaged, via)
 
@@ -2134,7 +2134,7 @@ def index_info(index: str | os.PathLike) -> IndexInfo:
     r, f = _read_index(index)
     with f:
         stats = r.check()            # every page and the whole tree
-    from .mysqlbinlog import open_binlog
+    from .binlog.mysql import open_binlog
     with open_binlog(binlog) as b:
         status = open_index(b, index)
         status.close()
@@ -2196,11 +2196,11 @@ def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
 
 
 def _file_status(path: str, now: float) -> FileStatus:
-    from .indexmeta import IndexMeta
+    from .index.meta import IndexMeta
     st = os.stat(path)
     idx = index_path(path)
     fp = IndexMeta.read(idx)
-    from .mysqlbinlog import open_binlog
+    from .binlog.mysql import open_binlog
     with open_binlog(path) as b:
         if not os.path.lexists(idx):
             state, reached, detail = "missing", 0, ""

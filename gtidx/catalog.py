@@ -74,11 +74,11 @@ import os
 from typing import NamedTuple
 
 from . import safefile
-from .binlog import CHECKSUM_CRC32, Binlog
+from .binlog.mariadb import CHECKSUM_CRC32, Binlog
 from .errors import CorruptCatalogError, GtidxError, GtidxIOError, quoted
 from .gtid import BinlogState, LatestGtids, SeqRanges
-from .indexfile import IndexRoot, open_index
-from .indexmeta import IndexMeta, local_identity, object_etag, stat_identity
+from .index.files import IndexRoot, open_index
+from .index.meta import IndexMeta, local_identity, object_etag, stat_identity
 
 NAME = "gtidx-catalog.json"
 VERSION = 1

@@ -45,7 +45,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
-from . import binlog as bl
+from .binlog import mariadb as bl
 from .errors import BadInputError, CorruptBinlogError, GtidxIOError, UnsupportedBinlogError
 
 FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, SET NULL) are not in a "

@@ -14,7 +14,7 @@ FIXTURES = ROOT / "fixtures"
 # on and talks to the loopback address only.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from gtidx.binlog import TYPE_LENGTH, U32  # noqa: E402
+from gtidx.binlog.mariadb import TYPE_LENGTH, U32  # noqa: E402
 from gtidx.errors import NotFoundError  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
 from tools.mariadb import MariaDB  # noqa: E402
@@ -98,7 +98,7 @@ def build_walk(request, monkeypatch):
     """The MySQL walks (the index build's, ``transactions``) with the
     compiled mysql_walk and skip (gtidx/_skip.c) and without them (the
     pure-Python walk alone, their definition)."""
-    from gtidx import mysqlbinlog
+    from gtidx.binlog import mysql as mysqlbinlog
     if request.param == "compiled":
         assert mysqlbinlog._mysql_walk is not None, "gtidx._skip is not built (see setup.py)"
     else:
@@ -190,7 +190,7 @@ def copy_set(tmp_path: Path, scenario: Path, build: bool = True) -> Path:
     pages, short spans: several records per file) unless ``build`` is False."""
     import shutil
     from gtidx import api
-    from gtidx.indexfile import build_index
+    from gtidx.index.files import build_index
     d = tmp_path / f"{scenario.parent.name}-{scenario.name}"
     shutil.copytree(scenario, d)
     for p in d.iterdir():

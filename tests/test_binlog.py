@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gtidx import binlog as bl
-from gtidx.binlog import Binlog
+from gtidx.binlog import mariadb as bl
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import (CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
                           MySQLBinlogError, UnsupportedBinlogError)
 from gtidx.gtid import BinlogState, Gtid, Position

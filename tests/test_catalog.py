@@ -20,7 +20,7 @@ from conftest import FIXTURES, ROOT, forge_catalog
 
 import gtidx
 from gtidx import api, catalog
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 
 MULTI = FIXTURES / "mariadb-10.11" / "multifile"          # master-bin.000018..22, one server

@@ -109,7 +109,7 @@ def test_console_script_end_to_end_and_closed_pipe():
 
 import shutil  # noqa: E402
 
-from gtidx.binlog import Binlog  # noqa: E402
+from gtidx.binlog.mariadb import Binlog  # noqa: E402
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from pathlib import Path
 from conftest import FIXTURES, growing_copy
 from gtidx import api
 from gtidx.errors import NotFoundError
-from gtidx.indexfile import IndexMeta, build_index
-from gtidx.reader import IndexReader
+from gtidx.index.files import IndexMeta, build_index
+from gtidx.index.reader import IndexReader
 from gtidx.tail import TailSettings, Tailer
 
 M118 = FIXTURES / "mariadb-11.8"
@@ -234,7 +234,7 @@ def test_binlogs_are_only_ever_opened_read_only(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "open", os_open)
     monkeypatch.setattr(builtins, "open", b_open)
     monkeypatch.setattr(mmap, "mmap", WatchedMmap)
-    from gtidx import indexfile
+    from gtidx.index import files as indexfile
     for p in binlogs[:-1]:
         build_index(p, page_size=64, span_min=1, max_ratio=None)
         indexfile.verify_index(p)

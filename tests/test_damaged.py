@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import CorruptBinlogError, GtidxError, NotFoundError
-from gtidx.indexfile import build_index
+from gtidx.index.files import build_index
 
 M1011 = FIXTURES / "mariadb-10.11"
 MULTI = M1011 / "multifile"

@@ -14,10 +14,10 @@ import pytest
 
 from conftest import FIXTURES
 from gtidx import api
-from gtidx.binlog import GTID, GTID_LIST, Binlog
+from gtidx.binlog.mariadb import GTID, GTID_LIST, Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Position
-from gtidx.indexfile import build_index, open_index
+from gtidx.index.files import build_index, open_index
 from gtidx.tail import IncrementalIndex
 
 pytestmark = pytest.mark.live

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, ROOT, answers_equal, fixture_files, fixture_id
 from gtidx import api
-from gtidx import idxformat as fmt
-from gtidx.binlog import Binlog
+from gtidx.index import format as fmt
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import CorruptIndexError, GtidxError, NotFoundError
 from gtidx.gtid import Position
-from gtidx.indexfile import XATTR, build_index
-from gtidx.reader import IndexReader
+from gtidx.index.files import XATTR, build_index
+from gtidx.index.reader import IndexReader
 from gtidx.tail import IncrementalIndex
 from tools import fuzz
 
@@ -215,7 +215,7 @@ def test_separator_disagreeing_with_its_leaf_is_caught_by_a_lookup():
     separator's state. The lookup that passes a separator now checks the
     leaf's first key against it (the spec's worked example: root page 3's
     separator 0x2ad [0-1-2] repeats leaf 2's first key)."""
-    from gtidx.writer import write_records
+    from gtidx.index.writer import write_records
     pages = [bytearray(p) for p in write_records([(0x11d, []), (0x20e, [(0, 1, 1)]), (0x2ad, [(0, 1, 2)])], 64)]
     assert IndexReader(b"".join(pages)).at_offset(0x2ad).state.get(0, 1) == 2
     struct.pack_into("<Q", pages[2], 4 + 4 + 8 + 8, 99)          # the separator's seq_no: 2 -> 99
@@ -234,7 +234,7 @@ def test_leaf_repeating_its_separator_in_another_order():
     (domain 0's last server 1 instead of 2; the CRC recomputed): check()
     reports it (applying the key would change the state); a lookup, which
     never applies that key, answers the separator's state, the true one."""
-    from gtidx.writer import write_records
+    from gtidx.index.writer import write_records
     pages = [bytearray(p) for p in write_records(
         [(0x11d, []), (0x20e, [(0, 1, 1)]), (0x2ad, [(0, 1, 2), (0, 2, 3)])], 64)]
     a = fmt.payload_start(2) + fmt.KEY_HEADER_SIZE              # page 2 (leaf 2): its first key's GTIDs

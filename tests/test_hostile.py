@@ -11,7 +11,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import GtidxError
 
 M118 = FIXTURES / "mariadb-11.8"

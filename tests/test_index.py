@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, answers_equal, fixture_files, fixture_id
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
-from gtidx.indexfile import (build_index, coarsen, open_index, server_records, stored_seen, verify_index)
-from gtidx.indexmeta import IndexMeta, IndexState
-from gtidx.reader import IndexReader, Record
-from gtidx.writer import IndexWriter, RecordPolicy, write_records
+from gtidx.index.files import (build_index, coarsen, open_index, server_records, stored_seen, verify_index)
+from gtidx.index.meta import IndexMeta, IndexState
+from gtidx.index.reader import IndexReader, Record
+from gtidx.index.writer import IndexWriter, RecordPolicy, write_records
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
@@ -170,8 +170,8 @@ def test_search_equals_a_scan_of_records(seed, n, domains, page_size, data):
 def test_reader_docstring_examples_run():
     import doctest
 
-    import gtidx.reader
-    result = doctest.testmod(gtidx.reader)
+    import gtidx.index.reader
+    result = doctest.testmod(gtidx.index.reader)
     assert result.attempted > 0 and result.failed == 0
 
 def test_writer_rejects_offsets_past_4_gib_and_policy_stops_there():
@@ -654,7 +654,7 @@ def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path
 
 def _count_digests(monkeypatch) -> list:
     """The digests of binlog bytes taken from now on (``digest_masked`` calls)."""
-    import gtidx.indexmeta as im
+    import gtidx.index.meta as im
     digests = []
     real = im.digest_masked
     monkeypatch.setattr(im, "digest_masked", lambda *a: (digests.append(a), real(*a))[1])
@@ -712,7 +712,7 @@ def test_build_records_the_identity_an_index_made_while_written_lacks(tmp_path, 
     it valid and current, keeps it (same file) and records the identity
     (the content checked first), so that lookups no longer read the
     binlog's first and last 64 KiB to trust it."""
-    import gtidx.indexmeta as im
+    import gtidx.index.meta as im
     (binlog,) = copy_set(tmp_path, M118 / "xa")
     os.utime(binlog)
     build_index(binlog, max_ratio=None)

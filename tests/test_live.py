@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from gtidx import binlog as bl
-from gtidx.binlog import Binlog
+from gtidx.binlog import mariadb as bl
+from gtidx.binlog.mariadb import Binlog
 from gtidx.gtid import Position
 
 pytestmark = pytest.mark.live

@@ -13,10 +13,10 @@ import pytest
 
 from conftest import ROOT, AttachedServer
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Gtid, Position
-from gtidx.indexfile import build_index, verify_index
+from gtidx.index.files import build_index, verify_index
 from test_live import write_rotated
 
 pytestmark = pytest.mark.live
@@ -269,7 +269,7 @@ def test_mariadb_118_answers_from_a_gtidx_built_index(m118):
 def test_tail_beside_a_server_that_writes_its_own_indexes(m118, tmp_path):
     """MariaDB 11.8 with binlog_gtid_index=ON: gtidx tail leaves its .idx files
     alone; with the server's index switched off, gtidx indexes the new files."""
-    from gtidx.indexfile import IndexMeta
+    from gtidx.index.files import IndexMeta
     from gtidx.tail import TailSettings, Tailer
     binlog_dir = Path(os.path.dirname(m118)) / "binlog"
     _sql(m118, "SET GLOBAL binlog_gtid_index=ON")

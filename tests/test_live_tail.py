@@ -18,9 +18,9 @@ import pytest
 
 from conftest import ROOT
 from gtidx import api
-from gtidx.binlog import Binlog
-from gtidx.indexfile import build_index, verify_index
-from gtidx.reader import IndexReader
+from gtidx.binlog.mariadb import Binlog
+from gtidx.index.files import build_index, verify_index
+from gtidx.index.reader import IndexReader
 from test_live import setup_schema, write_mix
 from tools.mariadb import MariaDB
 

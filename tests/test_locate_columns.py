@@ -11,8 +11,9 @@ import shutil
 import numpy as np
 import pytest
 
-from gtidx import api, binlog
-from gtidx.binlog import Binlog
+from gtidx import api
+from gtidx.binlog import mariadb as binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.gtid import Gtid
 
 from conftest import FIXTURES

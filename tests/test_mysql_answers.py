@@ -20,7 +20,7 @@ from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
 from gtidx.errors import EXIT_BAD_INPUT, MySQLBinlogError, NotFoundError, UnsupportedBinlogError
 from gtidx.api import binlogs_flavor as flavor_of
-from gtidx.mysqlapi import MysqlSeries, MysqlStateAt
+from gtidx.series.mysql import MysqlSeries, MysqlStateAt
 from gtidx.mysqlgtid import GtidSet, MysqlGtid
 
 MYSQL = FIXTURES / "mysql-9.7"
@@ -357,7 +357,7 @@ class Records:
     scan here: every transaction's end."""
 
     def __init__(self, path, prev: GtidSet, stale: int | None = None):
-        from gtidx.mysqlbinlog import MysqlBinlog
+        from gtidx.binlog.mysql import MysqlBinlog
         self.recs = []
         s = prev.copy()
         with MysqlBinlog(path) as b:

@@ -28,7 +28,7 @@ import pytest
 from conftest import FIXTURES
 from gtidx import api
 from gtidx.errors import NotFoundError
-from gtidx.mysqlapi import MysqlSeries
+from gtidx.series.mysql import MysqlSeries
 from gtidx.mysqlgtid import GtidSet, MysqlGtid
 from tools.make_mysql_fixtures import groups_of
 from tools.mysql97 import MySQL97
@@ -99,7 +99,7 @@ def test_every_binlog_of_the_server_reads_as_it_lists_it(srv, tmp_path):
     recovery closes a binlog after its last transaction, with no ROTATE or
     STOP: seen on this server), read as SHOW BINLOG EVENTS lists them (those
     up to 4 MiB)."""
-    from gtidx.mysqlbinlog import MysqlBinlog
+    from gtidx.binlog.mysql import MysqlBinlog
     d = tmp_path / "binlogs"
     for name in snapshot(srv, d):
         size = (d / name).stat().st_size

@@ -22,12 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, damaged, growing_copy, mysql_events, set_trx_length, trx_length_field
-from gtidx import api, filebuf, mysqlbinlog
+from gtidx import api, filebuf
+from gtidx.binlog import mysql as mysqlbinlog
 from gtidx.errors import CorruptBinlogError, GtidxError
-from gtidx.indexfile import index_path
-from gtidx.mysqlbinlog import ANONYMOUS_GTID, GTID_LOG, GTID_TAGGED, LANDING, MysqlBinlog, MysqlGroup
+from gtidx.index.files import index_path
+from gtidx.binlog.mysql import ANONYMOUS_GTID, GTID_LOG, GTID_TAGGED, LANDING, MysqlBinlog, MysqlGroup
 from gtidx.mysqlgtid import GtidSet, uuid_text
-from gtidx.mysqlindex import MysqlRecordPolicy
+from gtidx.index.mysql import MysqlRecordPolicy
 
 MYSQL = FIXTURES / "mysql-9.7"
 SINGLE = MYSQL / "single" / "binlog.000002"

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from gtidx.mysqlbinlog import MysqlBinlog
+from gtidx.binlog.mysql import MysqlBinlog
 from tools.make_mysql_fixtures import Session, groups_of, w_compressed, w_tagged
 from tools.mysql97 import MySQL97
 

@@ -15,10 +15,10 @@ import pytest
 
 from conftest import FIXTURES, growing_copy
 from gtidx import api, catalog
-from gtidx.indexfile import IndexMeta, build_index, open_index
-from gtidx.indexfile import flavor_of
-from gtidx.mysqlapi import MysqlSeries
-from gtidx.mysqlbinlog import open_binlog
+from gtidx.index.files import IndexMeta, build_index, open_index
+from gtidx.index.files import flavor_of
+from gtidx.series.mysql import MysqlSeries
+from gtidx.binlog.mysql import open_binlog
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
 
 ROTATED = FIXTURES / "mysql-9.7" / "rotated"

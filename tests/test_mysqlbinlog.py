@@ -12,10 +12,10 @@ import json
 import pytest
 
 from conftest import FIXTURES, growing_copy
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import EXIT_BAD_INPUT, CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
 from gtidx.gtid import BinlogState
-from gtidx.mysqlbinlog import MysqlBinlog, MysqlGroup, open_binlog
+from gtidx.binlog.mysql import MysqlBinlog, MysqlGroup, open_binlog
 from gtidx.mysqlgtid import GtidSet
 
 MYSQL = FIXTURES / "mysql-9.7"
@@ -208,7 +208,7 @@ def test_older_gtid_event_layouts():
     """A 9.7 GTID event body cut to what 5.7 (flags, uuid, gno, logical
     clock: 42 bytes) and 5.6 (25 bytes) write decodes to the same GTID,
     without the fields those versions lack."""
-    from gtidx.mysqlbinlog import ANONYMOUS_GTID, GTID_LOG, decode_untagged_gtid
+    from gtidx.binlog.mysql import ANONYMOUS_GTID, GTID_LOG, decode_untagged_gtid
     path, expected = next((p, e) for p, e in FILES if e["checksum"] == "CRC32" and len(e["groups"]) > 5)
     data = path.read_bytes()
     start = expected["groups"][0][1]

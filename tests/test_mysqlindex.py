@@ -1,4 +1,4 @@
-"""gtidx's index of MySQL binlogs (gtidx/mysqlindex.py, docs/mysql-index-format.md).
+"""gtidx's index of MySQL binlogs (gtidx/index/mysql.py, docs/mysql-index-format.md).
 
 Every answer of the index is held against a brute-force walk of the binlog
 (``MysqlBinlog.groups``, itself checked against the server's SHOW BINLOG
@@ -22,15 +22,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, growing_copy, mysql_events, set_trx_length
-from gtidx import idxformat as fmt
+from gtidx.index import format as fmt
 from gtidx.errors import CorruptBinlogError, CorruptIndexError, GtidxError, MySQLBinlogError
-from gtidx.indexfile import build_index, build_mysql_index, index_path, open_index, read_index, verify_index
-from gtidx.indexmeta import IndexState
-from gtidx.mysqlbinlog import GTID_LOG, MysqlBinlog, open_binlog
+from gtidx.index.files import build_index, build_mysql_index, index_path, open_index, read_index, verify_index
+from gtidx.index.meta import IndexState
+from gtidx.binlog.mysql import GTID_LOG, MysqlBinlog, open_binlog
 from gtidx.mysqlgtid import GNO_MAX, GtidSet, MysqlGtid
-from gtidx.mysqlindex import MAGIC, MYSQL, MysqlIndexReader, MysqlRecordPolicy, decode_set, encode_set
-from gtidx.reader import IndexReader
-from gtidx.writer import write_records
+from gtidx.index.mysql import MAGIC, MYSQL, MysqlIndexReader, MysqlRecordPolicy, decode_set, encode_set
+from gtidx.index.reader import IndexReader
+from gtidx.index.writer import write_records
 
 MYSQL_FIXTURES = FIXTURES / "mysql-9.7"
 SCENARIOS = sorted(p.parent for p in MYSQL_FIXTURES.glob("*/oracle.json"))
@@ -646,7 +646,7 @@ def test_status_of_an_index_without_its_fingerprint(tmp_path):
     (copied without its xattr) is gtidx's, complete when it matches its
     binlog (judged as a server's: record 0, the tail), not "server-owned"."""
     from gtidx import api
-    from gtidx.indexmeta import IndexMeta
+    from gtidx.index.meta import IndexMeta
     d = tmp_path / "logs"
     shutil.copytree(MYSQL_FIXTURES / "rotated", d)
     for r in api.build(d, max_ratio=None):

@@ -15,10 +15,10 @@ import pytest
 
 from conftest import ROOT
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Gtid, Position
-from gtidx.indexfile import build_index
+from gtidx.index.files import build_index
 from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live
@@ -300,7 +300,7 @@ def test_the_newest_binlogs_stored_ranges_give_the_end_bound(rotations, tmp_path
     descent to the index's last record; a pair that went down there (5-1:
     31 after the start state's 61) still takes the descent and the walk to
     the end. Every answer as the server's."""
-    from gtidx.reader import IndexReader
+    from gtidx.index.reader import IndexReader
     files = _copy(rotations[0], tmp_path / "binlogs")
     for f in files:
         build_index(f, max_ratio=None, force=True)

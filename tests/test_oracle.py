@@ -7,7 +7,7 @@ answer, or both give none.
 import pytest
 
 from conftest import fixture_files, fixture_id
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import EncryptedBinlogError
 from gtidx.gtid import Position
 

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import gtidx
 from conftest import FIXTURES
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError
 from gtidx.gtid import Gtid
-from gtidx.indexfile import build_index
+from gtidx.index.files import build_index
 
 SETS = [FIXTURES / "mariadb-10.11" / "multifile", FIXTURES / "mariadb-11.8" / "multifile",
         FIXTURES / "mariadb-10.11" / "mixed"]

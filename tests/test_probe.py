@@ -17,12 +17,12 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES, growing_copy
 from gtidx import api
-from gtidx.binlog import GTID, Binlog
+from gtidx.binlog.mariadb import GTID, Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError, CorruptBinlogError
 from gtidx.gtid import Position
-from gtidx.indexfile import build_index, index_path, open_index
-from gtidx.probe import CHAIN_EVENTS
+from gtidx.index.files import build_index, index_path, open_index
+from gtidx.binlog.probe import CHAIN_EVENTS
 
 M1011 = FIXTURES / "mariadb-10.11"
 M118 = FIXTURES / "mariadb-11.8"

@@ -26,12 +26,12 @@ import pytest
 
 from conftest import FIXTURES
 from gtidx.errors import BadInputError
-from gtidx.indexfile import build_index, open_index
-from gtidx.binlog import Binlog, IN_USE_FLAG
+from gtidx.index.files import build_index, open_index
+from gtidx.binlog.mariadb import Binlog, IN_USE_FLAG
 from gtidx.gtid import Position
 from gtidx.filebuf import ReadFile
-from gtidx.reader import IndexReader
-import gtidx.reader
+from gtidx.index.reader import IndexReader
+import gtidx.index.reader
 
 ROOT = Path(__file__).resolve().parent.parent
 MIXED = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
@@ -59,15 +59,15 @@ def copy(src: Path, d: Path, *, in_use: bool = False) -> Path:
 
 READER = r"""
 import json, sys
-import gtidx.reader
+import gtidx.index.reader
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import GtidxError
 
 path, binlog, paged = sys.argv[1], sys.argv[2], sys.argv[3] == "paged"
 warm, queries = json.loads(sys.argv[4]), json.loads(sys.argv[5])
 if paged:
-    gtidx.reader.WHOLE_MAX = 0      # read the index page by page, as a big one is
+    gtidx.index.reader.WHOLE_MAX = 0      # read the index page by page, as a big one is
 
 def ask(logs, b, q):
     try:
@@ -224,9 +224,9 @@ def test_closed_binlog_truncated_in_place_under_a_reader(tmp_path):
 
 WALKER = r"""
 import json, sys
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import GtidxError
-from gtidx.indexfile import build_index
+from gtidx.index.files import build_index
 
 mode, path = sys.argv[1], sys.argv[2]
 
@@ -522,8 +522,8 @@ def test_paged_index_reader_equals_the_whole_one_in_bounded_memory(tmp_path, mon
     b = copy(MANY, tmp_path)
     build_index(b, page_size=64, span_min=1, max_ratio=None)
     idx = str(b) + ".idx"
-    monkeypatch.setattr(gtidx.reader, "WHOLE_MAX", 0)
-    monkeypatch.setattr(gtidx.reader, "CACHE_BYTES", 64 * 32)
+    monkeypatch.setattr(gtidx.index.reader, "WHOLE_MAX", 0)
+    monkeypatch.setattr(gtidx.index.reader, "CACHE_BYTES", 64 * 32)
     whole = IndexReader(Path(idx).read_bytes())
     with ReadFile(idx) as f:
         paged = IndexReader(f, path=idx)

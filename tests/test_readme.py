@@ -205,7 +205,7 @@ def test_documented_names_resolve():
     assert {"open", "build", "state_at", "Gtid", "Position", "BinlogState", "GtidxError"} <= names
     for name in sorted(names):
         if importlib.util.find_spec(f"gtidx.{name}") is not None:
-            continue                                          # a module: gtidx.binlog, gtidx.cli
+            continue                                          # a module: gtidx.binlog.mariadb, gtidx.cli
         assert hasattr(gtidx, name), f"gtidx.{name} is documented but does not exist"
     for name in gtidx.__all__:
         assert getattr(gtidx, name) is not None and name in dir(gtidx)
@@ -237,7 +237,7 @@ def test_import_gtidx_stays_cheap():
     code = "import sys, gtidx; print(sorted(m for m in sys.modules if m.startswith('gtidx')))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "gtidx.api" not in r.stdout and "gtidx.indexfile" not in r.stdout, r.stdout
+    assert "gtidx.api" not in r.stdout and "gtidx.index.files" not in r.stdout, r.stdout
 
 
 # -- python blocks -------------------------------------------------------------------------

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import FIXTURES, growing_copy
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.gtid import BinlogState, LatestGtids
-from gtidx.indexfile import server_records
+from gtidx.index.files import server_records
 from gtidx.tail import IncrementalIndex
-from gtidx.writer import RecordPolicy
+from gtidx.index.writer import RecordPolicy
 
 # Every fixture binlog gtidx can read (the encrypted ones cannot be walked).
 BINLOGS = sorted(p for p in FIXTURES.glob("mariadb-*/*/master-bin.*")

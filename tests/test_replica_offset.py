@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 
 from conftest import fixture_sets
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import GtidxError
 from gtidx.gtid import BinlogState, Gtid, Position
-from gtidx.indexfile import build_index
+from gtidx.index.files import build_index
 
 SETS = fixture_sets()
 # gtidx's index: small pages and spans (records inside every file), and a record at every group

@@ -27,7 +27,7 @@ pytest.importorskip("s3fs")
 
 import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
-from gtidx.binlog import Binlog  # noqa: E402
+from gtidx.binlog.mariadb import Binlog  # noqa: E402
 from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
 
 BUCKET = "gtidx-archive"
@@ -828,7 +828,7 @@ def test_s3_an_entry_made_while_its_binlog_was_written_is_compared_first(s3, tmp
     GTID is where it is without a catalog."""
     import logging
     from conftest import growing_copy
-    from gtidx.binlog import Binlog
+    from gtidx.binlog.mariadb import Binlog
     name = "master-bin.000020"
     whole = (MULTI / name).read_bytes()
     with Binlog(MULTI / name) as b:

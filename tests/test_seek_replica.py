@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError, GtidxError, NotFoundError
 from gtidx.tail import TailSettings

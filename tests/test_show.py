@@ -12,7 +12,7 @@ import pytest
 
 from conftest import FIXTURES
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.show import decode_group
 from showoracle import binlog_rows, differences
 
@@ -414,7 +414,7 @@ def test_show_at_an_offset_walks_from_the_index_record_before_it(tmp_path):
     it is still shown, equal to the undamaged file's; without the index the
     walk from the start meets the damage (exit 3). The index only shortens
     the walk: a missing one is not mentioned (one line on stderr)."""
-    from gtidx.indexfile import build_index
+    from gtidx.index.files import build_index
     copy = tmp_path / MIXED.name
     data = bytearray(MIXED.read_bytes())
     copy.write_bytes(bytes(data))

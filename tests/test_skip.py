@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gtidx.filebuf
-from gtidx import binlog
-from gtidx.binlog import Binlog
+from gtidx.binlog import mariadb as binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import GtidxError
 
 from conftest import damaged, fixture_files, fixture_id

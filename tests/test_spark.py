@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, copy_set
 from gtidx import api
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra, installed by the Quickstart)

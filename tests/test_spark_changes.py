@@ -14,10 +14,10 @@ import pytest
 
 from conftest import FIXTURES, ROOT, copy_set
 from gtidx import api, show
-from gtidx.binlog import Binlog
+from gtidx.binlog.mariadb import Binlog
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra)
-from gtidx.changes import ChangesReader  # noqa: E402
+from gtidx.spark.changes import ChangesReader  # noqa: E402
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # noqa: E402
 
 COLUMNS = ["gtid", "file", "offset", "timestamp", "table", "op", "before", "after", "changed", "unknown"]

@@ -32,7 +32,7 @@ from tools.spark_cluster import LOOPBACK, StandaloneCluster, gtidx_zip, node_pyt
 import gtidx  # noqa: E402
 import gtidx.spark as gs  # noqa: E402
 from gtidx import api  # noqa: E402
-from gtidx.binlog import Binlog  # noqa: E402
+from gtidx.binlog.mariadb import Binlog  # noqa: E402
 
 BUCKET = "gtidx-cluster"
 SETS = [FIXTURES / "mariadb-10.11" / "multifile", FIXTURES / "mariadb-10.11" / "nonmono"]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from gtidx.indexfile import build_index
+from gtidx.index.files import build_index
 
 MIXED = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
 GTID = "2-2-225"
@@ -23,19 +23,19 @@ GTID = "2-2-225"
 # What a lookup in one indexed binlog never needs: logging (unless the library
 # warns), the catalog of an archive, MySQL GTID sets, probing, decoding a group
 # (show: mysql-replication, PyMySQL), the sidecar, Spark, object stores.
-NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.probe", "gtidx.show", "gtidx.tail",
-                    "gtidx.spark", "gtidx.changes", "gtidx.mysqlbinlog", "pymysqlreplication", "pymysql",
+NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog.probe", "gtidx.show", "gtidx.tail",
+                    "gtidx.spark", "gtidx.spark.changes", "gtidx.binlog.mysql", "pymysqlreplication", "pymysql",
                     "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
 # `gtidx --help` runs no command: none of the library (json, which a lookup
 # needs too for the index's fingerprint, comes with the CLI's output code;
 # gtidx.gtid with idxformat, whose limits the options' help states).
 # A lookup builds its own command only (cli.COMMANDS: the others' modules are
 # not imported), reads the index's fingerprint without json (indexmeta._loads)
-# and writes nothing (gtidx.writer).
+# and writes nothing (gtidx.index.writer).
 # Nor fcntl (filebuf: os.set_blocking).
-NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli_commands", "gtidx.writer", "fcntl"]
-NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog", "gtidx.indexfile", "gtidx.indexmeta",
-                                   "gtidx.reader", "gtidx.storage"]
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli.commands", "gtidx.index.writer", "fcntl"]
+NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog.mariadb", "gtidx.index.files", "gtidx.index.meta",
+                                   "gtidx.index.reader", "gtidx.storage"]
 
 
 def in_fresh_python(argv: list[str], first: str = "") -> tuple[subprocess.CompletedProcess, set]:
@@ -81,7 +81,7 @@ def test_a_lookup_imports_only_what_it_needs(indexed):
     assert sorted(m for m in NOT_FOR_A_LOOKUP if m in modules) == []
 
 
-EVERYTHING = "import gtidx.api, gtidx.catalog, gtidx.probe, gtidx.tail, gtidx.indexfile; gtidx.indexfile.BuildResult"
+EVERYTHING = "import gtidx.api, gtidx.catalog, gtidx.binlog.probe, gtidx.tail, gtidx.index.files; gtidx.index.files.BuildResult"
 
 
 def test_the_console_entry_freezes_what_is_alive_at_its_end_and_exits_as_before(indexed, tmp_path):
@@ -131,7 +131,7 @@ def test_the_command_table_names_each_command_where_it_is():
     from gtidx.cli import COMMANDS, cli
     for name, (module, attribute) in COMMANDS.items():
         cmd = cli.get_command(None, name)
-        assert cmd.name == name and cmd is getattr(sys.modules[f"gtidx.{module}"], attribute)
+        assert cmd.name == name and cmd is getattr(sys.modules[f"gtidx.cli.{module}"], attribute)
         assert cli.get_command(None, name) is cmd
     assert cli.get_command(None, "nonesuch") is None
     r = CliRunner().invoke(cli, ["sek"])
@@ -172,7 +172,7 @@ def test_index_meta_is_the_frozen_dataclass_it_was():
     import dataclasses
     import pickle
 
-    from gtidx.indexmeta import IndexMeta, Progress
+    from gtidx.index.meta import IndexMeta, Progress
 
     @dataclasses.dataclass(frozen=True)
     class Was:                  # IndexMeta as a frozen dataclass (gtidx before issue 16)
@@ -215,8 +215,8 @@ def test_index_status_and_build_result_are_what_they_were(tmp_path):
     import dataclasses
 
     import gtidx
-    from gtidx import indexfile
-    from gtidx.indexfile import IndexState, IndexStatus
+    from gtidx.index import files as indexfile
+    from gtidx.index.files import IndexState, IndexStatus
 
     s = IndexStatus("x.idx", IndexState.OK, owner="gtidx", _file=object())
     assert repr(s) == ("IndexStatus(path='x.idx', state=<IndexState.OK: 'ok'>, reason='', reader=None, owner='gtidx', "
@@ -267,7 +267,8 @@ def _span(named_tuple: bool) -> type:
 def test_record_makes_what_typing_named_tuple_makes():
     import pickle
 
-    from gtidx import api, binlog
+    from gtidx import api
+    from gtidx.binlog import mariadb as binlog
     from gtidx.gtid import Gtid
     from gtidx.records import record
 
@@ -338,7 +339,7 @@ def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
 # -- indexmeta._loads: json.loads, without json for what IndexMeta.to_json writes --------------------
 
 def _same_as_json(raw) -> None:
-    from gtidx.indexmeta import _loads
+    from gtidx.index.meta import _loads
 
     def outcome(loads):
         try:
@@ -379,11 +380,11 @@ def test_loads_is_json_loads_on_any_bytes(raw):
 
 
 def test_loads_reads_what_index_meta_writes_without_json():
-    from gtidx.indexmeta import IndexMeta, Progress
+    from gtidx.index.meta import IndexMeta, Progress
     metas = [IndexMeta(7, 8, 9), IndexMeta(1013153, 2**32 - 1, 0, Progress.PARTIAL, 4096, 65536, 500, 3, 1763900000.125,
                                            ((0, 1, 5, 198), (2, 2**32 - 1, 1, 2**64 - 1)), ((0, 1),), 5, 6,
                                            "stat:2049:12:1013153:1763900000123456789:1763900000123456789")]
-    code = ("import sys\nfrom gtidx.indexmeta import IndexMeta\n"
+    code = ("import sys\nfrom gtidx.index.meta import IndexMeta\n"
             f"raws = {[m.to_json() for m in metas]!r}\n"
             "print([repr(IndexMeta.from_json(r)) for r in raws], 'json' in sys.modules)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

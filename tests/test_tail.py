@@ -16,11 +16,11 @@ import pytest
 
 from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
-from gtidx.binlog import Binlog
-from gtidx.indexfile import IndexMeta, build_index, open_index
-from gtidx.reader import IndexReader
+from gtidx.binlog.mariadb import Binlog
+from gtidx.index.files import IndexMeta, build_index, open_index
+from gtidx.index.reader import IndexReader
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
-from gtidx.writer import IndexWriter, RecordPolicy
+from gtidx.index.writer import IndexWriter, RecordPolicy
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
@@ -312,7 +312,7 @@ def test_tail_records_the_identity_of_a_binlog_it_finished_once_quiet(tmp_path):
     first and last 64 KiB to trust it. Once the binlog has been quiet for
     QUIET_S, a later poll records the identity (the content checked first);
     the index itself is not written again."""
-    from gtidx.indexmeta import QUIET_S, local_identity
+    from gtidx.index.meta import QUIET_S, local_identity
     src = M1011 / "multifile"
     d = tmp_path / "binlogs"
     d.mkdir()

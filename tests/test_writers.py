@@ -17,9 +17,9 @@ import pytest
 
 from conftest import FIXTURES
 from gtidx import api
-from gtidx.binlog import Binlog
-from gtidx.indexfile import IndexMeta, build_index, index_path, open_index
-from gtidx.indexmeta import XATTR, sidecar_path
+from gtidx.binlog.mariadb import Binlog
+from gtidx.index.files import IndexMeta, build_index, index_path, open_index
+from gtidx.index.meta import XATTR, sidecar_path
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
 
 M1011 = FIXTURES / "mariadb-10.11"
@@ -604,7 +604,7 @@ def test_tail_removes_temporary_files_of_killed_writers(tmp_path):
 def test_index_meta_round_trip_and_junk():
     """One owner reads what it writes; anything else at the xattr is no
     fingerprint (the index then counts as not gtidx's)."""
-    from gtidx.indexmeta import Progress
+    from gtidx.index.meta import Progress
     m = IndexMeta(123, 4, 5, state=Progress.PARTIAL, page_size=512, span_min=2048, processed=99, records=3,
                   updated=1.5)
     assert IndexMeta.from_json(m.to_json()) == m
@@ -677,7 +677,7 @@ def test_index_meta_binlog_etag_round_trip():
     assert IndexMeta.from_json(m.to_json()) == m
     assert IndexMeta.from_json(b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9}').binlog_etag is None
     assert IndexMeta.from_json(b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9,"binlog_etag":5}') is None
-    from gtidx.binlog import Binlog
+    from gtidx.binlog.mariadb import Binlog
     with Binlog(str(FIXTURES / "mariadb-10.11" / "multifile" / "master-bin.000018")) as b:
         local = IndexMeta.of(b)
         assert local.binlog_etag.startswith("stat:") and local.matches(b) and local.same_object(b)

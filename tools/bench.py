@@ -53,8 +53,8 @@ from pathlib import Path
 import random
 
 from gtidx import api
-from gtidx.binlog import Binlog
-from gtidx.indexfile import build_index
+from gtidx.binlog.mariadb import Binlog
+from gtidx.index.files import build_index
 
 HERE = Path(__file__).resolve().parent
 
@@ -577,7 +577,7 @@ def bench_changes(args) -> dict:
     Beside it, one process decoding one file (rows per second of one core)."""
     files, directory, total = big_workload()
     list(api.build(directory))          # missing indexes only
-    from gtidx.changes import ChangesReader
+    from gtidx.spark.changes import ChangesReader
     small = min(files, key=os.path.getsize)
     reader = ChangesReader(small)
     t0 = time.perf_counter()
@@ -658,7 +658,7 @@ def bench_mysql(args) -> dict:
     Every answer is checked: gtidx's against the walk, the server's first
     transaction against the target."""
     import random as _random
-    from gtidx.mysqlbinlog import MysqlBinlog
+    from gtidx.binlog.mysql import MysqlBinlog
     from tools.make_mysql_workload import DEFAULT_DIR, make
     from tools.mysql97 import MySQL97
     meta = make(DEFAULT_DIR, args.size_mb)

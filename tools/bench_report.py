@@ -75,9 +75,9 @@ M118_DIR = "/srv/gtidx-bench"          # inside the 11.8 root
 M118_PORT = 3319                        # the shared tool's instance has 3318
 
 from gtidx import api  # noqa: E402
-from gtidx.binlog import Binlog  # noqa: E402
+from gtidx.binlog.mariadb import Binlog  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
-from gtidx.indexfile import build_index  # noqa: E402
+from gtidx.index.files import build_index  # noqa: E402
 from tools.mariadb import MariaDB  # noqa: E402
 
 

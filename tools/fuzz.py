@@ -65,10 +65,10 @@ from collections import Counter
 from pathlib import Path
 
 from gtidx import api
-from gtidx import idxformat as fmt
+from gtidx.index import format as fmt
 from gtidx.errors import GtidxError, NotFoundError
 from gtidx.gtid import BinlogState, Position
-from gtidx.indexfile import XATTR, build_index
+from gtidx.index.files import XATTR, build_index
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -409,7 +409,7 @@ def brute_positions(data: bytes, offsets: list[int]) -> dict[int, object]:
 def well_formed_forgery(bad: bytes, raw: bytes) -> bool:
     """Does ``bad`` pass the full structural check of an index, yet hold
     records other than ``raw``'s?"""
-    from gtidx.reader import IndexReader
+    from gtidx.index.reader import IndexReader
     try:
         r = IndexReader(bad)
         r.check()

@@ -111,8 +111,8 @@ class StandaloneCluster:
 def gtidx_zip(dest: Path, root: Path = ROOT) -> Path:
     """``root``'s gtidx package as a zip for the executors (``spark.submit.pyFiles`` / ``--py-files``)."""
     with zipfile.ZipFile(dest, "w") as z:
-        for f in sorted((Path(root) / "gtidx").glob("*.py")):
-            z.write(f, f"gtidx/{f.name}")
+        for f in sorted((Path(root) / "gtidx").rglob("*.py")):
+            z.write(f, f.relative_to(root).as_posix())
     return dest
 
 

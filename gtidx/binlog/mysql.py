@@ -36,11 +36,11 @@ import struct
 import zlib
 from typing import Iterator, NamedTuple
 
-from .binlog import (EVENT_HEADER, EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP,
+from .mariadb import (EVENT_HEADER, EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP,
                      TYPE_LENGTH, U32, XA_PREPARE, XID, Binlog, decode_query_text, is_mariadb)
-from . import filebuf
-from .errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
-from .mysqlgtid import GNO_MAX, GtidSet, MysqlGtid, uuid_text
+from .. import filebuf
+from ..errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
+from ..mysqlgtid import GNO_MAX, GtidSet, MysqlGtid, uuid_text
 
 # MySQL's event types (binlog_event.h) beyond those binlog.py names.
 INTVAR = 5
@@ -63,7 +63,7 @@ BOUNDARY = frozenset({ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS})
 # transaction's GTID event, or an event no transaction holds (``_chain``).
 LANDING = bytes(t in GTID_TYPES or t in BOUNDARY for t in range(256))
 try:                                   # the compiled header walks (gtidx/_skip.c); optional
-    from ._skip import mysql_walk as _mysql_walk, skip as _skip
+    from .._skip import mysql_walk as _mysql_walk, skip as _skip
 except ImportError:                    # pragma: no cover - depends on the install
     _mysql_walk = _skip = None
 # The parser ignores these wherever they are.

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from . import idxformat as fmt
-from .errors import BadInputError, CorruptIndexError
-from .mysqlbinlog import MysqlBinlog
-from .mysqlgtid import GNO_MAX, TAG_MAX, GtidSet, MysqlGtid, uuid_text
+from . import format as fmt
+from ..errors import BadInputError, CorruptIndexError
+from ..binlog.mysql import MysqlBinlog
+from ..mysqlgtid import GNO_MAX, TAG_MAX, GtidSet, MysqlGtid, uuid_text
 from .reader import IndexReader, Record
 from .writer import record_due
 

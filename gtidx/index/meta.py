@@ -26,10 +26,10 @@ import time
 import zlib
 from enum import StrEnum
 
-from . import safefile
-from .binlog import IN_USE_FLAG, Binlog
-from .errors import GtidxError
-from .filebuf import ReadFile
+from .. import safefile
+from ..binlog.mariadb import IN_USE_FLAG, Binlog
+from ..errors import GtidxError
+from ..filebuf import ReadFile
 
 XATTR = "user.gtidx"
 FINGERPRINT_SPAN = 65536

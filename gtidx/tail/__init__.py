@@ -62,20 +62,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import catalog
-from . import idxformat as fmt
-from . import safefile, storage
-from .api import list_binlogs
-from .binlog import Binlog
-from .errors import CorruptIndexError, GtidxError
-from .gtid import SeqRanges
-from .indexfile import (DEFAULT_MAX_RATIO, MARIADB, build_index, flavor_of, index_path, open_index,
+from .. import catalog
+from ..index import format as fmt
+from .. import safefile, storage
+from ..api import list_binlogs
+from ..binlog.mariadb import Binlog
+from ..errors import CorruptIndexError, GtidxError
+from ..gtid import SeqRanges
+from ..index.files import (DEFAULT_MAX_RATIO, MARIADB, build_index, flavor_of, index_path, open_index,
                         record_identity, still_written)
-from .indexmeta import FINGERPRINT_SPAN, QUIET_S, IndexMeta, Progress, digest_masked, now, seen_fields
-from .filebuf import ReadFile
-from .mysqlbinlog import open_binlog
-from .reader import PartialIndex
-from .writer import IndexWriter
+from ..index.meta import FINGERPRINT_SPAN, QUIET_S, IndexMeta, Progress, digest_masked, now, seen_fields
+from ..filebuf import ReadFile
+from ..binlog.mysql import open_binlog
+from ..index.reader import PartialIndex
+from ..index.writer import IndexWriter
 
 log = logging.getLogger("gtidx.tail")
 

@@ -29,13 +29,13 @@ import re
 import time
 from typing import TYPE_CHECKING, Callable
 
-from . import idxformat as fmt
-from . import storage
-from .binlog import Binlog
-from .errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
-from .filebuf import ReadFile, Source
-from .gtid import LatestGtids
-from .indexmeta import XATTR, IndexMeta, IndexState, Progress, local_identity, object_etag, seen_fields
+from . import format as fmt
+from .. import storage
+from ..binlog.mariadb import Binlog
+from ..errors import BadInputError, CorruptBinlogError, CorruptIndexError, GtidxError, GtidxIOError
+from ..filebuf import ReadFile, Source
+from ..gtid import LatestGtids
+from .meta import XATTR, IndexMeta, IndexState, Progress, local_identity, object_etag, seen_fields
 from .reader import HotIndex, IndexReader, PartialIndex
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def flavors() -> dict:
     index's magic: {name: flavor}. MySQL's (``mysqlindex``, with its binlog
     and GTID set modules) is imported here, on first use: a MariaDB lookup
     never needs it (issue 16)."""
-    from . import mysqlindex
+    from . import mysql as mysqlindex
     return {MARIADB.name: MARIADB, mysqlindex.FLAVOR.name: mysqlindex.FLAVOR}
 
 
@@ -573,7 +573,7 @@ def build_index(binlog_path, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
     if max_ratio is not None and not 0 < max_ratio <= 1:
         raise BadInputError(f"max ratio must be in (0, 1], not {max_ratio}")
     t0 = time.perf_counter()
-    from .mysqlbinlog import open_binlog
+    from ..binlog.mysql import open_binlog
     with open_binlog(binlog_path, store) as b:
         flavor = flavor_of(b)
         if out:
@@ -663,7 +663,7 @@ def record_identity(binlog_path: str) -> str:
     """``_record_identity`` for the index beside a local binlog, judged now
     (``open_index``): what ``tail`` calls once a binlog it finished has been
     quiet for ``QUIET_S``. Returns what was recorded, "" for nothing."""
-    from .mysqlbinlog import open_binlog
+    from ..binlog.mysql import open_binlog
     with open_binlog(binlog_path) as b:
         target = index_path(b.path)
         status = open_index(b, target)
@@ -677,8 +677,8 @@ def build_mysql_index(binlog_path, **kw) -> BuildResult:
     """``build_index`` of a MySQL binlog (gtidx's MySQL index,
     ``mysqlindex``); refuses any other binlog. ``build_index`` itself picks
     the flavor per file: this is it with the flavor checked."""
-    from . import mysqlindex
-    from .mysqlbinlog import open_binlog
+    from . import mysql as mysqlindex
+    from ..binlog.mysql import open_binlog
     with open_binlog(binlog_path, kw.get("store")) as b:
         if b.flavor != mysqlindex.FLAVOR.name:
             raise BadInputError(f"not a MySQL binlog (written by server {b.fde.server_version!r})", path=b.path,
@@ -689,7 +689,7 @@ def build_mysql_index(binlog_path, **kw) -> BuildResult:
 def verify_index(binlog_path, index: str | None = None) -> dict:
     """Full check: every page, the tree, and every record's state equal to a
     scan of the binlog. Raises CorruptIndexError on the first problem."""
-    from .mysqlbinlog import open_binlog
+    from ..binlog.mysql import open_binlog
     with open_binlog(binlog_path) as b, b.store.open_file(index or index_path(b.path)) as f:
         path = f.path
         flavor = flavor_of(b)

@@ -1,4 +1,4 @@
-"""The ``gtidx`` commands other than the lookups (``cli``, ``cli_lookup``):
+"""The ``gtidx`` commands other than the lookups (``cli``, ``cli.lookup``):
 scan, show, build, verify, info, dump, tail, status, catalog and spark.
 
 Imported when one of them runs or a help text lists them (``cli.COMMANDS``).
@@ -12,10 +12,10 @@ import time
 
 import click
 
-from .cli import (_PATH, _close_stream, _emit_json, _history_option, _index_dir_option, _json_option, _max_ratio_option,
+from ..cli import (_PATH, _close_stream, _emit_json, _history_option, _index_dir_option, _json_option, _max_ratio_option,
                   _Number, _one_line, _Output, _page_size_option, _quiet_option, _span_min_option, _storage_option,
                   _write_items, examples)
-from .errors import BadInputError, GtidxError, GtidxIOError, quoted
+from ..errors import BadInputError, GtidxError, GtidxIOError, quoted
 
 
 @click.command(epilog=examples(
@@ -26,7 +26,7 @@ from .errors import BadInputError, GtidxError, GtidxIOError, quoted
               "half-way adds \"error\" after the groups before the damage.")
 def scan(file, as_json):
     """List the event groups of FILE: GTID, start offset, end offset."""
-    from . import api
+    from .. import api
     info, groups = api.scan(file)
     with _Output() as out:
         _write_groups(out, info, groups, as_json)
@@ -88,7 +88,7 @@ def show_group(gtid, args, as_json, storage_options, index_root, history, schema
         raise click.UsageError("give --gtid GTID [PATH], or FILE OFFSET", ctx=ctx)
     if gtid is None and history is not None:
         raise click.UsageError("--history goes with --gtid", ctx=ctx)
-    from . import api
+    from .. import api
     if gtid is not None:
         g = api.show(args[0] if args else ".", gtid=gtid, storage_options=storage_options,
                      index_root=index_root, history=history, schema_from=schema_from)
@@ -98,7 +98,7 @@ def show_group(gtid, args, as_json, storage_options, index_root, history, schema
     if as_json:
         _emit_json(g.as_dict())
         return
-    from .show import format_text
+    from ..show import format_text
     with _Output() as out:
         out.write(format_text(g, api.format_time(g.timestamp)))
 
@@ -126,7 +126,7 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_jso
 
 
 def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
-    from . import api
+    from .. import api
     worst = 0
     results = []
     started = time.monotonic()
@@ -251,7 +251,7 @@ class _Progress:
 def verify(index, as_json):
     """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
     record's state against a scan of FILE."""
-    from . import api
+    from .. import api
     st = api.verify(index)
     if as_json:
         _emit_json({"index": index, "ok": True, **st})
@@ -266,7 +266,7 @@ def verify(index, as_json):
 @_json_option()
 def info(index, as_json):
     """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
-    from . import api
+    from .. import api
     i = api.index_info(index)
     doc = {"index": i.index, "binlog": i.binlog, "status": i.status, "reason": i.reason, "owner": i.owner,
            "page_size": i.page_size, "pages": i.pages, "records": i.records, "levels": i.levels,
@@ -289,7 +289,7 @@ def dump(index, as_json):
     adds "error" after the records before the damage."""
     import json
 
-    from . import api
+    from .. import api
     page_size, records = api.index_records(index)
     with _Output() as out:
         out.write(f'{{"page_size": {page_size}, "records": [')
@@ -319,11 +319,11 @@ def _existing(path: str) -> os.stat_result:
 def _existing_binlogs(path: str, storage_options: dict | None) -> None:
     """Binlogs handed to Spark: a local path must exist; a URL is listed (its
     missing bucket, prefix or bad option is one line here, not a failed job)."""
-    from .storage import is_url
+    from ..storage import is_url
     if not is_url(path):
         _existing(path)
         return
-    from .api import list_binlogs
+    from ..api import list_binlogs
     list_binlogs(path, storage_options=storage_options)
 
 
@@ -337,7 +337,7 @@ class _LibraryDefault(click.Option):
 
 
 def _tail_settings():
-    from .tail import TailSettings
+    from ..tail import TailSettings
     return TailSettings
 
 
@@ -387,7 +387,7 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
     _directory(directory)
     import logging
 
-    from .tail import LogfmtFormatter, tail as run_tail
+    from ..tail import LogfmtFormatter, tail as run_tail
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_json_log_lines() if as_json else LogfmtFormatter())
     logger = logging.getLogger("gtidx.tail")
@@ -415,7 +415,7 @@ def status(directory, as_json):
     """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
     error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
     seconds. A damaged binlog is a row, not a failure."""
-    from . import api
+    from .. import api
     rows = api.binlog_status(directory)
     if as_json:
         _emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
@@ -445,7 +445,7 @@ def catalog_build(path, as_json, storage_options, index_root):
     """Make the catalog of PATH (a directory or URL prefix of binlogs, or its master-bin.index)
     current: files whose size and fingerprint match their entry are kept, the others read once.
     Written beside the binlogs, or under --index-dir (a read-only archive)."""
-    from . import api
+    from .. import api
     cat, counts = api.build_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:
         _emit_json({"catalog": cat.where[1], "files": len(cat.files), "histories": len(cat.histories), **counts})
@@ -467,7 +467,7 @@ def catalog_build(path, as_json, storage_options, index_root):
 def catalog_show(path, as_json, storage_options, index_root):
     """Print the catalog of PATH: per binlog its size, history, states, time span and index.
     A damaged catalog (its checksum or content wrong, not a regular file) is one line, exit 3."""
-    from . import api
+    from .. import api
     cat = api.load_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:
         _emit_json(cat.raw)
@@ -572,7 +572,7 @@ def _spark_progress(shown: _Progress):
 def _spark():
     """gtidx.spark, imported only when a spark command runs (PySpark is an extra)."""
     try:
-        from . import spark as gs
+        from .. import spark as gs
     except ImportError as e:
         raise BadInputError(f"gtidx spark needs PySpark ({e})", hint="pip install 'gtidx[spark]'; Java 17+") from e
     return gs

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import click
 
-from .cli import (_PATH, Offset, _emit_json, _error_json, _history_option, _index_dir_option, _json_option, _one_line,
+from ..cli import (_PATH, Offset, _emit_json, _error_json, _history_option, _index_dir_option, _json_option, _one_line,
                   _Output, _storage_option, examples)
-from .errors import GtidxError, redact, shown
+from ..errors import GtidxError, redact, shown
 
 
 def _from_option(what: str):
@@ -77,7 +77,7 @@ def _state_json(r) -> dict:
 def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
     """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it.
     With --from, the positions at many offsets (FILE OFFSET lines)."""
-    from . import api
+    from .. import api
     kw = {"use_index": not no_index, "storage_options": storage_options, "index_root": index_root}
     if batch is not None:
         if offset is not None:
@@ -112,7 +112,7 @@ def probe(file, offset, no_index, as_json, storage_options, index_root):
     (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
     prints it. Where the event chain is broken (a destroyed header), the damaged bytes and the
     next trustworthy boundary (exit 0; exit 3 when none follows)."""
-    from . import api
+    from .. import api
     r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
                   index_root=index_root)
     pos = None if r.position is None else str(r.position)
@@ -138,7 +138,7 @@ def _location_json(loc) -> dict:
 
 def _seek_json(r) -> dict:
     """A seek's answer (Location or ReplicaStart) as --json prints it."""
-    from . import api
+    from .. import api
     if isinstance(r, api.Location):
         doc = _location_json(r)
         doc["occurrences"] = ([{"file": redact(o.file), "start": o.start, "end": o.end} for o in r.occurrences]
@@ -153,7 +153,7 @@ def _seek_json(r) -> dict:
 
 def _seek_text(r) -> str:
     """A seek's answer (Location or ReplicaStart) as text lines."""
-    from . import api
+    from .. import api
     if isinstance(r, api.Location):
         occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
         text = (f"{r.gtid} {redact(r.file)} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
@@ -205,7 +205,7 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
     if [spec, replica, when, batch].count(None) != 3:
         raise click.UsageError("give exactly one of --gtid GTID, --replica POSITION, --time T and --from FILE",
                                ctx=click.get_current_context())
-    from . import api
+    from .. import api
     if batch is not None:
         if every:
             raise click.UsageError("--every is for one GTID (--gtid)")

@@ -59,10 +59,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, In
 from pyspark.sql.types import (BooleanType, LongType, StringType, StructField,
                                StructType)
 
-from . import api, catalog, storage
-from .errors import BadInputError, GtidxError, NotFoundError
-from .liblog import about_a_file, log
-from .gtid import BinlogState, Gtid, Position
+from .. import api, catalog, storage
+from ..errors import BadInputError, GtidxError, NotFoundError
+from ..liblog import about_a_file, log
+from ..gtid import BinlogState, Gtid, Position
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -298,7 +298,7 @@ class _MysqlPlan:
         self._parsed = None
 
     def _sets(self):
-        from .mysqlgtid import GtidSet
+        from ..mysqlgtid import GtidSet
         if self._parsed is None:
             self._parsed = [None if p is None else GtidSet.parse(p) for p in self.prevs]
         return self._parsed
@@ -307,8 +307,8 @@ class _MysqlPlan:
         """(file index, None) or (None, why no file answers it). A file
         whose Previous_gtids could not be read stops the bisection there:
         its task gives its error."""
-        from .mysqlapi import holder, parse_spec
-        from .mysqlgtid import MysqlGtid
+        from ..series.mysql import holder, parse_spec
+        from ..mysqlgtid import MysqlGtid
         if value is None:
             return None, "empty input row"
         try:
@@ -344,8 +344,8 @@ class _MysqlPlan:
     def gtids(self, values: list) -> list:
         """The rows of one task as ``_answer_file`` takes them: the GTID, or
         None for a replica's set."""
-        from .mysqlapi import parse_spec
-        from .mysqlgtid import MysqlGtid
+        from ..series.mysql import parse_spec
+        from ..mysqlgtid import MysqlGtid
         out = []
         for v in values:
             try:
@@ -377,7 +377,7 @@ class _Where(NamedTuple):
     def series(self, files: list[str]) -> api.BinlogSeries:
         _ToDriver.route(self.warnings)
         if self.mysql:
-            from .mysqlapi import MysqlSeries
+            from ..series.mysql import MysqlSeries
             return MysqlSeries(files, storage_options=self.storage_options, index_root=self.index_root)
         return api.BinlogSeries(files, storage_options=self.storage_options, index_root=self.index_root)
 
@@ -515,7 +515,7 @@ def locate_columns(logs: api.BinlogSeries, domain, server, seq, *, pass_per_byte
     few in their file, not there, a seq_no that went back, a file that
     cannot be read) are ``locate_many``'s to answer."""
     import numpy as np
-    from .binlog import GROUP_RECORD
+    from ..binlog.mariadb import GROUP_RECORD
     domain = np.asarray(domain, np.uint64)
     server = np.asarray(server, np.uint64)
     seq = np.asarray(seq, np.uint64)
@@ -827,7 +827,7 @@ def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: s
     (``_MysqlPlan``); one task per file answers its rows with
     ``MysqlSeries.locate_many`` (one pass over the file) and
     ``replica_start``. The answers are ``gtidx.open(binlogs)``'s."""
-    from .mysqlapi import MysqlSeries
+    from ..series.mysql import MysqlSeries
     sc = spark.sparkContext
     with MysqlSeries.from_path(binlogs, storage_options=where.storage_options, index_root=where.index_root,
                                history=history) as series:
@@ -952,7 +952,7 @@ class _GroupsReader(DataSourceReader):
         path = partition.value
         if path is None:                 # no file passed the filters: Spark reads InputPartition(None)
             return
-        from .mysqlbinlog import MysqlBinlog, open_binlog
+        from ..binlog.mysql import MysqlBinlog, open_binlog
         name = os.path.basename(path)
         domains = self.domains
         with open_binlog(path, storage.resolve(path, self.storage_options)[0]) as b:

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from . import idxformat as fmt
-from .errors import CorruptIndexError, GtidxError
-from .filebuf import Source
-from .gtid import BinlogState, Position
+from . import format as fmt
+from ..errors import CorruptIndexError, GtidxError
+from ..filebuf import Source
+from ..gtid import BinlogState, Position
 
 
 class Record(tuple):
@@ -344,7 +344,7 @@ class IndexReader(_Lookups):
         level of the tree), each page read and CRC-checked at most once
         while it stays in the page cache.
 
-        >>> from gtidx.writer import write_records
+        >>> from gtidx.index.writer import write_records
         >>> pages = write_records([(0x11d, []), (0x20e, [(0, 1, 1)]), (0x2ad, [(0, 1, 2)])], 64)
         >>> r = IndexReader(b"".join(pages))
         >>> r.search(lambda offset, state: offset < 0x2ad, needs_state=False)

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from . import idxformat as fmt
-from .errors import BadInputError
-from .gtid import LatestGtids, SeqRanges
+from . import format as fmt
+from ..errors import BadInputError
+from ..gtid import LatestGtids, SeqRanges
 
 if TYPE_CHECKING:
-    from .binlog import Binlog
+    from ..binlog.mariadb import Binlog
 
 Gtids = Sequence[tuple[int, int, int]]
 

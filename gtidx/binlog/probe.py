@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .binlog import (CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, U32, Binlog,
+from .mariadb import (CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, U32, Binlog,
                      event_crc, plausible_header)
-from .errors import CorruptBinlogError
-from .gtid import BinlogState
+from ..errors import CorruptBinlogError
+from ..gtid import BinlogState
 
 CHAIN_EVENTS = 32       # a resynchronisation candidate is taken when this many events chain from it
 CHUNK = 1 << 20         # bytes read at a time, at most

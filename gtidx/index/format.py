@@ -27,7 +27,7 @@ import struct
 import zlib
 from itertools import chain
 
-from .gtid import BinlogState, LatestGtids
+from ..gtid import BinlogState, LatestGtids
 
 MAGIC = b"\xfe\xfe\x0c\x01"
 VERSION_MAJOR = 1

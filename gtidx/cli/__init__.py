@@ -9,8 +9,8 @@ half-way is closed with the error inside it: ``{..., "groups": [...],
 "error": {...}}``. A missing path is an I/O error (3) for every command, said
 by the library, not by click. Imports of the library are lazy: ``gtidx --help``
 and a lookup should not pay for what they do not use. So are the commands' own
-modules: ``COMMANDS`` names where each is defined (``cli_lookup``: seek, pos,
-probe; ``cli_commands``: the others), and a command is built, its options
+modules: ``COMMANDS`` names where each is defined (``lookup``: seek, pos,
+probe; ``commands``: the others), and a command is built, its options
 made, only when it runs or a help text lists it.
 """
 from __future__ import annotations
@@ -22,9 +22,9 @@ import sys
 
 import click
 
-from . import idxformat as fmt
-from . import liblog
-from .errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted, redact
+from ..index import format as fmt
+from .. import liblog
+from ..errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, quoted, redact
 
 
 class Offset(click.ParamType):
@@ -33,7 +33,7 @@ class Offset(click.ParamType):
     name = "offset"
 
     def convert(self, value, param, ctx):
-        from .api import parse_offset
+        from ..api import parse_offset
         return parse_offset(value)       # a BadInputError: one gtidx line, exit 2
 
 
@@ -103,7 +103,7 @@ def _storage_options(ctx, param, values) -> dict | None:
     """``--storage-option KEY=VALUE`` (repeatable) as fsspec storage_options."""
     if not values:
         return None
-    from .storage import parse_option
+    from ..storage import parse_option
     try:
         return dict(parse_option(v) for v in values)
     except GtidxError as e:
@@ -326,11 +326,11 @@ def _files_said(files: list[str]) -> str:
 # The module is imported when the command runs or a help text lists it
 # (click's LazyGroup pattern).
 COMMANDS = {
-    "build": ("cli_commands", "build"), "catalog": ("cli_commands", "catalog"),
-    "dump": ("cli_commands", "dump"), "info": ("cli_commands", "info"), "pos": ("cli_lookup", "pos"),
-    "probe": ("cli_lookup", "probe"), "scan": ("cli_commands", "scan"), "seek": ("cli_lookup", "seek"),
-    "show": ("cli_commands", "show_group"), "spark": ("cli_commands", "spark"),
-    "status": ("cli_commands", "status"), "tail": ("cli_commands", "tail"), "verify": ("cli_commands", "verify"),
+    "build": ("commands", "build"), "catalog": ("commands", "catalog"),
+    "dump": ("commands", "dump"), "info": ("commands", "info"), "pos": ("lookup", "pos"),
+    "probe": ("lookup", "probe"), "scan": ("commands", "scan"), "seek": ("lookup", "seek"),
+    "show": ("commands", "show_group"), "spark": ("commands", "spark"),
+    "status": ("commands", "status"), "tail": ("commands", "tail"), "verify": ("commands", "verify"),
 }
 
 

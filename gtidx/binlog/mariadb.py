@@ -46,11 +46,11 @@ import struct
 import zlib
 from typing import Iterator
 
-from . import filebuf, storage
-from .errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
+from .. import filebuf, storage
+from ..errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
-from .gtid import BinlogState, Gtid
-from .records import record
+from ..gtid import BinlogState, Gtid
+from ..records import record
 
 MAGIC = b"\xfebin"
 HEADER_LEN = 19
@@ -98,11 +98,11 @@ _COLD_TYPE = tuple(t in BOUNDARY_TYPES or t == GTID for t in range(256))
 _COLD_BYTES = bytes(_COLD_TYPE)
 _GTID_BYTES = bytes(t == GTID for t in range(256))    # apply_until's: only GTIDs count
 try:
-    from ._skip import skip as _skip
+    from .._skip import skip as _skip
 except ImportError:                    # pragma: no cover - depends on the install
     _skip = None
 try:                                   # the compiled group walk behind group_records (same module)
-    from ._skip import groups as _groups
+    from .._skip import groups as _groups
 except ImportError:                    # pragma: no cover - depends on the install
     _groups = None
 
@@ -453,7 +453,7 @@ class Binlog:
             raise MySQLBinlogError(
                 f"a MySQL binlog (written by server {self.fde.server_version!r}): "
                 "MySQL binlogs are not supported yet", path=path, offset=4,
-                hint="gtidx reads MariaDB binlogs; gtidx.mysqlbinlog reads a MySQL binlog's transactions")
+                hint="gtidx reads MariaDB binlogs; gtidx.binlog.mysql reads a MySQL binlog's transactions")
 
         # Header events before the first group: START_ENCRYPTION, GTID_LIST,
         # BINLOG_CHECKPOINT. Look at a bounded number of them.

@@ -44,16 +44,16 @@ import os
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
-from . import storage
-from .api import (Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, first_second, parse_offset,
+from .. import storage
+from ..api import (Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, first_second, parse_offset,
                   parse_time)
-from .binlog import HEADER_LEN, TYPE_LENGTH
-from .errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
+from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
+from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
-from .indexfile import IndexRoot, open_index
-from .liblog import log
-from .mysqlbinlog import GTID_LOG, GTID_TAGGED, MysqlBinlog
-from .mysqlgtid import GtidSet, MysqlGtid
+from ..index.files import IndexRoot, open_index
+from ..liblog import log
+from ..binlog.mysql import GTID_LOG, GTID_TAGGED, MysqlBinlog
+from ..mysqlgtid import GtidSet, MysqlGtid
 
 
 _GTID_EVENTS = (GTID_LOG, GTID_TAGGED)      # events that give a transaction its GTID
@@ -101,7 +101,7 @@ def _gtid_set(value) -> GtidSet:
 
 def _mariadb_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
     """A MariaDB GTID or position given for MySQL binlogs: say so."""
-    from .gtid import Position
+    from ..gtid import Position
     try:
         Position.parse(value)
     except GtidSyntaxError:

@@ -45,11 +45,11 @@ import os
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual,
                                     In, InputPartition, IsNotNull, LessThan, LessThanOrEqual)
 
-from . import api, show, storage
-from .binlog import Binlog, Group
-from .errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
-from .gtid import Gtid
-from .spark import _options, _Where
+from .. import api, show, storage
+from ..binlog.mariadb import Binlog, Group
+from ..errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
+from ..gtid import Gtid
+from ..spark import _options, _Where
 
 CHANGES_SCHEMA = ("gtid string, file string, offset long, timestamp long, table string, op string, "
                   "before map<string,string>, after map<string,string>, changed array<string>, "

@@ -1,0 +1,1 @@
+"""Binlog files: framing and walking (MariaDB, MySQL), and probing an offset."""

@@ -1,0 +1,1 @@
+"""Index files: the byte format, reading, writing, metadata and building."""
