@@ -23,7 +23,7 @@ import os
 import re
 import sys
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
 from .index import format as fmt
 from . import storage
@@ -35,7 +35,6 @@ from .gtid import BinlogState, Gtid, Position
 from .index.files import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
                         open_index, read_index, stored_seen, verify_index)
 from .liblog import log
-from .records import record
 
 if TYPE_CHECKING:
     # Imported where used, not here (issue 16: a lookup imports only what it needs):
@@ -319,8 +318,7 @@ def _skipping(pos: Position, state: BinlogState) -> dict:
 
 # -- results ------------------------------------------------------------------------------
 
-@record
-class BinlogInfo:
+class BinlogInfo(NamedTuple):
     file: str
     size: int
     server_version: str
@@ -330,8 +328,7 @@ class BinlogInfo:
     body_start: int          # offset after the GTID_LIST event (MySQL: after PREVIOUS_GTIDS)
 
 
-@record
-class StateAt:
+class StateAt(NamedTuple):
     """The answer to "what GTID state holds at FILE offset N"."""
     file: str
     offset: int
@@ -344,8 +341,7 @@ class StateAt:
         return self.state.position()
 
 
-@record
-class Probe:
+class Probe(NamedTuple):
     """The event boundaries around any byte of a binlog (``gtidx probe``):
     ``before`` is the start of the event holding ``offset`` and ``after``
     the next boundary (both ``offset`` when it is a boundary; ``after`` is
@@ -369,16 +365,14 @@ class Probe:
         return None if self.state is None else self.state.position()
 
 
-@record
-class Occurrence:
+class Occurrence(NamedTuple):
     """One place a GTID's event group was logged (file, GTID event offset, end)."""
     file: str
     start: int
     end: int
 
 
-@record
-class Location:
+class Location(NamedTuple):
     """Where a GTID's event group is: its GTID event at ``start``, its last
     event ending at ``end``; a reader resuming after it continues at ``resume``.
 
@@ -407,8 +401,7 @@ class SeveralHistories(BadInputError):
         self.groups = groups
 
 
-@record
-class TimePoint:
+class TimePoint(NamedTuple):
     """The answer to "where does a restore to time ``time`` stop": the first
     event group, in file order, whose GTID event timestamp is at least
     ``time`` starts at ``offset`` of ``file`` (``gtid``, logged at
@@ -425,8 +418,7 @@ class TimePoint:
     via: str
 
 
-@record
-class ReplicaStart:
+class ReplicaStart(NamedTuple):
     """Where the server starts sending to a replica at ``position``: it reads
     ``file`` from ``offset``, always 4, the file's start (the found file is
     read from its first event: the fake Rotate event a MariaDB 10.11 replica
@@ -610,8 +602,7 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
 UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
 
 
-@record
-class LocatePlan:
+class LocatePlan(NamedTuple):
     """The files (indexes into the binlog list, in file order) that can hold a
     GTID, and whether its (domain, server) looked monotonic (then at most one
     file can hold it, and it holds it at most once)."""
@@ -1933,8 +1924,7 @@ def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
         return logs.probe(logs.files[0], offset)
 
 
-@record
-class BuildProgress:
+class BuildProgress(NamedTuple):
     """Where a ``build`` run stands, as its ``progress`` callback sees it."""
     file: str | None     # the binlog being indexed or just finished (None: before the first file)
     files_done: int      # files finished (built, skipped or failed)
@@ -2089,8 +2079,7 @@ def _size(store, path: str) -> int:
         return 0
 
 
-@record
-class IndexInfo:
+class IndexInfo(NamedTuple):
     index: str
     binlog: str
     status: str              # ok / incomplete / corrupt / stale / missing
@@ -2159,8 +2148,7 @@ def verify(index: str | os.PathLike) -> dict:
     return verify_index(_binlog_of(index), index)
 
 
-@record
-class FileStatus:
+class FileStatus(NamedTuple):
     """Where one binlog's index stands (``gtidx status``)."""
     file: str
     size: int

@@ -15,14 +15,19 @@ pair was last logged (so each domain's newest GTID comes last). It is the one
 type for "latest GTID per (domain, server)" in an index's records, their
 unions in the tree writer and their merges; ``BinlogState`` keeps the same
 rule per domain, for the per-domain questions a state answers.
+
+Records in gtidx follow one rule: an immutable value (a GTID, a location, an
+answer) is a ``typing.NamedTuple``; a record that changes after it is made is a
+``dataclasses.dataclass``. Two records a lookup reads (``index.meta.IndexMeta``,
+``index.files.IndexStatus``) are written out by hand with a dataclass's
+behaviour, because a lookup does not import ``dataclasses``.
 """
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from .errors import GtidSyntaxError, quoted as _shown
-from .records import record
 
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
@@ -41,8 +46,7 @@ _MAX_DIGITS = len(str(U64_MAX))
 GTID_TEXT = "%d-%d-%d"
 
 
-@record
-class Gtid:
+class Gtid(NamedTuple):
     domain: int
     server: int
     seq: int

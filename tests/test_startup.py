@@ -11,8 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from gtidx.index.files import build_index
@@ -30,10 +28,9 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog
 # needs too for the index's fingerprint, comes with the CLI's output code;
 # gtidx.gtid with idxformat, whose limits the options' help states).
 # A lookup builds its own command only (cli.COMMANDS: the others' modules are
-# not imported), reads the index's fingerprint without json (indexmeta._loads)
-# and writes nothing (gtidx.index.writer).
+# not imported) and writes nothing (gtidx.index.writer).
 # Nor fcntl (filebuf: os.set_blocking).
-NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli.commands", "gtidx.index.writer", "fcntl"]
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["gtidx.cli.commands", "gtidx.index.writer", "fcntl"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog.mariadb", "gtidx.index.files", "gtidx.index.meta",
                                    "gtidx.index.reader", "gtidx.storage"]
 
@@ -235,70 +232,13 @@ def test_index_status_and_build_result_are_what_they_were(tmp_path):
         indexfile.NoSuchName
 
 
-def _span(named_tuple: bool) -> type:
-    from typing import NamedTuple
-
-    from gtidx.records import record
-
-    def made(cls):
-        return cls if named_tuple else record(cls)
-
-    @made
-    class Span(*([NamedTuple] if named_tuple else [])):
-        """Where."""
-        file: str
-        start: int
-        end: "int | None" = None
-
-        @property
-        def size(self) -> int:
-            return (self.end or self.start) - self.start
-
-        @classmethod
-        def parse(cls, text: str) -> "Span":
-            file, start, end = text.split()
-            return cls(file, int(start), int(end))
-
-        def __str__(self) -> str:
-            return f"{self.file}:{self.start}"
-    return Span
-
-
-def test_record_makes_what_typing_named_tuple_makes():
+def test_the_librarys_records_are_named_tuples():
     import pickle
 
     from gtidx import api
     from gtidx.binlog import mariadb as binlog
     from gtidx.gtid import Gtid
-    from gtidx.records import record
 
-    for cls in (_span(True), _span(False)):
-        s = cls("f", 4, 10)
-        assert (repr(s), str(s), s.size, cls("f", 4).end, s._asdict(), s._replace(end=5).size, cls._fields,
-                cls._field_defaults, cls.__doc__, cls.__name__, cls.__bases__, cls.parse("f 4 10")) == \
-            ("Span(file='f', start=4, end=10)", "f:4", 6, None, {"file": "f", "start": 4, "end": 10}, 1,
-             ("file", "start", "end"), {"end": None}, "Where.", "Span", (tuple,), s)
-        assert type(cls.parse("f 4 10")) is cls and s == ("f", 4, 10) and cls.__qualname__.endswith(".Span")
-        with pytest.raises(TypeError):
-            cls("f")
-
-    class Bare:
-        a: int
-    assert record(Bare).__doc__ == "Bare(a,)"
-
-    class Bad:
-        a: int = 0
-        b: int
-    with pytest.raises(TypeError):
-        record(Bad)
-
-    class Bad2:
-        a: int
-
-        def _asdict(self):
-            return {}
-    with pytest.raises(AttributeError):
-        record(Bad2)
     # the library's: named, pickled and typed as before
     g = Gtid.parse("0-1-5")
     loc = api.Location(g, "f", 1, 2, 2, 0, "index")
@@ -306,6 +246,8 @@ def test_record_makes_what_typing_named_tuple_makes():
         assert pickle.loads(pickle.dumps(v)) == v and type(pickle.loads(pickle.dumps(v))) is type(v)
     assert repr(g) == "Gtid(domain=0, server=1, seq=5)" and api.Location.__qualname__ == "Location"
     assert loc.occurrences == () and loc.history is None and api.StateAt.position.__doc__
+    for cls in (Gtid, api.Location, api.StateAt, binlog.Group, binlog.Event):
+        assert cls.__bases__ == (tuple,) and cls._fields and hasattr(cls, "_replace")
 
 
 def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
@@ -338,202 +280,13 @@ def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
 
 # -- indexmeta._loads: json.loads, without json for what IndexMeta.to_json writes --------------------
 
-def _same_as_json(raw) -> None:
-    from gtidx.index.meta import _loads
-
-    def outcome(loads):
-        try:
-            return "ok", repr(loads(raw))         # repr: 1 and 1.0 differ, and the keys' order
-        except Exception as e:
-            return "error", type(e)
-    assert outcome(_loads) == outcome(json.loads), raw
-
-
-_JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-                            lambda kids: st.lists(kids) | st.dictionaries(st.text(), kids), max_leaves=20)
-
-
-@settings(max_examples=1500, deadline=None)
-@given(_JSON_VALUES, st.booleans(), st.booleans())
-def test_loads_is_json_loads_on_json(value, compact, ascii):
-    text = json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=ascii)
-    _same_as_json(text.encode())
-    _same_as_json(text)
-
-
-@settings(max_examples=1500, deadline=None)
-@given(_JSON_VALUES, st.lists(st.tuples(st.integers(0, 300), st.sampled_from(list(
-    '{}[]:,"-+.eE0123456789 \\tnulx\x00\x1f\x7f\u00e9')), st.integers(0, 2))))
-def test_loads_is_json_loads_on_damaged_json(value, edits):
-    text = json.dumps(value if isinstance(value, dict) else {"v": value}, separators=(",", ":"))
-    for at, char, how in edits:           # insert, replace or delete a character
-        at %= len(text) + 1
-        text = text[:at] + char + text[at + (how == 1):] if how < 2 else text[:at] + text[at + 1:]
-    _same_as_json(text.encode())
-    _same_as_json(text)
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.binary())
-def test_loads_is_json_loads_on_any_bytes(raw):
-    _same_as_json(raw)
-
-
-def test_loads_reads_what_index_meta_writes_without_json():
+def test_index_meta_reads_what_it_writes_in_a_fresh_python():
     from gtidx.index.meta import IndexMeta, Progress
     metas = [IndexMeta(7, 8, 9), IndexMeta(1013153, 2**32 - 1, 0, Progress.PARTIAL, 4096, 65536, 500, 3, 1763900000.125,
                                            ((0, 1, 5, 198), (2, 2**32 - 1, 1, 2**64 - 1)), ((0, 1),), 5, 6,
                                            "stat:2049:12:1013153:1763900000123456789:1763900000123456789")]
     code = ("import sys\nfrom gtidx.index.meta import IndexMeta\n"
             f"raws = {[m.to_json() for m in metas]!r}\n"
-            "print([repr(IndexMeta.from_json(r)) for r in raws], 'json' in sys.modules)\n")
+            "print([repr(IndexMeta.from_json(r)) for r in raws])\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout == f"{[repr(m) for m in metas]!r} False\n", p.stderr
-
-
-# Class statements made both ways, `record` and typing.NamedTuple, and compared in
-# every behaviour a named tuple has (test_record_behaves_as_typing_named_tuple).
-# `{deco}` is where `@record` goes, `{base}` where `(NamedTuple)` goes; the class is `C`,
-# at the top of a module or in class `Outer`, so that both pickle.
-RECORD_SHAPES = {
-    "no fields": ("class C{base}:\n    pass\n", "()"),
-    "one field, docstring": ('class C{base}:\n    """One."""\n    low: int\n', "x.low"),
-    "defaults": ("class C{base}:\n    low: int\n    high: str = 'b'\n    items: list = None\n", "(x.high, x.items)"),
-    "all defaults": ("class C{base}:\n    low: int = 1\n    high: int = 2\n", "C()"),
-    "methods": ('class C{base}:\n    """Doc."""\n    low: int\n    high: int = 2\n    K = 7\n\n'
-                "    @property\n    def total(self):\n        'The sum.'\n        return self.low + self.high\n\n"
-                "    @classmethod\n    def of(cls, text):\n        return cls(*map(int, text.split()))\n\n"
-                "    @staticmethod\n    def twice(v):\n        return 2 * v\n\n"
-                "    def __str__(self):\n        return f'{{self.low}}/{{self.high}}'\n\n"
-                "    def __add__(self, other):\n"
-                "        return type(self)(self.low + other.low, self.high + other.high)\n",
-                "(x.total, C.of('3 4'), C.twice(x.low), str(x), x + x, C.K, C.total.__doc__)"),
-    "nested": ("class Outer:\n    {deco}\n    class C{base}:\n        low: int\n        high: 'int | None' = None\n",
-               "Outer.C.__qualname__"),
-}
-_NAMED_TUPLE_OWN = ("_make", "_replace", "__repr__", "_asdict", "__getnewargs__")
-
-
-def _both_ways(source: str, monkeypatch, tag: str) -> tuple:
-    """The class `C` of ``source`` (a RECORD_SHAPES template) made by ``record`` and by
-    typing.NamedTuple, each in a module of its own (in sys.modules, so that it pickles)."""
-    import types
-    from typing import NamedTuple
-
-    from gtidx.records import record
-    made = []
-    for way, deco, base in (("record", "@record", ""), ("typing", "", "(NamedTuple)")):
-        module = types.ModuleType(f"_record_shape_{way}_{tag}")
-        module.record, module.NamedTuple = record, NamedTuple
-        monkeypatch.setitem(sys.modules, module.__name__, module)
-        text = source.replace("{deco}", deco).replace("{base}", base).replace("{{", "{").replace("}}", "}")
-        exec(compile((deco + "\n" if not source.startswith("class Outer") else "") + text, module.__name__, "exec"),
-             module.__dict__)
-        made.append((module, getattr(module, "Outer", module).C))
-    return tuple(made)
-
-
-def _outcome(call):
-    try:
-        return "ok", repr(call())
-    except Exception as e:              # the type and the message, compared between the two ways
-        return type(e).__name__, str(e)
-
-
-def _named_tuple_behaviour(module, cls, probe: str = "()") -> dict:
-    """What a user can see of named tuple class ``cls`` (made in ``module``), as comparable values."""
-    import copy
-    import inspect
-    import pickle
-    import re
-    from typing import ForwardRef
-
-    fields = cls._fields
-    own = vars(cls)
-    seen = {"names": (cls.__name__, cls.__qualname__, cls.__module__ == module.__name__, cls.__doc__),
-            "bases": (cls.__bases__, [c.__name__ for c in cls.__mro__]),
-            "named tuple": (fields, cls._field_defaults, cls.__match_args__, cls.__slots__),
-            "annotations": {k: v.__forward_arg__ if isinstance(v, ForwardRef) else v
-                            for k, v in cls.__annotations__.items()},
-            # less __orig_bases__, (typing.NamedTuple,): what a class statement with that base leaves
-            "attributes": sorted(set(own) - {"__orig_bases__"}),
-            "signature": re.sub(r"ForwardRef\(('[^']*')\)", r"\1", str(inspect.signature(cls))),
-            "__new__": (cls.__new__.__name__, cls.__new__.__qualname__, cls.__new__.__doc__,
-                        cls.__new__.__defaults__, cls.__new__.__kwdefaults__, sorted(cls.__new__.__annotations__)),
-            "own methods": [(m, type(own[m]).__name__, getattr(cls, m).__qualname__, getattr(cls, m).__doc__)
-                            for m in _NAMED_TUPLE_OWN],
-            "fields": [(f, type(own[f]).__name__, own[f].__doc__) for f in fields],
-            "class statement's": [(k, type(v).__name__, v if isinstance(v, (int, str, tuple, type(None))) else
-                                   v.__doc__)
-                                  for k, v in sorted(own.items()) if k not in fields and k not in _NAMED_TUPLE_OWN
-                                  and k not in ("__module__", "__new__", "__annotations__", "_field_defaults",
-                                                "__orig_bases__")]}
-    values = list(range(10, 10 + len(fields)))
-    required = len(fields) - len(cls._field_defaults)
-    x = cls(*values)
-    kw = cls(**dict(zip(fields, values)))
-    seen["instance"] = (repr(x), str(x), x == tuple(values), hash(x) == hash(tuple(values)), kw == x,
-                        repr(cls(*values[:required])), x._asdict(), repr(cls._make(values)), repr(x._replace()),
-                        [getattr(x, f) for f in fields], type(x._make(values)) is cls, eval(probe, vars(module), {
-                            "C": cls, "x": x}))
-    if fields:
-        seen["_replace"] = repr(x._replace(**{fields[-1]: "new"}))
-    seen["copies"] = [(repr(y), type(y) is cls) for y in (copy.copy(x), copy.deepcopy(x), *(
-        pickle.loads(pickle.dumps(x, protocol)) for protocol in range(pickle.HIGHEST_PROTOCOL + 1)))]
-    seen["errors"] = [_outcome(call) for call in (
-        lambda: cls(*values, 99), lambda: cls(*values[:max(required - 1, 0)]), lambda: cls(nosuch=1),
-        lambda: cls(*values, **{f: 1 for f in fields[:1]}), lambda: x._replace(nosuch=1),
-        lambda: cls._make([*values, 1]), lambda: cls._make(values[:-1]), lambda: cls(*values[:1], *values))]
-    return seen
-
-
-@pytest.mark.parametrize("shape", sorted(RECORD_SHAPES))
-def test_record_behaves_as_typing_named_tuple(shape, monkeypatch):
-    source, probe = RECORD_SHAPES[shape]
-    (rec_module, rec), (typ_module, typ) = _both_ways(source, monkeypatch, shape.replace(" ", "_").replace(",", ""))
-    assert typ.__bases__ == (tuple,) and rec is not typ
-    got, want = _named_tuple_behaviour(rec_module, rec, probe), _named_tuple_behaviour(typ_module, typ, probe)
-    for key in want:
-        assert got[key] == want[key], key
-    assert got.keys() == want.keys()
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, 15).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))))
-def test_record_of_any_width_behaves_as_typing_named_tuple(shape):
-    """Field counts past those whose ``__new__`` comes precompiled (``records._NEW``) too."""
-    count, with_defaults = shape
-    lines = [f"    f{i}: int" + (f" = {-i}" if i >= count - with_defaults else "") for i in range(count)]
-    source = "class C{base}:\n" + ("\n".join(lines) or "    pass") + "\n"
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        (rec_module, rec), (typ_module, typ) = _both_ways(source, monkeypatch, f"{count}_{with_defaults}")
-        assert _named_tuple_behaviour(rec_module, rec) == _named_tuple_behaviour(typ_module, typ)
-
-
-@pytest.mark.parametrize("body", ["a: int = 0\n    b: int", "_a: int", "_a: int = 0\n    b: int",
-                                  "a: int\n    def _replace(self):\n        pass", "a: int\n    __slots__ = ()",
-                                  "_a: int\n    def _make(self):\n        pass"])
-def test_record_refuses_what_typing_named_tuple_refuses(body, monkeypatch):
-    from typing import NamedTuple
-
-    from gtidx.records import record
-    errors = []
-    for make in (record, lambda cls: NamedTuple(cls.__name__, [])):
-        scope = {}
-        try:
-            if make is record:
-                exec(f"class C:\n    {body}\n", scope)
-                record(scope["C"])
-            else:
-                exec(f"class C(NamedTuple):\n    {body}\n", {"NamedTuple": NamedTuple})
-        except Exception as e:
-            errors.append((type(e), str(e)))
-    assert len(errors) == 2 and errors[0] == errors[1], errors
-
-
-def test_records_docstring_examples_run():
-    import doctest
-
-    import gtidx.records
-    result = doctest.testmod(gtidx.records)
-    assert result.attempted > 0 and result.failed == 0
+    assert p.returncode == 0 and p.stdout == f"{[repr(m) for m in metas]!r}\n", p.stderr

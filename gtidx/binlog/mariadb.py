@@ -44,13 +44,12 @@ import os
 import re
 import struct
 import zlib
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from .. import filebuf, storage
 from ..errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
 from ..gtid import BinlogState, Gtid
-from ..records import record
 
 MAGIC = b"\xfebin"
 HEADER_LEN = 19
@@ -193,8 +192,7 @@ def event_crc(event, etype: int) -> int:
     return zlib.crc32(event)
 
 
-@record
-class FormatDescription:
+class FormatDescription(NamedTuple):
     binlog_version: int
     server_version: str
     created: int
@@ -204,8 +202,7 @@ class FormatDescription:
     length: int            # of the FDE event itself
 
 
-@record
-class Event:
+class Event(NamedTuple):
     offset: int
     type: int
     server_id: int
@@ -223,8 +220,7 @@ class Event:
         return EVENT_NAMES.get(self.type, f"TYPE_{self.type}")
 
 
-@record
-class Group:
+class Group(NamedTuple):
     """An event group: its GTID event's offset (start) and the offset just
     after its last event (end)."""
     gtid: Gtid

@@ -21,6 +21,7 @@ another file at that name is never believed. Read and written only here.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import time
 import zlib
@@ -121,8 +122,8 @@ class IndexMeta:
     """The fingerprint of the binlog prefix an index covers, and progress.
 
     Immutable, compared and hashed by its fields, ``replace(**changes)`` for a
-    changed copy: a frozen dataclass written out, since defining a dataclass
-    costs more than a lookup does, and every lookup reads one (issue 16)."""
+    changed copy: a frozen dataclass written out, since every lookup reads
+    one and a lookup does not import ``dataclasses``."""
 
     _FIELDS = ("size", "head_crc32", "tail_crc32", "state", "page_size", "span_min", "processed", "records",
                "updated", "ranges", "repeats", "head_adler32", "tail_adler32", "binlog_etag")
@@ -243,14 +244,13 @@ class IndexMeta:
     def to_json(self) -> bytes:
         d = {"v": 1, **{k: v for k, v in zip(self._FIELDS, self._values()) if v is not None}}
         d["state"] = str(self.state)
-        import json
         return json.dumps(d, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "IndexMeta | None":
         """None for anything that is not a version-1 fingerprint."""
         try:
-            d = _loads(raw)
+            d = json.loads(raw)
             if not isinstance(d, dict) or d.get("v") != 1:
                 return None
             ints = [d[k] for k in ("size", "head_crc32", "tail_crc32")]
@@ -316,7 +316,6 @@ class IndexMeta:
                 raw = f.pread(_MAX_META, 0)
         except (OSError, GtidxError):
             return None
-        import json
         try:
             d = json.loads(raw)
             if not isinstance(d, dict) or (d.pop("dev", None), d.pop("ino", None)) != (st.st_dev, st.st_ino):
@@ -343,7 +342,6 @@ class IndexMeta:
                     if gone.errno not in _NO_XATTRS + (errno.ENODATA,):
                         raise
         st = os.fstat(fd)
-        import json
         d = json.loads(raw)
         d.update(dev=st.st_dev, ino=st.st_ino)
         safefile.write_file(sidecar_path(index), [json.dumps(d, separators=(",", ":")).encode()])
@@ -364,7 +362,6 @@ class IndexMeta:
             raw = f.store.read_bytes(sidecar_path(f.path), _MAX_META)
         except GtidxError:
             return None
-        import json
         try:
             d = json.loads(raw)
             if not isinstance(d, dict) or (d.pop("etag", None), d.pop("index_size", None)) != (f.etag, f.size):
@@ -380,7 +377,6 @@ class IndexMeta:
         etag = info.get("ETag") or info.get("etag")
         if index_etag is not None and etag != index_etag:
             return False
-        import json
         d = json.loads(self.to_json())
         d.update(etag=etag, index_size=int(info["size"]))
         store.put(sidecar_path(index), json.dumps(d, separators=(",", ":")).encode())
@@ -404,78 +400,6 @@ class IndexMeta:
         """Temporary files of ``index`` and of its sidecar left by writers
         that were killed."""
         safefile.remove_orphans(index, sidecar_path(index))
-
-
-class _NotCompact(Exception):
-    """Not the plain JSON ``_loads`` reads itself."""
-
-
-def _loads(raw: bytes | str):
-    """``json.loads(raw)``, without importing json (a tenth of a lookup's
-    start-up, issue 16) for what ``to_json`` writes: one ASCII object, no
-    whitespace, its values whole numbers, decimals, strings without escapes
-    and lists of them. Anything else (or anything doubtful) goes to json."""
-    try:
-        text = raw if isinstance(raw, str) else raw.decode("ascii") if isinstance(raw, (bytes, bytearray)) else ""
-        if text.isascii() and text[:1] == "{":
-            value, end = _compact(text, 0)
-            if end == len(text):
-                return value
-    except (_NotCompact, ValueError, IndexError, TypeError, RecursionError):   # ValueError: also no closing quote
-        pass
-    import json
-    return json.loads(raw)
-
-
-_NUMBER_CHARS = frozenset("0123456789-+.eE")
-
-
-def _compact(s: str, i: int) -> tuple:
-    """(the value at ``s[i:]``, where it ends) in ``_loads``'s plain JSON; else _NotCompact."""
-    c = s[i]
-    if c == '"':
-        end = s.index('"', i + 1)
-        text = s[i + 1:end]
-        if "\\" in text or not text.isprintable():       # escapes, control characters
-            raise _NotCompact
-        return text, end + 1
-    if c == "[" or c == "{":
-        close, items = ("]", []) if c == "[" else ("}", {})
-        i += 1
-        if s[i] == close:
-            return items, i + 1
-        while True:
-            if c == "[":
-                value, i = _compact(s, i)
-                items.append(value)
-            else:
-                if s[i] != '"':
-                    raise _NotCompact
-                key, i = _compact(s, i)
-                if s[i] != ":":
-                    raise _NotCompact
-                items[key], i = _compact(s, i + 1)
-            if s[i] == close:
-                return items, i + 1
-            if s[i] != ",":
-                raise _NotCompact
-            i += 1
-    end = i
-    while end < len(s) and s[end] in _NUMBER_CHARS:
-        end += 1
-    return _number(s[i:end]), end
-
-
-def _number(token: str) -> int | float:
-    """A JSON number as json reads it: an int, a float with a fraction or an exponent."""
-    mantissa, e, exponent = token.replace("E", "e").partition("e")
-    whole, dot, fraction = mantissa.partition(".")
-    digits = whole[1:] if whole[:1] == "-" else whole
-    if not digits.isdigit() or (digits[0] == "0" and len(digits) > 1) or (dot and not fraction.isdigit()):
-        raise _NotCompact
-    if e and not (exponent[1:] if exponent[:1] in ("-", "+") else exponent).isdigit():
-        raise _NotCompact
-    return float(token) if dot or e else int(token)
 
 
 def _ints(raw, width: int) -> tuple:
