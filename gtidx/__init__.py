@@ -34,7 +34,7 @@ _LAZY = {
     "at_time": "api",
     "parse_time": "api",
     "BinlogInfo": "api",
-    "BuildResult": "index.files",
+    "BuildResult": "index.build",
     "build_catalog": "api",
     "load_catalog": "api",
 }

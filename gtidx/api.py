@@ -32,8 +32,9 @@ from .errors import (BadInputError, CorruptBinlogError, CorruptCatalogError, Gti
                      MySQLBinlogError, NotFoundError, UnsupportedBinlogError, quoted)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
-from .index.files import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
-                        open_index, read_index, stored_seen, verify_index)
+from .index.files import (IndexRoot, IndexState, IndexStatus, flavor_of, index_path, open_index, read_index, stored_seen,
+                          verify_index)
+from .index.format import DEFAULT_MAX_RATIO
 from .liblog import log
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     # decoded).
     from . import catalog
     from . import show as show_module
-    from .index.files import BuildResult     # made on first use (indexfile._build_result)
+    from .index.build import BuildResult
 
 # Many GTIDs in one binlog (``locate_many``, Spark's per-file tasks): one
 # pass over its groups beats index lookups from this many GTIDs per byte on:
@@ -1947,6 +1948,7 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
     opened with ``storage_options``: each index is written with one PUT.
     ``index_root`` (a local directory or a URL): write the indexes there,
     mirroring the binlogs' places (``IndexRoot``), not beside them."""
+    from .index.build import build_index    # here: a lookup never loads the build (dataclasses, the writer)
     index_root = kw.pop("index_root", None)
     if index_root is not None:
         kw["index_root"] = IndexRoot(_path(index_root, "index_root"), storage_options)
@@ -2107,7 +2109,7 @@ def _binlog_of(index: str) -> str:
 def _read_index(index: str):
     """A reader over the open file ``index`` (read page by page: memory
     stays bounded whatever its size), of the flavor its magic names
-    (``indexfile.read_index``), and the file to close."""
+    (``index.files.read_index``), and the file to close."""
     f = open_file(index)
     try:
         return read_index(f, path=index), f
@@ -2357,7 +2359,7 @@ def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, 
         hint="pick one: --history N (history=N); gtidx catalog show lists them")
 
 
-__all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build", "build_index",
+__all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",

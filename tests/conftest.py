@@ -190,7 +190,7 @@ def copy_set(tmp_path: Path, scenario: Path, build: bool = True) -> Path:
     pages, short spans: several records per file) unless ``build`` is False."""
     import shutil
     from gtidx import api
-    from gtidx.index.files import build_index
+    from gtidx.index.build import build_index
     d = tmp_path / f"{scenario.parent.name}-{scenario.name}"
     shutil.copytree(scenario, d)
     for p in d.iterdir():

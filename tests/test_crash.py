@@ -20,7 +20,8 @@ from pathlib import Path
 from conftest import FIXTURES, growing_copy
 from gtidx import api
 from gtidx.errors import NotFoundError
-from gtidx.index.files import IndexMeta, build_index
+from gtidx.index.build import build_index
+from gtidx.index.files import IndexMeta
 from gtidx.index.reader import IndexReader
 from gtidx.tail import TailSettings, Tailer
 

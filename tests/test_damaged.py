@@ -16,7 +16,7 @@ from gtidx import api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import CorruptBinlogError, GtidxError, NotFoundError
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 M1011 = FIXTURES / "mariadb-10.11"
 MULTI = M1011 / "multifile"

@@ -17,7 +17,8 @@ from gtidx import api
 from gtidx.binlog.mariadb import GTID, GTID_LIST, Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Position
-from gtidx.index.files import build_index, open_index
+from gtidx.index.build import build_index
+from gtidx.index.files import open_index
 from gtidx.tail import IncrementalIndex
 
 pytestmark = pytest.mark.live

@@ -21,7 +21,8 @@ from gtidx.index import format as fmt
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import CorruptIndexError, GtidxError, NotFoundError
 from gtidx.gtid import Position
-from gtidx.index.files import XATTR, build_index
+from gtidx.index.build import build_index
+from gtidx.index.files import XATTR
 from gtidx.index.reader import IndexReader
 from gtidx.tail import IncrementalIndex
 from tools import fuzz

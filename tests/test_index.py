@@ -19,7 +19,8 @@ from gtidx import api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
-from gtidx.index.files import (build_index, coarsen, open_index, server_records, stored_seen, verify_index)
+from gtidx.index.build import build_index, coarsen, server_records
+from gtidx.index.files import open_index, stored_seen, verify_index
 from gtidx.index.meta import IndexMeta, IndexState
 from gtidx.index.reader import IndexReader, Record
 from gtidx.index.writer import IndexWriter, RecordPolicy, write_records

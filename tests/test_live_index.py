@@ -16,7 +16,8 @@ from gtidx import api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Gtid, Position
-from gtidx.index.files import build_index, verify_index
+from gtidx.index.build import build_index
+from gtidx.index.files import verify_index
 from test_live import write_rotated
 
 pytestmark = pytest.mark.live

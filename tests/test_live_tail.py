@@ -19,7 +19,8 @@ import pytest
 from conftest import ROOT
 from gtidx import api
 from gtidx.binlog.mariadb import Binlog
-from gtidx.index.files import build_index, verify_index
+from gtidx.index.build import build_index
+from gtidx.index.files import verify_index
 from gtidx.index.reader import IndexReader
 from test_live import setup_schema, write_mix
 from tools.mariadb import MariaDB

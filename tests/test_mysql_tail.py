@@ -15,7 +15,8 @@ import pytest
 
 from conftest import FIXTURES, growing_copy
 from gtidx import api, catalog
-from gtidx.index.files import IndexMeta, build_index, open_index
+from gtidx.index.build import build_index
+from gtidx.index.files import IndexMeta, open_index
 from gtidx.index.files import flavor_of
 from gtidx.series.mysql import MysqlSeries
 from gtidx.binlog.mysql import open_binlog

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, ROOT, growing_copy, mysql_events, set_trx_length
 from gtidx.index import format as fmt
 from gtidx.errors import CorruptBinlogError, CorruptIndexError, GtidxError, MySQLBinlogError
-from gtidx.index.files import build_index, build_mysql_index, index_path, open_index, read_index, verify_index
+from gtidx.index.build import build_index, build_mysql_index
+from gtidx.index.files import index_path, open_index, read_index, verify_index
 from gtidx.index.meta import IndexState
 from gtidx.binlog.mysql import GTID_LOG, MysqlBinlog, open_binlog
 from gtidx.mysqlgtid import GNO_MAX, GtidSet, MysqlGtid

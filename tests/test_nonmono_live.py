@@ -18,7 +18,7 @@ from gtidx import api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 from gtidx.gtid import Gtid, Position
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live

@@ -19,7 +19,7 @@ from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError
 from gtidx.gtid import Gtid
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 SETS = [FIXTURES / "mariadb-10.11" / "multifile", FIXTURES / "mariadb-11.8" / "multifile",
         FIXTURES / "mariadb-10.11" / "mixed"]

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from gtidx import api
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live

@@ -21,7 +21,8 @@ from gtidx.binlog.mariadb import GTID, Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError, CorruptBinlogError
 from gtidx.gtid import Position
-from gtidx.index.files import build_index, index_path, open_index
+from gtidx.index.build import build_index
+from gtidx.index.files import index_path, open_index
 from gtidx.binlog.probe import CHAIN_EVENTS
 
 M1011 = FIXTURES / "mariadb-10.11"

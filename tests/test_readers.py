@@ -26,7 +26,8 @@ import pytest
 
 from conftest import FIXTURES
 from gtidx.errors import BadInputError
-from gtidx.index.files import build_index, open_index
+from gtidx.index.build import build_index
+from gtidx.index.files import open_index
 from gtidx.binlog.mariadb import Binlog, IN_USE_FLAG
 from gtidx.gtid import Position
 from gtidx.filebuf import ReadFile
@@ -226,7 +227,7 @@ WALKER = r"""
 import json, sys
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import GtidxError
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 mode, path = sys.argv[1], sys.argv[2]
 

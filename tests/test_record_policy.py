@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import FIXTURES, growing_copy
 from gtidx.binlog.mariadb import Binlog
 from gtidx.gtid import BinlogState, LatestGtids
-from gtidx.index.files import server_records
+from gtidx.index.build import server_records
 from gtidx.tail import IncrementalIndex
 from gtidx.index.writer import RecordPolicy
 

@@ -29,7 +29,7 @@ from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import GtidxError
 from gtidx.gtid import BinlogState, Gtid, Position
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 SETS = fixture_sets()
 # gtidx's index: small pages and spans (records inside every file), and a record at every group

@@ -414,7 +414,7 @@ def test_show_at_an_offset_walks_from_the_index_record_before_it(tmp_path):
     it is still shown, equal to the undamaged file's; without the index the
     walk from the start meets the damage (exit 3). The index only shortens
     the walk: a missing one is not mentioned (one line on stderr)."""
-    from gtidx.index.files import build_index
+    from gtidx.index.build import build_index
     copy = tmp_path / MIXED.name
     data = bytearray(MIXED.read_bytes())
     copy.write_bytes(bytes(data))

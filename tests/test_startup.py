@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 MIXED = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
 GTID = "2-2-225"
@@ -78,7 +78,7 @@ def test_a_lookup_imports_only_what_it_needs(indexed):
     assert sorted(m for m in NOT_FOR_A_LOOKUP if m in modules) == []
 
 
-EVERYTHING = "import gtidx.api, gtidx.catalog, gtidx.binlog.probe, gtidx.tail, gtidx.index.files; gtidx.index.files.BuildResult"
+EVERYTHING = "import gtidx.api, gtidx.catalog, gtidx.binlog.probe, gtidx.tail, gtidx.index.files, gtidx.index.build"
 
 
 def test_the_console_entry_freezes_what_is_alive_at_its_end_and_exits_as_before(indexed, tmp_path):
@@ -212,7 +212,7 @@ def test_index_status_and_build_result_are_what_they_were(tmp_path):
     import dataclasses
 
     import gtidx
-    from gtidx.index import files as indexfile
+    from gtidx.index import build as indexbuild, files as indexfile
     from gtidx.index.files import IndexState, IndexStatus
 
     s = IndexStatus("x.idx", IndexState.OK, owner="gtidx", _file=object())
@@ -221,11 +221,11 @@ def test_index_status_and_build_result_are_what_they_were(tmp_path):
     assert s == IndexStatus("x.idx", IndexState.OK, owner="gtidx", _file=s._file) != IndexStatus("x.idx", "ok")
     s.reason = "changed"
     assert s.reason == "changed" and IndexStatus.__hash__ is None
-    # BuildResult: still a dataclass, made on first use
+    # BuildResult: still a dataclass
     binlog = tmp_path / MIXED.name
     shutil.copyfile(MIXED, binlog)
     r = build_index(binlog)
-    assert type(r) is indexfile.BuildResult is gtidx.BuildResult and dataclasses.is_dataclass(r)
+    assert type(r) is indexbuild.BuildResult is gtidx.BuildResult and dataclasses.is_dataclass(r)
     assert repr(r).startswith(f"BuildResult(binlog='{binlog}', index='{binlog}.idx', action='built', reason=''")
     assert dataclasses.asdict(r)["records"] == r.records > 0 and r.ratio == r.size / r.binlog_size
     with pytest.raises(AttributeError):
@@ -278,7 +278,7 @@ def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
     assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
 
 
-# -- indexmeta._loads: json.loads, without json for what IndexMeta.to_json writes --------------------
+# -- index.meta: a fingerprint read back in a fresh interpreter is the one written ---------------------
 
 def test_index_meta_reads_what_it_writes_in_a_fresh_python():
     from gtidx.index.meta import IndexMeta, Progress

@@ -17,7 +17,8 @@ import pytest
 from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
 from gtidx.binlog.mariadb import Binlog
-from gtidx.index.files import IndexMeta, build_index, open_index
+from gtidx.index.build import build_index
+from gtidx.index.files import IndexMeta, open_index
 from gtidx.index.reader import IndexReader
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
 from gtidx.index.writer import IndexWriter, RecordPolicy

@@ -18,7 +18,8 @@ import pytest
 from conftest import FIXTURES
 from gtidx import api
 from gtidx.binlog.mariadb import Binlog
-from gtidx.index.files import IndexMeta, build_index, index_path, open_index
+from gtidx.index.build import build_index
+from gtidx.index.files import IndexMeta, index_path, open_index
 from gtidx.index.meta import XATTR, sidecar_path
 from gtidx.tail import IncrementalIndex, TailSettings, Tailer
 

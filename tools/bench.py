@@ -54,7 +54,7 @@ import random
 
 from gtidx import api
 from gtidx.binlog.mariadb import Binlog
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 HERE = Path(__file__).resolve().parent
 

@@ -77,7 +77,7 @@ M118_PORT = 3319                        # the shared tool's instance has 3318
 from gtidx import api  # noqa: E402
 from gtidx.binlog.mariadb import Binlog  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
-from gtidx.index.files import build_index  # noqa: E402
+from gtidx.index.build import build_index  # noqa: E402
 from tools.mariadb import MariaDB  # noqa: E402
 
 

@@ -97,7 +97,7 @@ import gtidx
 from gtidx import api
 from gtidx.errors import GtidxError, NotFoundError
 from gtidx.gtid import Gtid, Position
-from gtidx.index.files import build_index
+from gtidx.index.build import build_index
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

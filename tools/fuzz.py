@@ -68,7 +68,8 @@ from gtidx import api
 from gtidx.index import format as fmt
 from gtidx.errors import GtidxError, NotFoundError
 from gtidx.gtid import BinlogState, Position
-from gtidx.index.files import XATTR, build_index
+from gtidx.index.build import build_index
+from gtidx.index.files import XATTR
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

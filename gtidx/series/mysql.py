@@ -233,7 +233,7 @@ class MysqlSeries:
         """The MySQL index reader of ``path`` (``mysqlindex.MysqlIndexReader``:
         ``at_offset``, ``before_gtid``), or None when it has no usable index
         (said once per file, as for MariaDB binlogs: the walk answers).
-        Judged as every index is (``indexfile.open_index``: magic, flavor,
+        Judged as every index is (``index.files.open_index``: magic, flavor,
         fingerprint, tail), once per file and size."""
         b = self._file(path)
         key = (path, b.size)

@@ -69,8 +69,8 @@ from ..api import list_binlogs
 from ..binlog.mariadb import Binlog
 from ..errors import CorruptIndexError, GtidxError
 from ..gtid import SeqRanges
-from ..index.files import (DEFAULT_MAX_RATIO, MARIADB, build_index, flavor_of, index_path, open_index,
-                        record_identity, still_written)
+from ..index.build import DEFAULT_MAX_RATIO, build_index, record_identity
+from ..index.files import MARIADB, flavor_of, index_path, open_index, still_written
 from ..index.meta import FINGERPRINT_SPAN, QUIET_S, IndexMeta, Progress, digest_masked, now, seen_fields
 from ..filebuf import ReadFile
 from ..binlog.mysql import open_binlog
@@ -550,7 +550,7 @@ class Tailer:
         """A binlog finished while it was still being written has its index's
         fingerprint without the file's identity (``local_identity``: taken
         of quiet files only); once it has been quiet for QUIET_S, record it
-        (``indexfile.record_identity``), so that lookups need not read the
+        (``index.build.record_identity``), so that lookups need not read the
         binlog's first and last 64 KiB to trust the index."""
         for path in sorted(self._unquiet):
             try:
