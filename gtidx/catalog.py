@@ -74,7 +74,8 @@ import os
 from typing import NamedTuple
 
 from . import safefile
-from .binlog.mariadb import CHECKSUM_CRC32, Binlog
+from .binlog.events import CHECKSUM_CRC32
+from .binlog.mariadb import Binlog
 from .errors import CorruptCatalogError, GtidxError, GtidxIOError, quoted
 from .gtid import BinlogState, LatestGtids, SeqRanges
 from .index.files import IndexRoot, open_index

@@ -45,7 +45,8 @@ import struct
 import zlib
 from typing import NamedTuple
 
-from .binlog import mariadb as bl
+from .binlog import events
+from .binlog.mariadb import Binlog
 from .errors import BadInputError, CorruptBinlogError, GtidxIOError, UnsupportedBinlogError
 
 FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, SET NULL) are not in a "
@@ -351,7 +352,7 @@ def _length_coded(buf, at: int) -> tuple[int, int]:
     return int.from_bytes(bytes(buf[at + 1:at + 1 + width]), "little"), at + 1 + width
 
 
-def _plain_rows_event(ev: bl.Event, path) -> tuple[int, bytes]:
+def _plain_rows_event(ev: events.Event, path) -> tuple[int, bytes]:
     """A compressed rows event as the plain one it stands for: (type, body)."""
     body = ev.body
     try:
@@ -493,10 +494,10 @@ def _xid_text(format_id: int, data: bytes, gtrid_len: int) -> str:
 
 def _gtid_xid(body) -> str | None:
     """The XID a GTID event of an XA PREPARE group carries (FL_PREPARED_XA), or None."""
-    flags2 = body[bl.GTID_BODY.size - 1]
-    if not flags2 & bl.FL_PREPARED_XA:
+    flags2 = body[events.GTID_BODY.size - 1]
+    if not flags2 & events.FL_PREPARED_XA:
         return None
-    at = bl.GTID_BODY.size + (COMMIT_ID.size if flags2 & bl.FL_GROUP_COMMIT_ID else 0)
+    at = events.GTID_BODY.size + (COMMIT_ID.size if flags2 & events.FL_GROUP_COMMIT_ID else 0)
     try:
         format_id, gtrid_len, bqual_len = GTID_XID.unpack_from(body, at)
     except struct.error:
@@ -505,7 +506,7 @@ def _gtid_xid(body) -> str | None:
     return _xid_text(format_id, bytes(body[at:at + gtrid_len + bqual_len]), gtrid_len)
 
 
-def _xa_prepare(ev: bl.Event, path) -> str:
+def _xa_prepare(ev: events.Event, path) -> str:
     """XA_PREPARE event: ``XA PREPARE xid`` (``XA COMMIT xid ONE PHASE`` when one-phase)."""
     try:
         one_phase, format_id, gtrid_len, bqual_len = XA_PREPARE_HEAD.unpack_from(ev.body, 0)
@@ -516,7 +517,7 @@ def _xa_prepare(ev: bl.Event, path) -> str:
     return f"XA COMMIT {xid} ONE PHASE" if one_phase else f"XA PREPARE {xid}"
 
 
-def _undecodable(b: bl.Binlog, ev: bl.Event, what: str, err: Exception):
+def _undecodable(b: Binlog, ev: events.Event, what: str, err: Exception):
     """The error for an event mysql-replication could not decode. Its CRC32 was
     right (a binlog with checksums): the bytes are the server's, a layout the
     decoder does not know (exit 2). Without checksums it may be damage (exit 3)."""
@@ -553,7 +554,7 @@ def _table_id(body) -> int:
     return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
 
 
-def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | None" = None,
+def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset | None" = None,
                  schema: "ServerSchema | None" = None) -> GroupChanges:
     """Decode the event group ``group`` of the open binlog ``b``. ``tables``
     ("db.tbl" names): only the rows of these tables (the TABLE_MAP events of
@@ -568,22 +569,22 @@ def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | 
     path = b.path
     for ev in b.events_between(group.start, group.end):
         etype = ev.type
-        if etype in (bl.QUERY, bl.QUERY_COMPRESSED):
-            text = bl.decode_query_text(ev.body, path=path, offset=ev.offset)
-            if etype == bl.QUERY_COMPRESSED:
+        if etype in (events.QUERY, events.QUERY_COMPRESSED):
+            text = events.decode_query_text(ev.body, path=path, offset=ev.offset)
+            if etype == events.QUERY_COMPRESSED:
                 text = _uncompress(text, path=path, offset=ev.offset)
             if text.strip().upper() not in _FRAMING:
                 statements.append(text.decode("utf-8", "replace"))
             continue
-        if etype == bl.ANNOTATE_ROWS:
+        if etype == events.ANNOTATE_ROWS:
             annotations.append(bytes(ev.body).decode("utf-8", "replace"))
             continue
-        if etype == bl.GTID and ev.offset == group.start:
+        if etype == events.GTID and ev.offset == group.start:
             xid = _gtid_xid(ev.body)
             if xid is not None:           # XA START is not logged: the GTID event of the XA PREPARE group carries it
                 statements.append(f"XA START {xid}")
             continue
-        if etype == bl.XA_PREPARE:
+        if etype == events.XA_PREPARE:
             statements.append(_xa_prepare(ev, path))
             continue
         if etype != TABLE_MAP and etype not in _ROWS_OP and etype not in _UNCOMPRESSED:
@@ -602,10 +603,10 @@ def decode_group(b: bl.Binlog, group: bl.Group, tables: "set[str] | frozenset | 
             lib = _library()
         if etype in _UNCOMPRESSED:
             etype, body = _plain_rows_event(ev, path)
-        raw = bytearray(bl.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
-                                             bl.HEADER_LEN + len(body) + bl.CRC_LEN, 0, ev.flags))
+        raw = bytearray(events.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
+                                                 events.HEADER_LEN + len(body) + events.CRC_LEN, 0, ev.flags))
         raw += body
-        raw += bytes(bl.CRC_LEN)      # mysql-replication expects a checksum; ours was checked
+        raw += bytes(events.CRC_LEN)      # mysql-replication expects a checksum; ours was checked
         try:
             e = lib.event(bytes(raw), table_map)
         except CorruptBinlogError:

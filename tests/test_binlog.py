@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gtidx.binlog import mariadb as bl
+from gtidx.binlog import events as binlog_events
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import (CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
                           MySQLBinlogError, UnsupportedBinlogError)
@@ -41,7 +41,7 @@ def write(tmp_path: Path, data, name="master-bin.000001") -> Path:
 def set_in_use(data: bytearray) -> bytearray:
     """Mark a copy as still being written (the FDE's IN_USE flag). The FDE's
     CRC is computed with that flag cleared, so the copy stays valid."""
-    data[4 + 17] |= bl.IN_USE_FLAG
+    data[4 + 17] |= binlog_events.IN_USE_FLAG
     return data
 
 
@@ -57,7 +57,7 @@ def test_fde_facts():
     with Binlog(MIXED) as b:
         assert b.fde.binlog_version == 4
         assert "MariaDB" in b.fde.server_version and b.fde.server_version.startswith("11.8.")
-        assert b.fde.checksum == bl.CHECKSUM_CRC32 and b.checksum_len == 4
+        assert b.fde.checksum == binlog_events.CHECKSUM_CRC32 and b.checksum_len == 4
         assert b.fde.in_use is False and not b.growing
         assert b.gtid_list_offset == 256
         assert b.body_start == b.gtid_list_end > b.gtid_list_offset
@@ -65,7 +65,7 @@ def test_fde_facts():
 
 def test_no_checksum_file():
     with Binlog(NOCRC) as b:
-        assert b.fde.checksum == bl.CHECKSUM_NONE and b.checksum_len == 0
+        assert b.fde.checksum == binlog_events.CHECKSUM_NONE and b.checksum_len == 0
         assert all(b.event_ok(off) for off, *_ in b.headers())     # framing alone, no CRC to check
 
 
@@ -84,8 +84,8 @@ def test_start_state_is_the_gtid_list_and_the_server_answer_at_4():
 def test_xa_groups_carry_their_flags():
     with Binlog(XA) as b:
         flags = [g.flags2 for g in b.groups()]
-    assert sum(1 for f in flags if f & bl.FL_PREPARED_XA) >= 100
-    assert sum(1 for f in flags if f & bl.FL_COMPLETED_XA) >= 100
+    assert sum(1 for f in flags if f & binlog_events.FL_PREPARED_XA) >= 100
+    assert sum(1 for f in flags if f & binlog_events.FL_COMPLETED_XA) >= 100
 
 
 def test_events_of_real_files_end_in_rotate_and_hold_one_gtid_list():
@@ -94,32 +94,32 @@ def test_events_of_real_files_end_in_rotate_and_hold_one_gtid_list():
         with Binlog(path) as b:
             events = list(b.events())
             rotate = events[-1]
-            assert rotate.type == bl.ROTATE and rotate.end == b.size
+            assert rotate.type == binlog_events.ROTATE and rotate.end == b.size
             assert bytes(rotate.body[8:]) == nxt.name.encode()    # after the 8-byte position: the next file
-            assert any(e.type == bl.BINLOG_CHECKPOINT for e in events)
-            lists = [e for e in events if e.type == bl.GTID_LIST]
+            assert any(e.type == binlog_events.BINLOG_CHECKPOINT for e in events)
+            lists = [e for e in events if e.type == binlog_events.GTID_LIST]
             assert len(lists) == 1
-            assert BinlogState(bl.decode_gtid_list(lists[0].body)) == b.start_state
+            assert BinlogState(binlog_events.decode_gtid_list(lists[0].body)) == b.start_state
 
 
 def test_gtid_list_count_top_bits_are_masked():
     body = struct.pack("<I", 0xF0000001) + struct.pack("<IIQ", 0, 1, 5)
-    assert bl.decode_gtid_list(body) == [Gtid(0, 1, 5)]
+    assert binlog_events.decode_gtid_list(body) == [Gtid(0, 1, 5)]
     with pytest.raises(CorruptBinlogError):
-        bl.decode_gtid_list(struct.pack("<I", 0x0FFFFFFF) + bytes(16))
+        binlog_events.decode_gtid_list(struct.pack("<I", 0x0FFFFFFF) + bytes(16))
 
 
 def test_query_terminators():
     def query(text: bytes) -> bytes:
         return struct.pack("<IIBHH", 1, 0, 1, 0, 0) + b"d\0" + text
-    assert bl.is_group_terminator(bl.QUERY, query(b"COMMIT"), False)
-    assert bl.is_group_terminator(bl.QUERY, query(b"XA COMMIT X'31',X'',1"), False)
-    assert bl.is_group_terminator(bl.QUERY, query(b"ROLLBACK"), False)
-    assert not bl.is_group_terminator(bl.QUERY, query(b"ROLLBACK TO `sp1`"), False)
-    assert not bl.is_group_terminator(bl.QUERY, query(b"XA END X'31',X'',1"), False)
-    assert bl.is_group_terminator(bl.QUERY, query(b"CREATE TABLE t (a int)"), True)
-    assert bl.is_group_terminator(bl.XID, b"\0" * 8, False)
-    assert not bl.is_group_terminator(19, b"", False)
+    assert binlog_events.is_group_terminator(binlog_events.QUERY, query(b"COMMIT"), False)
+    assert binlog_events.is_group_terminator(binlog_events.QUERY, query(b"XA COMMIT X'31',X'',1"), False)
+    assert binlog_events.is_group_terminator(binlog_events.QUERY, query(b"ROLLBACK"), False)
+    assert not binlog_events.is_group_terminator(binlog_events.QUERY, query(b"ROLLBACK TO `sp1`"), False)
+    assert not binlog_events.is_group_terminator(binlog_events.QUERY, query(b"XA END X'31',X'',1"), False)
+    assert binlog_events.is_group_terminator(binlog_events.QUERY, query(b"CREATE TABLE t (a int)"), True)
+    assert binlog_events.is_group_terminator(binlog_events.XID, b"\0" * 8, False)
+    assert not binlog_events.is_group_terminator(19, b"", False)
 
 
 # -- walks -----------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_query_terminators():
 @pytest.mark.parametrize("path", [MIXED, XA, NOCRC], ids=lambda p: p.parent.name)
 def test_header_walk_sums_lengths_to_the_file_size(path):
     evs = event_offsets(path)
-    assert evs[0][:2] == (4, bl.FORMAT_DESCRIPTION)
+    assert evs[0][:2] == (4, binlog_events.FORMAT_DESCRIPTION)
     for (o1, _, l1), (o2, _, _) in zip(evs, evs[1:]):
         assert o1 + l1 == o2
     assert evs[-1][0] + evs[-1][2] == path.stat().st_size
@@ -149,7 +149,7 @@ def test_groups_match_the_group_boundaries():
     with Binlog(XA) as b:
         groups = list(b.groups())
     assert [[str(g.gtid), g.start, g.end] for g in groups] == oracle(XA)["groups"]
-    starts = {o for o, t, _ in event_offsets(XA) if t == bl.GTID}
+    starts = {o for o, t, _ in event_offsets(XA) if t == binlog_events.GTID}
     assert {g.start for g in groups} == starts
 
 
@@ -229,7 +229,7 @@ def test_mysql_binlog_is_refused_clearly(tmp_path):
 
 def test_binlog_v3_is_refused_clearly(tmp_path):
     data = copy_bytes(MIXED)
-    data[4 + 4] = bl.START_EVENT_V3
+    data[4 + 4] = binlog_events.START_EVENT_V3
     with pytest.raises(UnsupportedBinlogError, match="v1/v3"):
         Binlog(write(tmp_path, data))
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gtidx.binlog import mariadb as bl
+from gtidx.binlog import events as binlog_events
 from gtidx.binlog.mariadb import Binlog
 from gtidx.gtid import Position
 
@@ -114,7 +114,7 @@ def test_rotated_file_is_closed_and_ends_with_rotate(live_server, fresh_binlog):
     with Binlog(path) as b:
         assert not b.growing
         last = list(b.events())[-1]
-        assert last.type == bl.ROTATE and bytes(last.body[8:]) == nxt.encode()   # after the position: the next file
+        assert last.type == binlog_events.ROTATE and bytes(last.body[8:]) == nxt.encode()   # after the position: the next file
         assert all(b.event_ok(off) for off, *_ in b.headers())
         assert b.complete_end() == b.size
 
@@ -185,6 +185,6 @@ def test_group_commit_ids_from_concurrent_commits(live_server, fresh_binlog):
         live_server.sql("SET GLOBAL binlog_commit_wait_count=0, binlog_commit_wait_usec=100000")
     with Binlog(path) as b:
         groups = list(b.groups())
-    grouped = [g for g in groups if g.flags2 & bl.FL_GROUP_COMMIT_ID]
+    grouped = [g for g in groups if g.flags2 & binlog_events.FL_GROUP_COMMIT_ID]
     assert len(grouped) >= 2
     assert len(groups) >= 20 and all(a.end <= b.start for a, b in zip(groups, groups[1:]))

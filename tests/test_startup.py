@@ -236,17 +236,17 @@ def test_the_librarys_records_are_named_tuples():
     import pickle
 
     from gtidx import api
-    from gtidx.binlog import mariadb as binlog
+    from gtidx.binlog import events as binlog_events
     from gtidx.gtid import Gtid
 
     # the library's: named, pickled and typed as before
     g = Gtid.parse("0-1-5")
     loc = api.Location(g, "f", 1, 2, 2, 0, "index")
-    for v in (g, loc, binlog.Group(g, 1, 2, 0, 0)):
+    for v in (g, loc, binlog_events.Group(g, 1, 2, 0, 0)):
         assert pickle.loads(pickle.dumps(v)) == v and type(pickle.loads(pickle.dumps(v))) is type(v)
     assert repr(g) == "Gtid(domain=0, server=1, seq=5)" and api.Location.__qualname__ == "Location"
     assert loc.occurrences == () and loc.history is None and api.StateAt.position.__doc__
-    for cls in (Gtid, api.Location, api.StateAt, binlog.Group, binlog.Event):
+    for cls in (Gtid, api.Location, api.StateAt, binlog_events.Group, binlog_events.Event):
         assert cls.__bases__ == (tuple,) and cls._fields and hasattr(cls, "_replace")
 
 

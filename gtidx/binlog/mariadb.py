@@ -1,5 +1,8 @@
 """Read MariaDB binlog files: framing, the events gtidx needs, event groups.
 
+What the bytes mean (event types, flags, layouts, ``Event``/``Group``) is
+``binlog.events``'s; this module walks a file with them.
+
 A ``Binlog`` reads the file through ``filebuf`` and answers from the bytes:
 
 * ``headers()`` / ``events()``: every event, walked by summing event lengths
@@ -41,52 +44,22 @@ two equal).
 from __future__ import annotations
 
 import os
-import re
 import struct
 import zlib
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from .. import filebuf, storage
 from ..errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, GtidxError, GtidxIOError,
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
 from ..gtid import BinlogState, Gtid
 
-MAGIC = b"\xfebin"
-HEADER_LEN = 19
-CRC_LEN = 4
+from .events import (BOUNDARY_TYPES, CHECKSUM_CRC32, CHECKSUM_NONE, CHECKSUM_UNDEF, CRC_LEN,
+                     EVENT_HEADER, EVENT_NAMES, FDE_FIXED, FL_STANDALONE, FORMAT_DESCRIPTION, GROUP_RECORD, GTID,
+                     GTID_BODY_LEN, GTID_HEAD, GTID_LIST, HEADER_LEN, IN_USE_FLAG, MAGIC, MYSQL_ANONYMOUS_GTID,
+                     MYSQL_GTID, MYSQL_PREVIOUS_GTIDS, ROTATE, START_ENCRYPTION, START_EVENT_V3, STOP, TYPE_LENGTH,
+                     TYPE_SERVER_LENGTH, U32, Event, FormatDescription, Group, decode_gtid_list, event_crcs,
+                     has_checksum_alg, is_group_terminator, is_mariadb)
 
-# Event types (MariaDB's log_event.h numbering).
-START_EVENT_V3 = 1
-QUERY = 2
-STOP = 3
-ROTATE = 4
-XID = 16
-FORMAT_DESCRIPTION = 15
-INCIDENT = 26
-MYSQL_GTID = 33
-MYSQL_ANONYMOUS_GTID = 34
-MYSQL_PREVIOUS_GTIDS = 35
-XA_PREPARE = 38
-ANNOTATE_ROWS = 160
-BINLOG_CHECKPOINT = 161
-GTID = 162
-GTID_LIST = 163
-START_ENCRYPTION = 164
-QUERY_COMPRESSED = 165
-
-EVENT_NAMES = {
-    START_EVENT_V3: "START_V3", QUERY: "QUERY", STOP: "STOP", ROTATE: "ROTATE", XID: "XID",
-    FORMAT_DESCRIPTION: "FORMAT_DESCRIPTION", INCIDENT: "INCIDENT", 19: "TABLE_MAP",
-    23: "WRITE_ROWS_V1", 24: "UPDATE_ROWS_V1", 25: "DELETE_ROWS_V1", XA_PREPARE: "XA_PREPARE",
-    ANNOTATE_ROWS: "ANNOTATE_ROWS", BINLOG_CHECKPOINT: "BINLOG_CHECKPOINT", GTID: "GTID",
-    GTID_LIST: "GTID_LIST", START_ENCRYPTION: "START_ENCRYPTION", QUERY_COMPRESSED: "QUERY_COMPRESSED",
-    MYSQL_GTID: "MYSQL_GTID", MYSQL_ANONYMOUS_GTID: "MYSQL_ANONYMOUS_GTID",
-    MYSQL_PREVIOUS_GTIDS: "MYSQL_PREVIOUS_GTIDS",
-}
-
-# Events that are never inside an event group: they end the group before them.
-BOUNDARY_TYPES = frozenset({START_EVENT_V3, STOP, ROTATE, FORMAT_DESCRIPTION, INCIDENT,
-                            BINLOG_CHECKPOINT, GTID_LIST, START_ENCRYPTION})
 # What the group walk must look at: GTID starts a group, the rest end one.
 # A tuple indexed by event type: CPython specializes tuple[int] subscripts,
 # which makes this test ~30% cheaper per event than `etype in frozenset`.
@@ -105,188 +78,7 @@ try:                                   # the compiled group walk behind group_re
 except ImportError:                    # pragma: no cover - depends on the install
     _groups = None
 
-# GTID event flags2 (Group.flags2, as `gtidx dump` prints it).
-FL_STANDALONE = 0x01
-FL_GROUP_COMMIT_ID = 0x02
-FL_TRANSACTIONAL = 0x04
-FL_ALLOW_PARALLEL = 0x08
-FL_WAITED = 0x10
-FL_DDL = 0x20
-FL_PREPARED_XA = 0x40
-FL_COMPLETED_XA = 0x80
-
-IN_USE_FLAG = 0x0001          # LOG_EVENT_BINLOG_IN_USE_F, on the FDE
-CHECKSUM_NONE = 0
-CHECKSUM_CRC32 = 1
-CHECKSUM_UNDEF = 255
-
-# Every byte layout, named once.
-EVENT_HEADER = struct.Struct("<IBIIIH")   # timestamp, type, server_id, length, next_pos, flags
-TYPE_LENGTH = struct.Struct("<4xB4xI")     # type, length: all the hot loop reads
-TYPE_SERVER_LENGTH = struct.Struct("<4xBII")
-GTID_BODY = struct.Struct("<QIB")          # seq_no, domain_id, flags2
-GTID_BODY_LEN = GTID_BODY.size            # 13
-# A GTID event's header and body fields in one unpack from the event start:
-# timestamp, server_id (header), seq_no, domain_id, flags2 (body at +19).
-GTID_HEAD = struct.Struct("<I1xI10xQIB")
-GTID_ENTRY = struct.Struct("<IIQ")         # domain, server, seq (GTID_LIST, .idx keys)
-FDE_FIXED = struct.Struct("<H50sIB")       # binlog_version, server_version, created, header_len
-QUERY_POST_HEADER = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_len
-U32 = struct.Struct("<I")
-# A group as group_records packs it (the compiled walk writes the same):
-# start, end, seq_no, timestamp, server_id, domain_id, flags2.
-GROUP_RECORD = struct.Struct("<QQQIIII")
 _GROUP_CHUNK = 65536                      # records group_records has C write per buffer
-
-GTID_LIST_COUNT_MASK = 0x0FFFFFFF         # the top 4 bits are wire-only flags
-
-# Every event type a MariaDB server writes, or one of MySQL's it may pass on
-# (1 .. 41), and MariaDB's own (160 ..): what a header must name to be taken
-# for a real one where the length chain cannot vouch for it (``plausible_header``).
-KNOWN_TYPES = bytes(1 <= t <= 41 or 160 <= t <= 175 for t in range(256))
-_U32_MASK = 0xFFFFFFFF
-
-
-def plausible_header(offset: int, etype: int, length: int, next_pos: int, checksum_len: int) -> bool:
-    """Could the header (type, length, next-position field) read at ``offset``
-    be a real event's? Its type is one a server writes, its length holds a
-    header and a checksum (a GTID event: its fixed body too), and its
-    next-position field is 0 (MariaDB 11.4+ writes that for events from the
-    transaction cache) or the event's end (modulo 2**32: it wraps at 4 GiB).
-    Every event of the fixtures (10.11 and 11.8) passes; a destroyed header
-    almost never does. Whether the event fits in the file is the caller's."""
-    if not KNOWN_TYPES[etype] or length < HEADER_LEN + checksum_len:
-        return False
-    if etype == GTID and length < HEADER_LEN + GTID_BODY_LEN + checksum_len:
-        return False
-    return next_pos == 0 or next_pos == (offset + length) & _U32_MASK
-
-
-def is_mariadb(server_version: str) -> bool:
-    """Did a MariaDB server write the binlog whose FORMAT_DESCRIPTION names
-    this server version? (MariaDB's says so; MySQL's, e.g. '9.7.4-2', does not.)"""
-    return "mariadb" in server_version.lower()
-
-
-_VERSION = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
-
-
-def has_checksum_alg(server_version: str) -> bool:
-    """Does the FORMAT_DESCRIPTION end with a checksum-algorithm byte (and
-    4 bytes for a CRC)? MariaDB >= 5.3 always writes it, MySQL from 5.6.1
-    (its checksum_version_product): an older MySQL FDE ends with its
-    post-header lengths."""
-    if is_mariadb(server_version):
-        return True
-    m = _VERSION.match(server_version)
-    return m is None or tuple(int(x) for x in m.groups()) >= (5, 6, 1)
-
-
-def event_crc(event, etype: int) -> int:
-    """The CRC32 an event (its bytes from the header to just before its
-    stored checksum) should carry: a FORMAT_DESCRIPTION's is computed with
-    its IN_USE flag clear."""
-    if etype == FORMAT_DESCRIPTION:
-        event = bytearray(event)
-        event[17] &= ~IN_USE_FLAG & 0xFF
-    return zlib.crc32(event)
-
-
-class FormatDescription(NamedTuple):
-    binlog_version: int
-    server_version: str
-    created: int
-    header_length: int
-    checksum: int          # CHECKSUM_NONE or CHECKSUM_CRC32
-    in_use: bool           # still being written, or its server did not close it
-    length: int            # of the FDE event itself
-
-
-class Event(NamedTuple):
-    offset: int
-    type: int
-    server_id: int
-    length: int
-    timestamp: int
-    flags: int
-    body: memoryview       # without header and checksum
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.length
-
-    @property
-    def name(self) -> str:
-        return EVENT_NAMES.get(self.type, f"TYPE_{self.type}")
-
-
-class Group(NamedTuple):
-    """An event group: its GTID event's offset (start) and the offset just
-    after its last event (end)."""
-    gtid: Gtid
-    start: int
-    end: int
-    timestamp: int
-    flags2: int
-
-
-# -- decoders (bodies are bytes-like, without header and checksum) ------------
-
-def decode_gtid_list(body, *, path=None, offset=None) -> list[Gtid]:
-    if len(body) < 4:
-        raise CorruptBinlogError("GTID_LIST event too short", path=path, offset=offset)
-    count = U32.unpack_from(body, 0)[0] & GTID_LIST_COUNT_MASK
-    if 4 + count * GTID_ENTRY.size > len(body):
-        raise CorruptBinlogError(f"GTID_LIST claims {count} GTIDs but has room for "
-                                 f"{(len(body) - 4) // GTID_ENTRY.size}", path=path, offset=offset)
-    return [Gtid(*GTID_ENTRY.unpack_from(body, 4 + i * GTID_ENTRY.size)) for i in range(count)]
-
-
-def decode_query_text(body, *, path=None, offset=None) -> bytes:
-    """The SQL text of a QUERY event (not for QUERY_COMPRESSED)."""
-    try:
-        _, _, db_len, _, status_len = QUERY_POST_HEADER.unpack_from(body, 0)
-    except struct.error:
-        raise CorruptBinlogError("QUERY event too short", path=path, offset=offset)
-    start = QUERY_POST_HEADER.size + status_len + db_len + 1
-    if start > len(body):
-        raise CorruptBinlogError("QUERY event fields run past its end", path=path, offset=offset)
-    return bytes(body[start:])
-
-
-_TERMINATING_QUERIES = (b"COMMIT", b"ROLLBACK")
-_TERMINATING_XA = (b"XA COMMIT", b"XA ROLLBACK")
-
-
-def _crcs(event, etype: int) -> tuple[int, int]:
-    """(stored, computed) CRC32 of a whole event with a checksum (the bytes
-    from its header on); a FORMAT_DESCRIPTION's with its IN_USE flag cleared,
-    as the server computes it."""
-    return U32.unpack_from(event, len(event) - CRC_LEN)[0], event_crc(event[:len(event) - CRC_LEN], etype)
-
-
-def is_group_terminator(event_type: int, body, standalone: bool) -> bool:
-    """Does an event of this type (and body) end the event group it is in?
-
-    Used only for the last group of a file that is still being written: a
-    group there is complete once its terminator is on disk. XID ends
-    transactional groups; XA_PREPARE ends an XA PREPARE group; a QUERY
-    ``COMMIT``/``ROLLBACK``/``XA COMMIT``/``XA ROLLBACK`` ends the others;
-    in a standalone group (DDL) the statement itself is the whole group.
-    """
-    if event_type in (XID, XA_PREPARE):
-        return True
-    if event_type == QUERY_COMPRESSED:
-        return standalone
-    if event_type != QUERY:
-        return False
-    if standalone:
-        return True
-    try:
-        text = decode_query_text(body).strip().upper()
-    except CorruptBinlogError:
-        return False
-    return text in _TERMINATING_QUERIES or text.startswith(_TERMINATING_XA)
 
 
 # -- the file ----------------------------------------------------------------
@@ -598,7 +390,7 @@ class Binlog:
         self._fill(off, off + ln)
         if ln < HEADER_LEN + CRC_LEN:
             raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
-        stored, computed = _crcs(memoryview(mm)[off:off + ln], etype)
+        stored, computed = event_crcs(memoryview(mm)[off:off + ln], etype)
         if computed != stored:
             raise self._corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
                                 f"(stored {stored:08x}, computed {computed:08x})", off)
@@ -622,7 +414,7 @@ class Binlog:
             return False
         if not self.checksum_len:
             return True
-        stored, computed = _crcs(memoryview(head if len(head) >= ln else src.read_exact(offset, ln))[:ln], etype)
+        stored, computed = event_crcs(memoryview(head if len(head) >= ln else src.read_exact(offset, ln))[:ln], etype)
         return stored == computed
 
     # -- groups ------------------------------------------------------------

@@ -36,8 +36,9 @@ import struct
 import zlib
 from typing import Iterator, NamedTuple
 
-from .mariadb import (EVENT_HEADER, EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP,
-                     TYPE_LENGTH, U32, XA_PREPARE, XID, Binlog, decode_query_text, is_mariadb)
+from .events import (EVENT_HEADER, EVENT_NAMES, FORMAT_DESCRIPTION, HEADER_LEN, INCIDENT, QUERY, ROTATE, STOP,
+                     TYPE_LENGTH, U32, XA_PREPARE, XID, decode_query_text, is_mariadb)
+from .mariadb import Binlog
 from .. import filebuf
 from ..errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
 from ..mysqlgtid import GNO_MAX, GtidSet, MysqlGtid, uuid_text

@@ -3,10 +3,10 @@
 ``walk_to(b, start, state, target)`` walks the length chain of a ``Binlog``
 from ``start`` (an event boundary the caller trusts: the file start, the end
 of the GTID_LIST, a checked index record) to the event holding ``target``,
-checking every event on the way: a plausible header (``binlog.plausible_header``:
+checking every event on the way: a plausible header (``events.plausible_header``:
 a known type, a length that holds a header and a checksum, a next-position
 field that is 0 or the event's end) and, when the binlog has checksums, its
-CRC32 (``binlog.event_crc``). The answer is a ``Boundaries``.
+CRC32 (``events.event_crc``). The answer is a ``Boundaries``.
 
 Only the chain vouches for a boundary: bytes inside an event that look like
 events (forged events in row data, with valid CRCs) are never looked at while
@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .mariadb import (CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, U32, Binlog,
-                     event_crc, plausible_header)
+from .events import CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, U32, event_crc, plausible_header
+from .mariadb import Binlog
 from ..errors import CorruptBinlogError
 from ..gtid import BinlogState
 

@@ -28,7 +28,8 @@ import zlib
 from enum import StrEnum
 
 from .. import safefile
-from ..binlog.mariadb import IN_USE_FLAG, Binlog
+from ..binlog.events import IN_USE_FLAG
+from ..binlog.mariadb import Binlog
 from ..errors import GtidxError
 from ..filebuf import ReadFile
 
