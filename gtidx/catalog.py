@@ -45,7 +45,7 @@ only once checked (``load``, ``Entry.problem``):
   (``Catalog.to_rewrite``). So is anything at its name but a regular file
   (a FIFO is refused, never waited on).
 * Each entry records its file's identity: ``identity`` for a local file
-  (``indexmeta.stat_identity``: device, inode, size, mtime and ctime),
+  (``index.meta.stat_identity``: device, inode, size, mtime and ctime),
   ``etag`` for an object (its ETag; with the size). A lookup takes an
   entry only while the file's identity is the recorded one: a local file
   written, touched, copied or replaced since is read (``stat``, or

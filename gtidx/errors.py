@@ -64,7 +64,7 @@ def redact(text):
     it is."""
     if not isinstance(text, str) or "@" not in text or "://" not in text:
         return text
-    import re
+    import re           # here: `import gtidx` (this module) does not load re
     return re.sub(_USERINFO, r"\1***@", text)
 
 

@@ -1,7 +1,7 @@
 """The library's logger, ``gtidx``, with ``logging`` imported on first use.
 
-Most commands have nothing to warn about, and importing ``logging`` costs
-about as much as a whole lookup (issue 16: the CLI's start-up). ``log``
+Most commands have nothing to warn about, and importing ``logging`` is a
+large share of the CLI's start-up (docs/benchmarks.md). ``log``
 stands for ``logging.getLogger("gtidx")``: every attribute is the real
 logger's, fetched (``logging`` imported) the first time one is asked for.
 

@@ -40,10 +40,12 @@ from __future__ import annotations
 import binascii
 import datetime as _dt
 import decimal
+import getpass
 import json
 import struct
 import zlib
 from typing import NamedTuple
+from urllib.parse import unquote, urlsplit
 
 from .binlog import events
 from .binlog.mariadb import Binlog
@@ -276,9 +278,7 @@ class ServerSchema:
 
     @staticmethod
     def _settings(where: str) -> dict:
-        from urllib.parse import unquote, urlsplit
         if "://" not in where:
-            import getpass
             return {"unix_socket": where, "user": getpass.getuser()}
         u = urlsplit(where)
         if u.scheme not in ("mysql", "mariadb") or not u.hostname:

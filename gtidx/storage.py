@@ -26,9 +26,11 @@ does not answer.
 """
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import stat
+import sys
 
 from . import filebuf, safefile
 from .errors import BadInputError, GtidxError, GtidxIOError
@@ -436,7 +438,6 @@ def _file_system(cls, options: dict, protocol: str, path: str):
     ``__init__`` did not set ("no attribute 'ftp'"), which Python prints as
     "Exception ignored in ...": that report is dropped while the half-made
     object goes (once the failure is handled), and no other."""
-    import sys
     report = sys.unraisablehook
 
     def half_made(unraisable) -> None:
@@ -469,7 +470,6 @@ def parse_option(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` (the CLI's ``--storage-option``): VALUE as JSON when it
     is JSON (``anon=true``, ``client_kwargs={"region_name": "eu-west-1"}``),
     else the string."""
-    import json
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise BadInputError(f"storage option {text!r} is not KEY=VALUE")

@@ -174,7 +174,7 @@ class Binlog:
         return self.fde.in_use
 
     # -- preamble: magic, FDE, START_ENCRYPTION / MySQL detection, GTID_LIST
-    flavor = "mariadb"      # the server family whose binlogs this class reads (mysqlbinlog: "mysql")
+    flavor = "mariadb"      # the server family whose binlogs this class reads (binlog.mysql's: "mysql")
 
     def _read_fde(self) -> int:
         """The framing every v4 binlog shares: the magic and the

@@ -1,6 +1,6 @@
 """Read MySQL binlog files (5.7 to 9.x): the start set and the transactions.
 
-The framing is MariaDB's (``binlog.py``: magic, 19-byte headers, lengths,
+The framing is MariaDB's (``binlog.mariadb``: magic, 19-byte headers, lengths,
 CRC32, the FORMAT_DESCRIPTION with its IN_USE flag): ``MysqlBinlog`` is a
 ``Binlog`` for all of that, and reads what differs:
 
@@ -43,7 +43,7 @@ from .. import filebuf
 from ..errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
 from ..mysqlgtid import GNO_MAX, GtidSet, MysqlGtid, uuid_text
 
-# MySQL's event types (binlog_event.h) beyond those binlog.py names.
+# MySQL's event types (binlog_event.h) beyond those ``binlog.events`` names.
 INTVAR = 5
 RAND = 13
 USER_VAR = 14
@@ -539,7 +539,7 @@ class MysqlBinlog(Binlog):
             hint="the binlog is damaged: the GTID event and the event lengths disagree")
 
     def set_batches(self, span: int, max_offset: int, previous: int = 0) -> Iterator[tuple[int, GtidSet]]:
-        """The walk an index build needs (``mysqlindex.MysqlRecordPolicy``):
+        """The walk an index build needs (``index.mysql.MysqlRecordPolicy``):
         yields ``(end, gtids)`` at the end of the first transaction ending
         ``span`` bytes or more past the previous yield (the first counted
         from ``previous``), ``gtids`` the GTIDs of the transactions since

@@ -17,7 +17,7 @@ Layout (all little-endian; see docs/index-format.md for the worked example):
 
 What a key holds is the one pluggable part (``KeyCodec``): MariaDB's
 format (``MARIADB``: 16-byte GTIDs) and gtidx's MySQL index
-(``mysqlindex.MYSQL``: a delta-coded GTID set in 1-byte units) share every
+(``index.mysql.MYSQL``: a delta-coded GTID set in 1-byte units) share every
 other rule here, in the writer and in the reader; each has its own magic.
 """
 from __future__ import annotations

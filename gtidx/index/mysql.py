@@ -1,7 +1,7 @@
 """gtidx's GTID index for MySQL binlogs (``<binlog>.idx``; docs/mysql-index-format.md).
 
 MySQL writes no index, so gtidx defines one: MariaDB's format 1.0 page by
-page (``idxformat``: pages, CRC32s, continuation pages, the append-only
+page (``index.format``: pages, CRC32s, continuation pages, the append-only
 B+-tree with its root last, node filling, the descent: ``writer`` and
 ``reader`` do all of it) with two differences, both in ``MysqlCodec``:
 
@@ -336,10 +336,10 @@ def join(values: list) -> GtidSet:
     return out
 
 
-# -- the flavor, for indexfile -------------------------------------------------------------------
+# -- the flavor, for index.files and index.build -----------------------------------------------
 
 class MysqlFlavor:
-    """What ``indexfile`` asks of an index flavor, for MySQL binlogs."""
+    """What ``index.files`` and ``index.build`` ask of an index flavor, for MySQL binlogs."""
 
     name = "mysql"
     codec = MYSQL

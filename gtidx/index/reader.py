@@ -192,7 +192,7 @@ class _Lookups:
 
 
 class IndexReader(_Lookups):
-    codec = fmt.MARIADB         # what a key holds, and the magic (gtidx's MySQL index: mysqlindex)
+    codec = fmt.MARIADB         # what a key holds, and the magic (gtidx's MySQL index: index.mysql)
 
     def __init__(self, source, *, path=None):
         """``source``: an open ``filebuf.Source`` (a local file or an object) (which this reader then

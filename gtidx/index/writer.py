@@ -53,7 +53,7 @@ class _Node:
 
 class IndexWriter:
     """The server's B+-tree writer. ``sink(page_bytes)`` receives each page.
-    ``codec``: what a key holds (``idxformat.KeyCodec``; MariaDB's GTIDs by
+    ``codec``: what a key holds (``index.format.KeyCodec``; MariaDB's GTIDs by
     default), and the file's magic."""
 
     def __init__(self, page_size: int, sink: Callable[[bytes], None], codec: fmt.KeyCodec = fmt.MARIADB):
@@ -240,7 +240,7 @@ class RecordPolicy:
 
     @staticmethod
     def first_offset(b: "Binlog") -> int:
-        """Record 0's offset (``idxformat.first_record_offset``)."""
+        """Record 0's offset (``index.format.first_record_offset``)."""
         return fmt.first_record_offset(b)
 
     def first(self, b: "Binlog") -> tuple[int, list]:
