@@ -14,9 +14,21 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import NamedTuple
 
 from .. import catalog, storage
 from .logfmt import event
+
+
+class CatalogWritten(NamedTuple):
+    """What one write of the catalog did: how many files it lists, whether a
+    file closed or the list changed (else only the growing file's entry
+    was made again), and the counts of ``Catalog.refresh``."""
+    files: int
+    closed: bool
+    walked: int
+    kept: int
+    failed: int
 
 
 class CatalogKeeper:
@@ -45,9 +57,9 @@ class CatalogKeeper:
         return st.st_ino, st.st_size, st.st_mtime_ns
 
     def keep(self, directory: str, files: list[str], touched: set, growing: str | None,
-             interval: float) -> dict | None:
-        """Write the catalog of ``directory`` if it exists and is due; the
-        counts of ``Catalog.refresh`` (and files, closed) when written."""
+             interval: float) -> CatalogWritten | None:
+        """Write the catalog of ``directory`` if it exists and is due; what
+        the write did, or None when there was nothing to write."""
         store = storage.LOCAL
         path = catalog.places(store, directory)[0][1]
         stamp = self._stamp(path)
@@ -87,4 +99,4 @@ class CatalogKeeper:
             self.growing_at = now
         closed = only is None or any(f != growing for f in only) or \
             [os.path.basename(f) for f in files] != before
-        return {"files": len(files), "closed": closed, **counts}
+        return CatalogWritten(len(files), closed, counts["walked"], counts["kept"], counts["failed"])

@@ -46,6 +46,10 @@ from .logfmt import event, log
 
 @dataclass
 class TailSettings:
+    """How a tail works: how often it looks (``interval`` seconds), the
+    index's layout (``page_size``, ``span_min``, ``max_ratio`` as for
+    ``build``), and how patient it is with a server, failures and the
+    catalog."""
     interval: float = 0.2
     page_size: int = fmt.DEFAULT_PAGE_SIZE
     span_min: int = fmt.DEFAULT_SPAN_MIN
@@ -83,6 +87,11 @@ def _internal(e: Exception) -> GtidxError:
 
 
 class Tailer:
+    """Follows one binlog directory: ``run`` looks at it every ``interval``
+    seconds (``poll``) until ``stop`` (SIGTERM, SIGINT, or another thread),
+    indexing each binlog as it grows and finishing its index when it
+    closes."""
+
     def __init__(self, directory: str, settings: TailSettings | None = None):
         self.directory = os.fspath(directory)
         self.settings = settings or TailSettings()
@@ -232,8 +241,8 @@ class Tailer:
             return
         self._ok(key)
         if done is not None:
-            event(logging.INFO if done["closed"] else logging.DEBUG, "catalog updated", catalog=key,
-                   files=done["files"], walked=done["walked"], kept=done["kept"], failed=done["failed"])
+            event(logging.INFO if done.closed else logging.DEBUG, "catalog updated", catalog=key,
+                  files=done.files, walked=done.walked, kept=done.kept, failed=done.failed)
 
     # -- failures: log once, back off, clean up, recover ---------------------------------
     def _due(self, key: str, retry_all: bool) -> bool:
