@@ -57,6 +57,33 @@ def _kill_at(proc_or_pid, delay: float) -> None:
         proc_or_pid.wait()
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """How long process ``pid`` (its main thread) has run on a CPU; None once
+    it has exited."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                return None
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _kill_at_cpu(proc_or_pid, cpu: float) -> None:
+    """kill -9 once the process has run ``cpu`` seconds on a CPU: the same
+    point of its work however loaded the machine is (on an idle one, the
+    moment ``_kill_at(cpu)`` picks)."""
+    pid = proc_or_pid if isinstance(proc_or_pid, int) else proc_or_pid.pid
+    give_up = time.monotonic() + 120                 # a process that no longer runs: kill it anyway
+    while time.monotonic() < give_up:
+        ran = _cpu_seconds(pid)
+        if ran is None or ran >= cpu:
+            break
+        time.sleep(0.0005)
+    _kill_at(proc_or_pid, 0)
+
+
 def _forked(fn) -> int:
     """Run ``fn`` in a forked child (a gtidx process without interpreter start-up
     cost, so kills land in the work, not in imports)."""
@@ -128,9 +155,10 @@ def test_kill_9_build_then_rerun_equals_a_clean_build(tmp_path):
 
 def test_kill_9_tail_then_restart_equals_a_clean_build(tmp_path):
     """25 kills of `gtidx tail` (3 as CLI subprocesses, 22 forked) while two
-    binlogs grow and rotate, each at a random moment, sometimes with a torn
-    last page; the tail restarted after the last kill finishes both indexes
-    equal to a clean build byte for byte."""
+    binlogs grow and rotate, each at a random moment of its work (of the CPU
+    time it has run, not of the clock: load does not move it), sometimes
+    with a torn last page; the tail restarted after the last kill finishes
+    both indexes equal to a clean build byte for byte."""
     rnd = random.Random(SEED + 1)
     src = M1011 / "multifile"
     names = ["master-bin.000018", "master-bin.000019"]
@@ -154,10 +182,10 @@ def test_kill_9_tail_then_restart_equals_a_clean_build(tmp_path):
             proc = subprocess.Popen(cli("tail", d, "--page-size", 64, "--span-min", 1, "--max-ratio", 1,
                                         "--interval", 0.01, "--log-level", "warning"),
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _kill_at(proc, rnd.uniform(0.2, 0.8))
+            _kill_at_cpu(proc, rnd.uniform(0.2, 0.8))
         else:
             pid = _forked(lambda: Tailer(str(d), settings).run())
-            _kill_at(pid, rnd.uniform(0.001, 0.04))
+            _kill_at_cpu(pid, rnd.uniform(0.001, 0.04))
         idx = d / f"{name}.idx"
         fp = IndexMeta.read(str(idx))
         partial += fp is not None and fp.partial
