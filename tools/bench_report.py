@@ -63,6 +63,7 @@ import sys
 import tempfile
 import time
 from argparse import Namespace
+from types import SimpleNamespace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -78,7 +79,16 @@ from gtidx import api  # noqa: E402
 from gtidx.binlog.mariadb import Binlog  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
 from gtidx.index.files import build_index  # noqa: E402
+from tools import bench_cli, bench_live, bench_spark  # noqa: E402
+from tools.bench_common import bare_walk, machine, sample_gtids, spark_split  # noqa: E402
 from tools.mariadb import MariaDB  # noqa: E402
+
+# What the report measures with (``run``'s ``bench``; a test passes a fake): the
+# sub-benchmarks it shows a section of, and the helpers its own rounds use.
+MEASURES = SimpleNamespace(machine=machine, bare_walk=bare_walk, sample_gtids=sample_gtids,
+                           bench_tail=bench_live.bench_tail, bench_spark=bench_spark.bench_spark,
+                           bench_startup=bench_cli.bench_startup, bench_changes=bench_spark.bench_changes,
+                           bench_mysql=bench_live.bench_mysql)
 
 
 def _ms(t0: int) -> float:
@@ -1040,7 +1050,6 @@ def markdown(r: dict) -> str:
 
 def _markdown_sections(r: dict) -> list[str]:
     """The sections that are also measured alone (--only)."""
-    from tools.bench import spark_split
     lines = []
     if "tail" in r:
         lines += ["", "**gtidx tail** beside a live 10.11 (defaults; one run of 10 s per rate)", "",
