@@ -7,6 +7,10 @@
     tools/bench scan   [--file F] [--runs 9]     group walk vs bare header walk
     tools/bench build  [--file F] [--runs 5]     index build vs bare header walk
     tools/bench lookup [--file F] [--n 200]      lookups by offset and by GTID near the end
+    tools/bench build|lookup|startup|spark ... --baseline DIR [--rounds 3]
+                                              the same, run by this checkout and by DIR (another
+                                              checkout) in turn, a process each: per-run figures
+                                              and the ratio of medians (this / DIR)
     tools/bench tail   [--seconds 15]            gtidx tail lag and CPU beside a live 10.11
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
     tools/bench batch  [--repeat 30] [--baseline DIR]  seek --from / pos --from end to end (lookups/s),
@@ -48,6 +52,7 @@ import sys
 from pathlib import Path
 
 from tools import bench_cli, bench_files, bench_live, bench_report, bench_spark
+from tools.bench_common import BASELINE_FIGURES, against_baseline, child_argv
 
 
 def main(argv=None) -> int:
@@ -97,11 +102,22 @@ def main(argv=None) -> int:
     s.add_argument("--n", type=int, default=200)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--json", help="also write the report here")
+    for name in BASELINE_FIGURES:          # the same comparison with another checkout for each
+        s = sub.choices[name]
+        s.add_argument("--baseline", metavar="DIR",
+                       help="another checkout (its C extension built): its own tools/bench %s run in turn with "
+                            "this one's, a process each; per-run figures and the ratio of medians" % name)
+        s.add_argument("--rounds", type=int, default=3, help="with --baseline: runs of each checkout, alternating")
     argv = sys.argv[1:] if argv is None else argv
     a = ap.parse_args(argv if argv and not argv[0].startswith("-") or "-h" in argv or "--help" in argv
                       else ["report", *argv])
     if a.cmd == "report":
         bench_report.run(bench_report.MEASURES, a)
+        return 0
+    if a.cmd in BASELINE_FIGURES and a.baseline:
+        report = against_baseline(a.cmd, child_argv(argv[1:]), a.baseline, a.rounds, BASELINE_FIGURES[a.cmd])
+        if a.json:
+            Path(a.json).write_text(json.dumps(report, indent=1))
         return 0
     report = {"scan": bench_files.bench_scan, "build": bench_files.bench_build, "lookup": bench_files.bench_lookup,
               "tail": bench_live.bench_tail, "spark": bench_spark.bench_spark, "batch": bench_cli.bench_batch,

@@ -143,3 +143,93 @@ def spark_split(s: dict) -> dict:
     planning = s["planning_s"] + rows
     return {"planning_s": s["planning_s"], "rows_s": rows, "planning_total_s": planning, "per_file_s": per_file,
             "per_file_s_total": s["per_file_task_s_total"], "overhead_s": s["spark_s"] - planning - per_file}
+
+
+# -- another checkout, interleaved ---------------------------------------------------------------------
+
+def child_argv(argv: list[str], drop=("--baseline", "--json", "--rounds", "--venv")) -> list[str]:
+    """``argv`` (a sub-benchmark's options) without the options that belong to
+    the comparison itself (each given as ``--opt VALUE`` or ``--opt=VALUE``)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in drop:
+            skip = True
+        elif not a.startswith(tuple(d + "=" for d in drop)):
+            out.append(a)
+    return out
+
+
+def against_baseline(sub: str, argv: list[str], baseline: str, rounds: int, figures) -> dict:
+    """Runs ``tools/bench SUB ARGV --json F`` of this checkout and of the
+    checkout ``baseline`` alternately (the order flipped every round, a new
+    process each: both trees hold a module named gtidx, and each tree's
+    ``tools/bench`` puts its own first on the module path), ``rounds`` times
+    each; ``figures(report) -> {name: value}`` takes the figures compared
+    from each run's JSON report. Prints every run's figures and, per
+    figure, the ratio of the medians (this / baseline); returns them."""
+    checkouts = {"this": HERE.parent, "baseline": Path(baseline).resolve()}
+    for name, root in checkouts.items():
+        if not (root / "tools" / "bench").exists():
+            raise SystemExit(f"{root} has no tools/bench: --baseline names another checkout of gtidx")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHON"] = sys.executable
+    runs: dict = {c: [] for c in checkouts}
+    print(f"tools/bench {sub} {' '.join(argv)}: {rounds} runs each of this checkout ({checkouts['this']}) "
+          f"and the baseline ({checkouts['baseline']}), alternating, a process each")
+    with tempfile.TemporaryDirectory(prefix="gtidx-bench-baseline-") as tmp:
+        for i in range(rounds):
+            for c in (list(checkouts) if i % 2 == 0 else list(checkouts)[::-1]):
+                out = Path(tmp) / f"{c}-{i}.json"
+                p = subprocess.run([str(checkouts[c] / "tools" / "bench"), sub, *argv, "--json", str(out)],
+                                   env=env, cwd=tmp, capture_output=True, text=True)
+                if p.returncode != 0:
+                    raise SystemExit(f"{c}'s tools/bench {sub} failed (exit {p.returncode}):\n"
+                                     f"{p.stdout[-2000:]}{p.stderr[-2000:]}")
+                got = figures(json.loads(out.read_text()))
+                runs[c].append(got)
+                print(f"  run {i + 1} {c:<8} " + ", ".join(f"{k} {v:.4g}" for k, v in got.items()), flush=True)
+    report = {"machine": machine(), "sub": sub, "argv": argv, "rounds": rounds,
+              "checkouts": {c: str(r) for c, r in checkouts.items()}, "figures": {}}
+    print(f"  {'figure':<36} {'this (median)':>14} {'baseline':>10}  this / baseline")
+    for name in runs["this"][0]:
+        this = [r[name] for r in runs["this"]]
+        base = [r[name] for r in runs["baseline"]]
+        ratio = statistics.median(this) / statistics.median(base) if statistics.median(base) else float("nan")
+        report["figures"][name] = {"this": this, "baseline": base, "ratio_of_medians": ratio}
+        print(f"  {name:<36} {statistics.median(this):14.4g} {statistics.median(base):10.4g}  {ratio:.3f}x")
+    return report
+
+
+def build_figures(r: dict) -> dict:
+    """``bench build``'s figures compared with a baseline: seconds (medians)."""
+    return {"gtidx build s": r["walks"]["gtidx build"]["median"],
+            "bare header walk s": r["walks"]["bare header walk"]["median"],
+            "build / bare walk": r["walks"]["gtidx build"]["median"] / r["walks"]["bare header walk"]["median"]}
+
+
+def lookup_figures(r: dict) -> dict:
+    """``bench lookup``'s figures compared with a baseline: median ms of each kind."""
+    return {f"{name} ms": v["median_ms"] for name, v in r["lookups"].items()}
+
+
+def startup_figures(r: dict) -> dict:
+    """``bench startup``'s figures compared with a baseline: median ms, and the
+    seek / import click ratio (the machine's load divided out)."""
+    return {"gtidx seek ms": r["ms"]["gtidx seek --gtid G FILE"]["median"],
+            "import click ms": r["ms"]["python -c 'import click'"]["median"],
+            "seek / import click": r["ratio_seek_to_click"]}
+
+
+def spark_figures(r: dict) -> dict:
+    """``bench spark``'s figures compared with a baseline: seconds of the first
+    locate of a session, and of the repeats (median)."""
+    out = {"spark locate s (first)": r["spark_s"]}
+    if r.get("repeats"):
+        out["spark locate s (again, median)"] = statistics.median(x["spark_s"] for x in r["repeats"])
+    return out
+
+
+BASELINE_FIGURES = {"build": build_figures, "lookup": lookup_figures, "startup": startup_figures,
+                    "spark": spark_figures}
