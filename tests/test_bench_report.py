@@ -303,3 +303,40 @@ def test_spark_section_shows_the_warm_runs():
     md = br.markdown(r)
     assert "The same locate again in the same session (the JVM warm), 2 runs: 4.5 (4-5) s = 222,222/s; " \
            "per-file work 2 (2-2) s on 2 cores; Spark's own overhead 44% (38%-50%) of the run." in md
+
+
+def test_baseline_comparison_alternates_and_divides_medians(tmp_path, monkeypatch, capsys):
+    """--baseline DIR: each checkout's own tools/bench runs in turn (the order
+    flipped every round), the figures come from each run's --json, and the
+    ratio is of the medians; the comparison's own options are not passed on."""
+    import json
+    import os
+    from tools import bench_common
+    log = tmp_path / "order.log"
+    for name, spark_s in (("this", [10.0, 12.0, 11.0]), ("base", [20.0, 22.0, 24.0])):
+        root = tmp_path / name
+        (root / "tools").mkdir(parents=True)
+        script = root / "tools" / "bench"
+        # the nth run of this checkout answers its nth figure; it logs its name and argv
+        script.write_text(f"""#!/bin/sh
+echo "{name} $*" >> {log}
+n=$(grep -c '^{name} ' {log})
+case $n in 1) s={spark_s[0]};; 2) s={spark_s[1]};; *) s={spark_s[2]};; esac
+eval out=\\${{$#}}
+echo '{{"spark_s": '$s', "repeats": [{{"spark_s": 1.0}}, {{"spark_s": 3.0}}]}}' > "$out"
+""")
+        script.chmod(0o755)
+    monkeypatch.setattr(bench_common, "HERE", tmp_path / "this" / "tools")
+    argv = bench_common.child_argv(["--lookups", "20000", "--baseline", str(tmp_path / "base"), "--rounds=3",
+                                    "--json", "x.json", "--repeats", "1", "--venv", "v"])
+    assert argv == ["--lookups", "20000", "--repeats", "1"]
+    r = bench_common.against_baseline("spark", argv, str(tmp_path / "base"), 3, bench_common.spark_figures)
+    order = [line.split()[0] for line in log.read_text().splitlines()]
+    assert order == ["this", "base", "base", "this", "this", "base"]
+    assert all(line.split()[1:4] == ["spark", "--lookups", "20000"] for line in log.read_text().splitlines())
+    first = r["figures"]["spark locate s (first)"]
+    assert first == {"this": [10.0, 12.0, 11.0], "baseline": [20.0, 22.0, 24.0], "ratio_of_medians": 0.5}
+    assert r["figures"]["spark locate s (again, median)"]["ratio_of_medians"] == 1.0
+    out = capsys.readouterr().out
+    assert "run 2 baseline spark locate s (first) 22" in out and "0.500x" in out
+    assert os.path.basename(r["checkouts"]["baseline"]) == "base" and json.dumps(r)
