@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tools import bench_remote as rm
 from tools import bench_report as br
 
 
@@ -86,16 +87,16 @@ def fake_s3() -> dict:
              "largest_read": 8 << 20, "puts": ["/b/w/master-bin.000001.idx", "/b/w/.master-bin.000001.idx.gtidx"]}
     return {"date": "today", "file": "master-bin.000001", "bytes": 256 << 20, "targets": 3, "downloads": 1,
             "builds": 2, "seed": 7, "upload_s": 5.0,
-            "lookups": {br.S3_SEEK: [_lookup(40.0, 6), _lookup(20.0, 5), _lookup(30.0, 6, ok=False)],
-                        br.S3_SEEK_DL: [_lookup(5000.0, 33, 1, binlog=1 << 28, index=0, other=0)]},
+            "lookups": {rm.S3_SEEK: [_lookup(40.0, 6), _lookup(20.0, 5), _lookup(30.0, 6, ok=False)],
+                        rm.S3_SEEK_DL: [_lookup(5000.0, 33, 1, binlog=1 << 28, index=0, other=0)]},
             "build_raw": [{**build, "s3_MB_s": 40.0, "local_MB_s": 400.0, "download_MB_s": 60.0},
                           {**build, "s3_MB_s": 50.0, "local_MB_s": 250.0, "download_MB_s": 50.0}]}
 
 
 def test_s3_summary_spreads_over_targets_and_builds():
     s3 = fake_s3()
-    br.summarize_s3(s3)
-    seek = s3["summary"][br.S3_SEEK]
+    rm.summarize_s3(s3)
+    seek = s3["summary"][rm.S3_SEEK]
     assert seek["n"] == 3 and seek["wrong"] == 1
     assert seek["ms"] == {"min": 20.0, "median": 30.0, "max": 40.0}
     assert seek["gets"] == {"median": 6, "max": 6} and seek["heads"] == {"median": 2, "max": 2}
@@ -110,15 +111,15 @@ def test_s3_summary_spreads_over_targets_and_builds():
 
 def test_s3_markdown_rows():
     s3 = fake_s3()
-    br.summarize_s3(s3)
-    md = "\n".join(br.markdown_s3(s3))
-    assert f"| {br.S3_SEEK} | 3 | 30 (20-40) | 6 + 2 | 196,608 | 4,396 | 1 |" in md
-    assert f"| {br.S3_SEEK_DL} | 1 | 5,000 (5,000-5,000) | 33 + 1 | 268,435,456 | 0 | 0 |" in md
+    rm.summarize_s3(s3)
+    md = "\n".join(rm.markdown_s3(s3))
+    assert f"| {rm.S3_SEEK} | 3 | 30 (20-40) | 6 + 2 | 196,608 | 4,396 | 1 |" in md
+    assert f"| {rm.S3_SEEK_DL} | 1 | 5,000 (5,000-5,000) | 33 + 1 | 268,435,456 | 0 | 0 |" in md
     assert "| gtidx build from S3 (38 GETs, largest 8 MiB; 2 PUTs: .master-bin.000001.idx.gtidx, " \
            "master-bin.000001.idx) | 45 (40-50) | 0.15 (0.1-0.2) |" in md
     assert "3 random targets, seed 7" in md and "shared machine" in md
     # a median below the max shows both
-    assert br._mm({"median": 5, "max": 6}) == "5 (6)" and br._mm({"median": 6, "max": 6}) == "6"
+    assert rm._mm({"median": 5, "max": 6}) == "5 (6)" and rm._mm({"median": 6, "max": 6}) == "6"
 
 
 def fake_cluster() -> dict:
@@ -132,12 +133,12 @@ def fake_cluster() -> dict:
 
 def test_cluster_ratio_pairs_each_cluster_run_with_a_local_run():
     c = fake_cluster()
-    br.summarize_cluster(c)
+    rm.summarize_cluster(c)
     assert c["summary"]["local"]["locate_s"] == {"min": 2.0, "median": 3.0, "max": 4.0}
     assert c["summary"]["cluster"]["per_s"] == pytest.approx({"min": 200.0, "median": 800 / 3, "max": 1000 / 3})
     # 3/2 and 5/4: within each round, not the ratio of the medians (4/3)
     assert c["x_local"] == {"min": 1.25, "median": 1.375, "max": 1.5}
-    md = "\n".join(br.markdown_cluster(c))
+    md = "\n".join(rm.markdown_cluster(c))
     assert "| local[2] (one JVM) | 3 (2-4) | 375 | 1 |" in md
     assert "| standalone: 1 master, 1 worker, 2 cores (separate JVMs) | 4 (3-5) | 267 | 1.38 (1.25-1.5) |" in md
     assert "1,000 lookups" in md and "2 runs each" in md and "modes: yes" in md and "(9 s to a registered" in md
@@ -242,7 +243,7 @@ def test_spark_section_splits_the_cpu_and_shows_the_floor():
 
 
 def test_store_reads_sorts_bytes_by_object():
-    reads = br.StoreReads()
+    reads = rm.StoreReads()
     reads.log += [("s3://b/k", 65536), ("s3://b/k.idx", 4096), ("s3://b/.k.idx.gtidx", 300), ("s3://b/k", 1000)]
     assert reads.take("s3://b/k") == {"binlog_bytes": 66536, "index_bytes": 4096, "other_bytes": 300,
                                       "largest_read": 65536}

@@ -41,8 +41,9 @@ any Python loop over events can do.
 This module is the one entry (``tools/bench <sub>``): it parses the options and
 dispatches; the measuring lives in tools/bench_common.py (shared helpers),
 bench_files.py (scan, build, lookup), bench_live.py (tail, mysql),
-bench_spark.py (spark, changes), bench_cli.py (batch, startup), and the report
-in tools/bench_report.py. None of them imports this module.
+bench_spark.py (spark, changes), bench_cli.py (batch, startup); the report in
+tools/bench_report.py, its main tables measured by bench_rounds.py and its S3
+and cluster sections by bench_remote.py. None of them imports this module.
 """
 from __future__ import annotations
 

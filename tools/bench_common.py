@@ -5,6 +5,7 @@ checkout (``--baseline DIR``: that tree's own ``tools/bench`` run in turn with
 this one's, a process each, since both trees hold a module named gtidx)."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
@@ -233,3 +234,30 @@ def spark_figures(r: dict) -> dict:
 
 BASELINE_FIGURES = {"build": build_figures, "lookup": lookup_figures, "startup": startup_figures,
                     "spark": spark_figures}
+
+
+# -- figures as the report gives them --------------------------------------------------------------------
+
+def ms_since(t0: int) -> float:
+    """Milliseconds since ``t0`` (a ``time.perf_counter_ns()``)."""
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def spread(values) -> dict:
+    """min / median / max of the values: how the report gives a figure measured over rounds."""
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def machine_date() -> str:
+    """Now, as the report dates its figures (UTC, to the minute)."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def three_digits(x: float) -> str:
+    """Three significant digits (thousands separated): 0.171, 43.1, 1,379."""
+    return f"{x:,.0f}" if x >= 999.5 else f"{float(f'{x:.3g}'):g}"
+
+
+def spread_text(sp: dict) -> str:
+    """A ``spread`` as the report's tables show it: median (min-max)."""
+    return f"{three_digits(sp['median'])} ({three_digits(sp['min'])}-{three_digits(sp['max'])})"
