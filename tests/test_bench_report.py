@@ -336,8 +336,9 @@ echo '{{"spark_s": '$s', "repeats": [{{"spark_s": 1.0}}, {{"spark_s": 3.0}}]}}' 
     assert order == ["this", "base", "base", "this", "this", "base"]
     assert all(line.split()[1:4] == ["spark", "--lookups", "20000"] for line in log.read_text().splitlines())
     first = r["figures"]["spark locate s (first)"]
-    assert first == {"this": [10.0, 12.0, 11.0], "baseline": [20.0, 22.0, 24.0], "ratio_of_medians": 0.5}
+    assert first == {"this": [10.0, 12.0, 11.0], "baseline": [20.0, 22.0, 24.0], "ratio_of_medians": 0.5,
+                     "ratio_per_round": [0.5, 12.0 / 22.0, 11.0 / 24.0]}
     assert r["figures"]["spark locate s (again, median)"]["ratio_of_medians"] == 1.0
     out = capsys.readouterr().out
-    assert "run 2 baseline spark locate s (first) 22" in out and "0.500x" in out
+    assert "run 2 baseline spark locate s (first) 22" in out and "0.500x  (0.500, 0.458-0.545)" in out
     assert os.path.basename(r["checkouts"]["baseline"]) == "base" and json.dumps(r)
