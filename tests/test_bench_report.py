@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tools import bench_remote as rm
 from tools import bench_report as br
 
 
@@ -86,16 +87,16 @@ def fake_s3() -> dict:
              "largest_read": 8 << 20, "puts": ["/b/w/master-bin.000001.idx", "/b/w/.master-bin.000001.idx.gtidx"]}
     return {"date": "today", "file": "master-bin.000001", "bytes": 256 << 20, "targets": 3, "downloads": 1,
             "builds": 2, "seed": 7, "upload_s": 5.0,
-            "lookups": {br.S3_SEEK: [_lookup(40.0, 6), _lookup(20.0, 5), _lookup(30.0, 6, ok=False)],
-                        br.S3_SEEK_DL: [_lookup(5000.0, 33, 1, binlog=1 << 28, index=0, other=0)]},
+            "lookups": {rm.S3_SEEK: [_lookup(40.0, 6), _lookup(20.0, 5), _lookup(30.0, 6, ok=False)],
+                        rm.S3_SEEK_DL: [_lookup(5000.0, 33, 1, binlog=1 << 28, index=0, other=0)]},
             "build_raw": [{**build, "s3_MB_s": 40.0, "local_MB_s": 400.0, "download_MB_s": 60.0},
                           {**build, "s3_MB_s": 50.0, "local_MB_s": 250.0, "download_MB_s": 50.0}]}
 
 
 def test_s3_summary_spreads_over_targets_and_builds():
     s3 = fake_s3()
-    br.summarize_s3(s3)
-    seek = s3["summary"][br.S3_SEEK]
+    rm.summarize_s3(s3)
+    seek = s3["summary"][rm.S3_SEEK]
     assert seek["n"] == 3 and seek["wrong"] == 1
     assert seek["ms"] == {"min": 20.0, "median": 30.0, "max": 40.0}
     assert seek["gets"] == {"median": 6, "max": 6} and seek["heads"] == {"median": 2, "max": 2}
@@ -110,15 +111,15 @@ def test_s3_summary_spreads_over_targets_and_builds():
 
 def test_s3_markdown_rows():
     s3 = fake_s3()
-    br.summarize_s3(s3)
-    md = "\n".join(br.markdown_s3(s3))
-    assert f"| {br.S3_SEEK} | 3 | 30 (20-40) | 6 + 2 | 196,608 | 4,396 | 1 |" in md
-    assert f"| {br.S3_SEEK_DL} | 1 | 5,000 (5,000-5,000) | 33 + 1 | 268,435,456 | 0 | 0 |" in md
+    rm.summarize_s3(s3)
+    md = "\n".join(rm.markdown_s3(s3))
+    assert f"| {rm.S3_SEEK} | 3 | 30 (20-40) | 6 + 2 | 196,608 | 4,396 | 1 |" in md
+    assert f"| {rm.S3_SEEK_DL} | 1 | 5,000 (5,000-5,000) | 33 + 1 | 268,435,456 | 0 | 0 |" in md
     assert "| gtidx build from S3 (38 GETs, largest 8 MiB; 2 PUTs: .master-bin.000001.idx.gtidx, " \
            "master-bin.000001.idx) | 45 (40-50) | 0.15 (0.1-0.2) |" in md
     assert "3 random targets, seed 7" in md and "shared machine" in md
     # a median below the max shows both
-    assert br._mm({"median": 5, "max": 6}) == "5 (6)" and br._mm({"median": 6, "max": 6}) == "6"
+    assert rm._mm({"median": 5, "max": 6}) == "5 (6)" and rm._mm({"median": 6, "max": 6}) == "6"
 
 
 def fake_cluster() -> dict:
@@ -132,12 +133,12 @@ def fake_cluster() -> dict:
 
 def test_cluster_ratio_pairs_each_cluster_run_with_a_local_run():
     c = fake_cluster()
-    br.summarize_cluster(c)
+    rm.summarize_cluster(c)
     assert c["summary"]["local"]["locate_s"] == {"min": 2.0, "median": 3.0, "max": 4.0}
     assert c["summary"]["cluster"]["per_s"] == pytest.approx({"min": 200.0, "median": 800 / 3, "max": 1000 / 3})
     # 3/2 and 5/4: within each round, not the ratio of the medians (4/3)
     assert c["x_local"] == {"min": 1.25, "median": 1.375, "max": 1.5}
-    md = "\n".join(br.markdown_cluster(c))
+    md = "\n".join(rm.markdown_cluster(c))
     assert "| local[2] (one JVM) | 3 (2-4) | 375 | 1 |" in md
     assert "| standalone: 1 master, 1 worker, 2 cores (separate JVMs) | 4 (3-5) | 267 | 1.38 (1.25-1.5) |" in md
     assert "1,000 lookups" in md and "2 runs each" in md and "modes: yes" in md and "(9 s to a registered" in md
@@ -190,13 +191,13 @@ def test_spark_section_shows_the_split():
     """Planning (the driver's, and the input rows' on the executors, spread
     over the cores), per-file work (summed task time over the cores) and
     Spark's own overhead (the rest), each with its share of the run."""
-    from tools import bench
+    from tools.bench_common import spark_split
     r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
          "spark": {"machine": "CPython", "files": 18, "bytes": 4 << 30, "lookups": 1_000_000, "found": 993_000,
                    "spark_s": 10.0, "spark_session_start_s": 9.0, "planning_s": 1.0, "per_file_task_s_total": 12.0,
                    "assign_s_total": 1.0, "cores": 2, "files_touched": 18, "loop_s": 250.0,
                    "loop_measured_lookups": 5000, "build_s": 0.3}}
-    assert bench.spark_split(r["spark"]) == {"planning_s": 1.0, "rows_s": 0.5, "planning_total_s": 1.5,
+    assert spark_split(r["spark"]) == {"planning_s": 1.0, "rows_s": 0.5, "planning_total_s": 1.5,
                                              "per_file_s": 6.0, "per_file_s_total": 12.0, "overhead_s": 2.5}
     md = br.markdown(r)
     assert "1,000,000 lookups over 18 binlogs (4.00 GiB) in 10.0 s = 100,000/s" in md
@@ -242,7 +243,7 @@ def test_spark_section_splits_the_cpu_and_shows_the_floor():
 
 
 def test_store_reads_sorts_bytes_by_object():
-    reads = br.StoreReads()
+    reads = rm.StoreReads()
     reads.log += [("s3://b/k", 65536), ("s3://b/k.idx", 4096), ("s3://b/.k.idx.gtidx", 300), ("s3://b/k", 1000)]
     assert reads.take("s3://b/k") == {"binlog_bytes": 66536, "index_bytes": 4096, "other_bytes": 300,
                                       "largest_read": 65536}
@@ -303,3 +304,41 @@ def test_spark_section_shows_the_warm_runs():
     md = br.markdown(r)
     assert "The same locate again in the same session (the JVM warm), 2 runs: 4.5 (4-5) s = 222,222/s; " \
            "per-file work 2 (2-2) s on 2 cores; Spark's own overhead 44% (38%-50%) of the run." in md
+
+
+def test_baseline_comparison_alternates_and_divides_medians(tmp_path, monkeypatch, capsys):
+    """--baseline DIR: each checkout's own tools/bench runs in turn (the order
+    flipped every round), the figures come from each run's --json, and the
+    ratio is of the medians; the comparison's own options are not passed on."""
+    import json
+    import os
+    from tools import bench_common
+    log = tmp_path / "order.log"
+    for name, spark_s in (("this", [10.0, 12.0, 11.0]), ("base", [20.0, 22.0, 24.0])):
+        root = tmp_path / name
+        (root / "tools").mkdir(parents=True)
+        script = root / "tools" / "bench"
+        # the nth run of this checkout answers its nth figure; it logs its name and argv
+        script.write_text(f"""#!/bin/sh
+echo "{name} $*" >> {log}
+n=$(grep -c '^{name} ' {log})
+case $n in 1) s={spark_s[0]};; 2) s={spark_s[1]};; *) s={spark_s[2]};; esac
+eval out=\\${{$#}}
+echo '{{"spark_s": '$s', "repeats": [{{"spark_s": 1.0}}, {{"spark_s": 3.0}}]}}' > "$out"
+""")
+        script.chmod(0o755)
+    monkeypatch.setattr(bench_common, "HERE", tmp_path / "this" / "tools")
+    argv = bench_common.child_argv(["--lookups", "20000", "--baseline", str(tmp_path / "base"), "--rounds=3",
+                                    "--json", "x.json", "--repeats", "1", "--venv", "v"])
+    assert argv == ["--lookups", "20000", "--repeats", "1"]
+    r = bench_common.against_baseline("spark", argv, str(tmp_path / "base"), 3, bench_common.spark_figures)
+    order = [line.split()[0] for line in log.read_text().splitlines()]
+    assert order == ["this", "base", "base", "this", "this", "base"]
+    assert all(line.split()[1:4] == ["spark", "--lookups", "20000"] for line in log.read_text().splitlines())
+    first = r["figures"]["spark locate s (first)"]
+    assert first == {"this": [10.0, 12.0, 11.0], "baseline": [20.0, 22.0, 24.0], "ratio_of_medians": 0.5,
+                     "ratio_per_round": [0.5, 12.0 / 22.0, 11.0 / 24.0]}
+    assert r["figures"]["spark locate s (again, median)"]["ratio_of_medians"] == 1.0
+    out = capsys.readouterr().out
+    assert "run 2 baseline spark locate s (first) 22" in out and "0.500x  (0.500, 0.458-0.545)" in out
+    assert os.path.basename(r["checkouts"]["baseline"]) == "base" and json.dumps(r)

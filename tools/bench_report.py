@@ -51,49 +51,39 @@ table and the chart into docs/benchmarks.md between the bench markers.
 """
 from __future__ import annotations
 
-import datetime
 import json
-import logging
 import os
-import random
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from argparse import Namespace
+from types import SimpleNamespace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from gtidx.index.build import build_index
+from tools import bench_cli, bench_live, bench_spark
+from tools.bench_common import (bare_walk, machine, machine_date, sample_gtids, spark_split, spread, spread_text,
+                                three_digits)
+from tools.bench_remote import (cluster_section, markdown_cluster, markdown_s3, s3_section, summarize_cluster,
+                                summarize_s3)
+from tools.bench_rounds import M118, build_round, cli_round, index_sizes, lookup_round, pick_targets
+from tools.mariadb import MariaDB
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = ROOT / "bench" / "results"
-SHARED_TOOL = ROOT.parent / "shared" / "tools" / "mariadb-11.8.sh"
-M118_ROOT = Path(os.environ.get("GTIDX_M118_ROOT", "/var/tmp/gtidx-ci-m118"))
-M118_DIR = "/srv/gtidx-bench"          # inside the 11.8 root
-M118_PORT = 3319                        # the shared tool's instance has 3318
 
-from gtidx import api  # noqa: E402
-from gtidx.binlog.mariadb import Binlog  # noqa: E402
-from gtidx.gtid import Position  # noqa: E402
-from gtidx.index.build import build_index  # noqa: E402
-from tools.mariadb import MariaDB  # noqa: E402
-
-
-def _ms(t0: int) -> float:
-    return (time.perf_counter_ns() - t0) / 1e6
-
-
-def spread(values) -> dict:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+# What the report measures with (``run``'s ``bench``; a test passes a fake): the
+# sub-benchmarks it shows a section of, and the helpers its own rounds use.
+MEASURES = SimpleNamespace(machine=machine, bare_walk=bare_walk, sample_gtids=sample_gtids,
+                           bench_tail=bench_live.bench_tail, bench_spark=bench_spark.bench_spark,
+                           bench_startup=bench_cli.bench_startup, bench_changes=bench_spark.bench_changes,
+                           bench_mysql=bench_live.bench_mysql)
 
 
 # -- machine ------------------------------------------------------------------------------------------
-
-def machine_date() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
 
 def machine_facts(bench) -> dict:
     mem = "?"
@@ -135,693 +125,6 @@ def versions_line(m: dict) -> str:
     libs = ", ".join(f"{k} {v[k]}" for k in ("pyspark", "pyarrow", "mysql-replication", "fsspec", "click") if v.get(k))
     return (f" gtidx {v.get('gtidx')} ({v.get('commit')}, compiled walk "
             f"{'on' if v.get('compiled_walk') else 'off'}); {libs}; {m.get('mariadb_binlog', '')}.")
-
-
-# -- build --------------------------------------------------------------------------------------------
-
-def _build_one(path: str, out: str) -> float:
-    t0 = time.perf_counter()
-    build_index(path, out=out, force=True)
-    return time.perf_counter() - t0
-
-
-BUILD_TRIES = 3     # build_round: the best of this many tries of each short run (0.3 s each)
-
-
-def build_round(bench, files: list[str], tmp: str, pool) -> dict:
-    """One round: MB/s of each contender on files[0]; two files on two cores
-    (files[0] and the largest of the others: a short binlog among the
-    workload's would make the pair measure one file). The header walk, the
-    build and the pair are each the best of BUILD_TRIES tries (as timeit
-    takes): a run lasts about 0.3 s, and a moment of the shared machine's
-    other work in it only ever slows it. mariadb-binlog runs once (seconds)."""
-    import mmap
-    f0, f1 = files[0], max(files[1:], key=os.path.getsize)
-    size0 = os.path.getsize(f0)
-    mb = size0 / 1e6
-
-    def best(run) -> float:
-        times = []
-        for _ in range(BUILD_TRIES):
-            t0 = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    def pair():
-        jobs = [pool.submit(_build_one, f, os.path.join(tmp, f"two{i}.idx")) for i, f in enumerate((f0, f1))]
-        for j in jobs:
-            j.result()
-    out = {}
-    with open(f0, "rb") as fh:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        out["bare header walk"] = mb / best(lambda: bench.bare_walk(mm))
-        mm.close()
-    out["gtidx build"] = mb / best(lambda: _build_one(f0, os.path.join(tmp, "one.idx")))
-    t0 = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        subprocess.run(["mariadb-binlog", f0], stdout=null, stderr=subprocess.DEVNULL, check=True)
-    out["mariadb-binlog (decode)"] = mb / (time.perf_counter() - t0)
-    out["gtidx build, 2 files on 2 cores"] = (size0 + os.path.getsize(f1)) / 1e6 / best(pair)
-    return out
-
-
-# -- lookups ------------------------------------------------------------------------------------------
-
-def pick_targets(files: list[str], n: int, seed: int) -> list[dict]:
-    """n random event groups over the files: their file, start, end and GTID,
-    and the state just before them (the replica position that asks for them)."""
-    rnd = random.Random(seed)
-    spans = []
-    for f in files:
-        with Binlog(f) as b:
-            spans += [(f, s, e, x) for s, e, x in b.group_spans()]
-    picks = sorted(rnd.sample(spans, n), key=lambda p: (p[0], p[1]))
-    out = []
-    with api.BinlogSeries(files) as logs:
-        for f, s, e, x in picks:
-            g = f"{x[3]}-{x[1]}-{x[2]}"
-            before = logs.state_at(f, s).position
-            out.append({"file": f, "start": s, "end": e, "gtid": g, "before": str(before)})
-    return out
-
-
-def _stream(settings: dict, **kw):
-    # its advice to set binlog_row_metadata=FULL (a warning per connection) is noise here
-    logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import MariadbGtidEvent
-    return BinLogStreamReader(connection_settings=settings, server_id=random.randrange(1000, 1 << 30),
-                              is_mariadb=True, blocking=False, only_events=[MariadbGtidEvent], **kw)
-
-
-def _stream_to_gtid(settings: dict, file: str, gtid: str) -> int:
-    """What a user of python-mysql-replication does to find a GTID: stream
-    the file from its start and stop at the GTID event."""
-    stream = _stream(settings, log_file=os.path.basename(file), log_pos=4, resume_stream=True)
-    try:
-        for ev in stream:
-            if ev.gtid == gtid:
-                return ev.packet.log_pos
-        raise RuntimeError(f"{gtid} not streamed from {file}")
-    finally:
-        stream.close()
-
-
-def _replica_first(settings: dict, position: str) -> str:
-    """A replica connecting with this GTID position: the server finds where
-    to start (10.11 scans the binlog, 11.8 descends its index) and sends the
-    first group; the time to that first GTID event is its lookup."""
-    stream = _stream(settings, auto_position=position)
-    try:
-        for ev in stream:
-            return ev.gtid
-        raise RuntimeError(f"nothing sent after {position}")
-    finally:
-        stream.close()
-
-
-def _server_pos(conn, file: str, offset: int) -> str:
-    with conn.cursor() as cur:
-        cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (os.path.basename(file), offset))
-        answer = cur.fetchone()[0]
-    return str(Position.parse(answer)) if answer is not None else None    # canonical order
-
-
-class Timer:
-    """Times one contender over its targets; counts answers that differ from gtidx's."""
-
-    def __init__(self):
-        self.results = {}
-
-    def run(self, name: str, fn, items, expect=None):
-        ts, wrong = [], 0
-        for i, item in enumerate(items):
-            t0 = time.perf_counter_ns()
-            got = fn(item)
-            ts.append(_ms(t0))
-            if expect is not None and str(got) != str(expect[i]):
-                wrong += 1
-        self.results[name] = {"n": len(ts), "median_ms": statistics.median(ts),
-                              "p99_ms": sorted(ts)[min(len(ts) - 1, round(0.99 * (len(ts) - 1)))],
-                              "wrong": wrong}
-
-
-def lookup_round(targets: list[dict], n_slow: int, srv, m118) -> dict:
-    files = sorted({t["file"] for t in targets})
-    offsets = [(t["file"], t["end"]) for t in targets]
-    gtids = [t["gtid"] for t in targets]
-    slow = targets[:: max(1, len(targets) // n_slow)][:n_slow]
-    tm = Timer()
-    with api.BinlogSeries(files) as logs:
-        truth = [str(logs.state_at(f, o).position) for f, o in offsets]
-        starts = [logs.locate(g).start for g in gtids]
-        tm.run("offset: gtidx index, warm", lambda fo: logs.state_at(*fo).position, offsets, truth)
-        tm.run("gtid: gtidx locate, warm", lambda g: logs.locate(g).start, gtids, starts)
-        tm.run("gtid: gtidx replica_start, warm", lambda t: logs.replica_start(t["before"]).first.gtid,
-               targets, gtids)
-
-    def cold_offset(fo):
-        with api.BinlogSeries(files) as lg:
-            return lg.state_at(*fo).position
-
-    def cold_gtid(g):
-        with api.BinlogSeries(files) as lg:
-            return lg.locate(g).start
-    tm.run("offset: gtidx index, cold", cold_offset, offsets, truth)
-    tm.run("gtid: gtidx locate, cold", cold_gtid, gtids, starts)
-    with api.BinlogSeries(files, use_index=False) as scan:
-        tm.run("offset: gtidx scan, no index", lambda fo: scan.state_at(*fo).position, offsets, truth)
-        tm.run("gtid: gtidx scan, no index", lambda g: scan.locate(g).start, gtids, starts)
-    conn = srv.connect()
-    try:
-        tm.run("offset: MariaDB 10.11 BINLOG_GTID_POS (scan)", lambda fo: _server_pos(conn, *fo), offsets, truth)
-    finally:
-        conn.close()
-    settings = srv.connection_settings()
-    # ~9 MB/s: 30 s per target on average, so only a spread-out subset
-    tm.run("gtid: python-mysql-replication stream from file start",
-           lambda t: _stream_to_gtid(settings, t["file"], t["gtid"]), slow)
-    tm.run("gtid: replica connect to MariaDB 10.11 (scan)", lambda t: _replica_first(settings, t["before"]),
-           targets, gtids)
-    if m118 is not None:
-        m118.round(tm)
-    return tm.results
-
-
-# -- MariaDB 11.8, a private instance in the shared tool's Debian 13 root ------------------------------
-
-class M118:
-    """A private MariaDB 11.8 with the first workload file replayed into it."""
-
-    def __init__(self, source: str, n: int, seed: int):
-        self.root = M118_ROOT
-        self.dir = self.root / M118_DIR.lstrip("/")
-        self.socket = str(self.dir / "mysqld.sock")
-        self.source, self.n, self.seed = source, n, seed
-        self.binlog = None
-
-    def _chroot(self, *cmd, **kw):
-        return subprocess.run(["chroot", str(self.root), *cmd], check=True, **kw)
-
-    def start(self) -> "M118":
-        if not (self.root / "usr/sbin/mariadbd").exists():
-            if not SHARED_TOOL.exists():
-                raise RuntimeError(f"no MariaDB 11.8: {SHARED_TOOL} is missing")
-            subprocess.run(["bash", str(SHARED_TOOL), str(self.root)], check=True, capture_output=True)
-        for sub, how in (("proc", ["-t", "proc", "proc"]), ("dev", ["--bind", "/dev"])):
-            if subprocess.run(["mountpoint", "-q", str(self.root / sub)]).returncode:
-                subprocess.run(["mount", *how, str(self.root / sub)], check=True)
-        (self.dir / "data").mkdir(parents=True, exist_ok=True)
-        (self.dir / "binlog").mkdir(exist_ok=True)
-        (self.dir / "my.cnf").write_text(f"""[mariadbd]
-datadir={M118_DIR}/data
-socket={M118_DIR}/mysqld.sock
-port={M118_PORT}
-bind-address=127.0.0.1
-server_id=1
-log_bin={M118_DIR}/binlog/master-bin
-max_binlog_size=1G
-binlog_format=ROW
-binlog_checksum=CRC32
-skip-name-resolve
-innodb_flush_log_at_trx_commit=0
-innodb_buffer_pool_size=256M
-sync_binlog=0
-max_allowed_packet=64M
-pid-file={M118_DIR}/mysqld.pid
-log-error={M118_DIR}/err.log
-user=mysql
-""")
-        self._chroot("chown", "-R", "mysql:mysql", M118_DIR)
-        if not (self.dir / "data" / "mysql").exists():
-            self._chroot("mariadb-install-db", f"--defaults-file={M118_DIR}/my.cnf", "--user=mysql",
-                         "--force", "--skip-name-resolve", capture_output=True)
-        if os.path.exists(self.socket):
-            os.unlink(self.socket)
-        subprocess.Popen(["chroot", str(self.root), "mariadbd", f"--defaults-file={M118_DIR}/my.cnf"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                self.sql("SELECT 1")
-                break
-            except Exception:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError(f"MariaDB 11.8 did not start: see {self.dir / 'err.log'}")
-        self.version = self.sql("SELECT VERSION()")[0][0]
-        self._replay()
-        return self
-
-    def stop(self) -> None:
-        try:
-            os.kill(int((self.dir / "mysqld.pid").read_text()), 15)
-        except (OSError, ValueError):
-            pass
-
-    def connect(self):
-        import pymysql
-        return pymysql.connect(unix_socket=self.socket, user="root", password="", autocommit=True)
-
-    def sql(self, q):
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(q)
-                return cur.fetchall()
-        finally:
-            conn.close()
-
-    def settings(self) -> dict:
-        return {"unix_socket": self.socket, "user": "root", "password": ""}
-
-    def _replay(self) -> None:
-        """Replay the source binlog once (same GTIDs), in a binlog of its own,
-        closed (so the server has written its whole index)."""
-        marker = self.dir / "replayed.json"
-        src = {"source": self.source, "size": os.path.getsize(self.source)}
-        if marker.exists():
-            m = json.loads(marker.read_text())
-            if m.get("source") == src["source"] and m.get("size") == src["size"] and \
-                    (self.dir / "binlog" / m["binlog"]).exists():
-                self.binlog = str(self.dir / "binlog" / m["binlog"])
-                self.replay_s = m["seconds"]
-                return
-        self.sql("FLUSH BINARY LOGS")
-        name = self.sql("SHOW MASTER STATUS")[0][0]
-        t0 = time.monotonic()
-        dump = subprocess.Popen(["mariadb-binlog", self.source], stdout=subprocess.PIPE)
-        subprocess.run(["mariadb", "-S", self.socket, "-uroot", "--max-allowed-packet=64M"],
-                       stdin=dump.stdout, check=True)
-        dump.stdout.close()
-        if dump.wait():
-            raise RuntimeError("mariadb-binlog failed")
-        self.sql("FLUSH BINARY LOGS")
-        self.replay_s = round(time.monotonic() - t0, 1)
-        self.binlog = str(self.dir / "binlog" / name)
-        marker.write_text(json.dumps({**src, "binlog": name, "seconds": self.replay_s}))
-
-    def targets(self) -> list[dict]:
-        return pick_targets([self.binlog], self.n, self.seed)
-
-    def round(self, tm: Timer) -> None:
-        ts = self.targets_cache = getattr(self, "targets_cache", None) or self.targets()
-        path = self.binlog
-        offsets = [t["end"] for t in ts]
-        with api.open_binlogs(path) as logs:
-            truth = [str(logs.state_at(path, o).position) for o in offsets]
-            tm.run("offset: gtidx reading 11.8's own index, warm", lambda o: logs.state_at(path, o).position,
-                   offsets, truth)
-            self.via = logs.state_at(path, offsets[0]).via
-        conn = self.connect()
-        try:
-            tm.run("offset: MariaDB 11.8 BINLOG_GTID_POS (its index)", lambda o: _server_pos(conn, path, o),
-                   offsets, truth)
-        finally:
-            conn.close()
-        tm.run("gtid: replica connect to MariaDB 11.8 (its index)",
-               lambda t: _replica_first(self.settings(), t["before"]), ts, [t["gtid"] for t in ts])
-
-
-# -- CLI start ----------------------------------------------------------------------------------------
-
-def cli_round(binlog: str, gtid: str, reps: int) -> dict:
-    exe = shutil.which("gtidx")
-    seek = [exe, "seek", "--gtid", gtid, binlog] if exe else [sys.executable, "-m", "gtidx", "seek",
-                                                                "--gtid", gtid, binlog]
-    jobs = {"python -c pass": [sys.executable, "-c", "pass"],
-            "python -c 'import gtidx.cli'": [sys.executable, "-c", "import gtidx.cli"],
-            "gtidx seek --gtid G FILE": seek}
-    # as a user runs them: the .pyc caches written and used (a shell's PYTHONDONTWRITEBYTECODE
-    # would time the compiling of every module changed since its cache was last written)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    for cmd in jobs.values():
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-    times = {k: [] for k in jobs}
-    for i in range(reps):
-        for name, cmd in (list(jobs.items()) if i % 2 == 0 else list(jobs.items())[::-1]):
-            t0 = time.perf_counter_ns()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-            times[name].append(_ms(t0))
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
-# -- object storage: moto_server ------------------------------------------------------------------
-
-S3_BUCKET = "gtidx-bench"
-
-
-class StoreReads:
-    """The bytes gtidx asks the object store for (every ranged GET and whole
-    object read of FsspecStore), as (path, bytes), while in the block."""
-
-    METHODS = ("cat", "read_bytes", "read_object")
-
-    def __init__(self):
-        self.log: list[tuple[str, int]] = []
-
-    def __enter__(self) -> "StoreReads":
-        from gtidx import storage
-        self._cls = storage.FsspecStore
-        self._saved = {name: self._cls.__dict__[name] for name in self.METHODS}
-        log = self.log
-
-        def counting(orig):
-            def read(store, path, *a, **kw):
-                data = orig(store, path, *a, **kw)
-                log.append((path, 0 if data is None else len(data)))
-                return data
-            return read
-        for name, orig in self._saved.items():
-            setattr(self._cls, name, counting(orig))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for name, orig in self._saved.items():
-            setattr(self._cls, name, orig)
-
-    def take(self, binlog: str) -> dict:
-        """Bytes read since the last take: of ``binlog``, of index objects, of anything else
-        (an index's fingerprint, a catalog); and the largest single read."""
-        out = {"binlog_bytes": 0, "index_bytes": 0, "other_bytes": 0, "largest_read": 0}
-        for path, n in self.log:
-            kind = "binlog_bytes" if path == binlog else "index_bytes" if path.endswith(".idx") else "other_bytes"
-            out[kind] += n
-            out["largest_read"] = max(out["largest_read"], n)
-        self.log.clear()
-        return out
-
-
-def _requests(reqs: list) -> dict:
-    return {"gets": sum(r[0] == "GET" for r in reqs), "heads": sum(r[0] == "HEAD" for r in reqs),
-            "puts": [p for m, p, _ in reqs if m == "PUT"], "requests": len(reqs)}
-
-
-def s3_section(files: list[str], args, tmp: str) -> dict:
-    """The first workload file uploaded to a moto_server once; then: ``build``
-    from S3 (MB/s, requests, PUTs) against the same build of the local file and
-    a plain download; one-shot ``seek --gtid`` / ``pos`` on S3 through the index
-    (a fresh gtidx.open per lookup: requests counted on the server, bytes
-    read by gtidx) against downloading the object and scanning it locally."""
-    from tools.s3server import MotoServer
-    src = files[0]
-    size = os.path.getsize(src)
-    key = f"workload/{os.path.basename(src)}"
-    url = f"s3://{S3_BUCKET}/{key}"
-    out = {"date": machine_date(), "file": os.path.basename(src), "bytes": size, "targets": args.s3_targets,
-           "downloads": args.s3_downloads, "builds": args.s3_builds, "seed": args.seed,
-           "lookups": {}, "build_raw": []}
-    with MotoServer(Path(tmp)) as srv, StoreReads() as reads:
-        client = srv.bucket(S3_BUCKET)
-        t0 = time.perf_counter()
-        client.upload_file(src, S3_BUCKET, key)
-        out["upload_s"] = time.perf_counter() - t0
-        opts = srv.storage_options()
-        print(f"s3: {src} uploaded to moto_server in {out['upload_s']:.1f} s")
-        # build: from S3 (forced: one full read and the PUTs each time), the same file locally, a download
-        local_idx = os.path.join(tmp, "local.idx")
-        os.mkdir(os.path.join(tmp, "download"))
-        copy = os.path.join(tmp, "download", os.path.basename(src))
-        for r in range(args.s3_builds):
-            srv.requests()
-            reads.take(url)
-            t0 = time.perf_counter()
-            [res] = list(api.build(url, storage_options=opts, force=True))
-            s3_s = time.perf_counter() - t0
-            if isinstance(res, Exception):
-                raise res
-            row = {"s3_MB_s": size / 1e6 / s3_s, **_requests(srv.requests()), **reads.take(url)}
-            row["local_MB_s"] = size / 1e6 / _build_one(src, local_idx)
-            t0 = time.perf_counter()
-            client.download_file(S3_BUCKET, key, copy)
-            row["download_MB_s"] = size / 1e6 / (time.perf_counter() - t0)
-            srv.requests()
-            out["build_raw"].append(row)
-            print(f"  build {r + 1}: S3 {row['s3_MB_s']:.0f} MB/s ({row['gets']} GETs, largest "
-                  f"{row['largest_read'] / 2**20:.1f} MiB, PUTs {row['puts']}); local {row['local_MB_s']:.0f} MB/s; "
-                  f"download {row['download_MB_s']:.0f} MB/s")
-        # lookups
-        targets = pick_targets([src], args.s3_targets, args.seed)
-        with api.BinlogSeries([src]) as logs:
-            truth_pos = [str(logs.state_at(src, t["end"]).position) for t in targets]
-            truth_start = [logs.locate(t["gtid"]).start for t in targets]
-        look = out["lookups"]
-
-        def one(name, fn, expect, reqs_reads=True):
-            srv.requests()
-            reads.take(url)
-            t0 = time.perf_counter_ns()
-            got = fn()
-            ms = _ms(t0)
-            row = {"ms": ms, **_requests(srv.requests()), **reads.take(url), "ok": str(got) == str(expect)}
-            look.setdefault(name, []).append(row)
-
-        def seek(g):
-            with api.open_binlogs(url, storage_options=opts) as lg:
-                loc = lg.locate(g)
-                return loc.start if loc.via == "index" else f"via {loc.via}"
-
-        def pos(off):
-            st = api.state_at(url, off, storage_options=opts)
-            return st.position if st.via == "index" else f"via {st.via}"
-        for i, t in enumerate(targets):
-            one(S3_SEEK, lambda: seek(t["gtid"]), truth_start[i])
-            one(S3_POS, lambda: pos(t["end"]), truth_pos[i])
-        step = max(1, len(targets) // max(1, args.s3_downloads))
-        for i in list(range(0, len(targets), step))[:args.s3_downloads]:
-            t = targets[i]
-
-            def scan_seek(c):
-                with api.BinlogSeries([c], use_index=False) as lg:
-                    return lg.locate(t["gtid"]).start
-
-            def scan_pos(c):
-                with api.BinlogSeries([c], use_index=False) as lg:
-                    return lg.state_at(c, t["end"]).position
-            for name, question, want in ((S3_SEEK_DL, scan_seek, truth_start[i]),
-                                         (S3_POS_DL, scan_pos, truth_pos[i])):
-                os.unlink(copy)
-                srv.requests()
-                t0 = time.perf_counter_ns()
-                client.download_file(S3_BUCKET, key, copy)
-                got = question(copy)
-                ms = _ms(t0)
-                row = {"ms": ms, **_requests(srv.requests()), "binlog_bytes": os.path.getsize(copy),
-                       "index_bytes": 0, "other_bytes": 0, "ok": str(got) == str(want)}
-                look.setdefault(name, []).append(row)
-        for name, rows in look.items():
-            print(f"  {name}: median {statistics.median(r['ms'] for r in rows):.1f} ms over {len(rows)}")
-    return out
-
-
-S3_SEEK = "gtid: gtidx seek on S3, through its index"
-S3_POS = "offset: gtidx pos on S3, through its index"
-S3_SEEK_DL = "gtid: download the object, gtidx scan"
-S3_POS_DL = "offset: download the object, gtidx scan"
-
-
-def summarize_s3(s3: dict) -> None:
-    """Per contender: ms per lookup (min / median / max over the targets),
-    requests and bytes (median and max); per build: MB/s over the builds."""
-    def mm(values):
-        return {"median": statistics.median(values), "max": max(values)}
-    s3["summary"] = {name: {"n": len(rows), "ms": spread([r["ms"] for r in rows]),
-                            "gets": mm([r["gets"] for r in rows]), "heads": mm([r["heads"] for r in rows]),
-                            "binlog_bytes": mm([r["binlog_bytes"] for r in rows]),
-                            "index_bytes": mm([r["index_bytes"] + r["other_bytes"] for r in rows]),
-                            "wrong": sum(not r["ok"] for r in rows)}
-                     for name, rows in s3["lookups"].items()}
-    b = s3["build_raw"]
-    s3["build"] = {"s3_MB_s": spread([r["s3_MB_s"] for r in b]), "local_MB_s": spread([r["local_MB_s"] for r in b]),
-                   "download_MB_s": spread([r["download_MB_s"] for r in b]),
-                   "x_local": spread([r["s3_MB_s"] / r["local_MB_s"] for r in b]),
-                   "gets": mm([r["gets"] for r in b]), "largest_read": max(r["largest_read"] for r in b),
-                   "puts": sorted({os.path.basename(p) for r in b for p in r["puts"]}),
-                   "puts_per_build": mm([len(r["puts"]) for r in b])}
-
-
-def _mm(v: dict, fmt=lambda x: f"{x:,.0f}") -> str:
-    return fmt(v["median"]) if v["median"] == v["max"] else f"{fmt(v['median'])} ({fmt(v['max'])})"
-
-
-def markdown_s3(s3: dict) -> list[str]:
-    b = s3["build"]
-    lines = ["", f"**Object storage** (moto_server, a separate process on 127.0.0.1; one workload file, "
-             f"{s3['file']}, {s3['bytes'] / 2**20:.0f} MiB, uploaded once; {s3['targets']} random targets, "
-             f"seed {s3['seed']}, a fresh `gtidx.open` per lookup; the downloads get {s3['downloads']} of them; "
-             f"requests counted on the server, bytes as gtidx read them; measured {s3['date']} on a shared machine)",
-             "", "| question: contender | n | ms per lookup, median (min-max) | GET + HEAD, median (max) | "
-             "binlog bytes, median (max) | index bytes, median (max) | wrong |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, v in s3["summary"].items():
-        lines.append(f"| {name} | {v['n']} | {_s(v['ms'])} | {_mm(v['gets'])} + {_mm(v['heads'])} | "
-                     f"{_mm(v['binlog_bytes'])} | {_mm(v['index_bytes'])} | {v['wrong']} |")
-    lines += ["", f"| build ({len(s3['build_raw'])} of each) | MB/s, median (min-max) | / the local build's |",
-              "|---|---:|---:|",
-              f"| gtidx build from S3 ({_mm(b['gets'])} GETs, largest {b['largest_read'] / 2**20:.0f} MiB; "
-              f"{_mm(b['puts_per_build'])} PUTs: {', '.join(b['puts'])}) | {_s(b['s3_MB_s'])} | {_s(b['x_local'])} |",
-              f"| gtidx build of the local file | {_s(b['local_MB_s'])} | 1 |",
-              f"| download alone (boto3 download_file) | {_s(b['download_MB_s'])} | - |"]
-    return lines
-
-
-# -- Spark: a standalone cluster against local mode ------------------------------------------------------
-
-CLUSTER_CORES = 2
-
-
-def cluster_section(bench, files: list[str], args, tmp: str) -> dict:
-    """``gs.locate`` of the same seeded GTIDs (~1% not in the binlogs) over the
-    workload files on a standalone cluster (1 master, 1 worker with 2 cores,
-    separate JVMs from the PySpark install, tools/spark_cluster.py) and in
-    local[2], alternating; executors get this checkout's gtidx as a zip and
-    run a Python without it installed; every row compared between the modes,
-    a sample with the library's answer. The binlogs are the local workload
-    files (the executors run on this machine), linked into a directory of
-    the run with their indexes beside them."""
-    from gtidx import spark as gs
-    from tools.spark_cluster import StandaloneCluster, gtidx_zip, node_python
-    here = Path(tmp) / "cluster-binlogs"
-    here.mkdir()
-    for f in files:
-        (here / os.path.basename(f)).symlink_to(f)
-    for r in api.build(str(here)):
-        if isinstance(r, Exception):
-            raise r
-    t0 = time.perf_counter()
-    wanted, groups = bench.sample_gtids(files, args.cluster_lookups, args.seed)
-    print(f"cluster: {len(wanted)} lookups over {len(files)} files ({groups} groups), sampled in "
-          f"{time.perf_counter() - t0:.1f} s")
-    saved = os.environ.get("PYSPARK_PYTHON")
-    os.environ["PYSPARK_PYTHON"] = str(node_python(Path(tmp)))
-    zipped = str(gtidx_zip(Path(tmp) / "gtidx-py.zip"))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    t0 = time.perf_counter()
-    cluster = StandaloneCluster(Path(tmp) / "spark", cores=CLUSTER_CORES, memory="2g", env=env)
-    out = {"date": machine_date(), "files": [os.path.basename(f) for f in files],
-           "bytes": sum(os.path.getsize(f) for f in files), "lookups": len(wanted), "seed": args.seed,
-           "cores": CLUSTER_CORES, "cluster_start_s": time.perf_counter() - t0, "runs": []}
-    answers = {}
-    try:
-        # the driver's JVM first, untimed: then every session start is a SparkContext's alone
-        from pyspark import SparkContext
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        t0 = time.perf_counter()
-        SparkContext._ensure_initialized()
-        out["driver_jvm_start_s"] = time.perf_counter() - t0
-        modes = [f"local[{CLUSTER_CORES}]", cluster.url]
-        for r in range(args.cluster_rounds):
-            for master in (modes if r % 2 == 0 else modes[::-1]):
-                mode = "local" if master.startswith("local") else "cluster"
-                t0 = time.perf_counter()
-                spark = gs.session(master, app=f"gtidx-bench-{mode}",
-                                   conf={"spark.submit.pyFiles": zipped, "spark.cores.max": str(CLUSTER_CORES),
-                                         "spark.executor.memory": "1g"})
-                spark.sparkContext.addPyFile(zipped)
-                start_s = time.perf_counter() - t0
-                try:
-                    df = spark.createDataFrame([(g,) for g in wanted], "gtid string")
-                    df = df.repartition(CLUSTER_CORES).cache()
-                    df.count()
-                    t0 = time.perf_counter()
-                    rows = gs.locate(spark, df, str(here)).collect()
-                    locate_s = time.perf_counter() - t0
-                finally:
-                    spark.stop()
-                got = sorted((r.gtid, r.file, r.start, r.end, r.resume, r.found) for r in rows)
-                answers.setdefault(mode, got)
-                out["runs"].append({"mode": mode, "master": master, "session_s": start_s, "locate_s": locate_s,
-                                    "rows": len(rows), "found": sum(r.found for r in rows),
-                                    "same_as_first": got == answers[mode]})
-                print(f"  {mode} ({master}): {locate_s:.1f} s for {len(rows)} lookups; session {start_s:.1f} s")
-    finally:
-        cluster.stop()
-        if saved is None:
-            os.environ.pop("PYSPARK_PYTHON", None)
-        else:
-            os.environ["PYSPARK_PYTHON"] = saved
-    out["equal"] = answers["local"] == answers["cluster"] and all(r["same_as_first"] for r in out["runs"])
-    rnd = random.Random(args.seed)
-    sample = rnd.sample(answers["cluster"], min(1000, len(answers["cluster"])))
-    wrong = 0
-    with api.open_binlogs(str(here)) as logs:
-        for g, file, start, end, resume, found in sample:
-            try:
-                loc = logs.locate(g)
-                mine = (loc.file, loc.start, loc.end, loc.resume, True)
-            except Exception:
-                mine = (None, None, None, None, False)
-            wrong += mine != (file, start, end, resume, found)
-    out["library_checked"], out["library_wrong"] = len(sample), wrong
-    return out
-
-
-def summarize_cluster(c: dict) -> None:
-    """Per mode: locate seconds (min / median / max over the runs) and
-    lookups per second; the cluster's time over local mode's, run by run
-    in order (each cluster run against the local run next to it)."""
-    by = {m: [r for r in c["runs"] if r["mode"] == m] for m in ("local", "cluster")}
-    c["summary"] = {m: {"locate_s": spread([r["locate_s"] for r in rs]),
-                        "per_s": spread([c["lookups"] / r["locate_s"] for r in rs]),
-                        "session_s": spread([r["session_s"] for r in rs])} for m, rs in by.items()}
-    c["x_local"] = spread([cl["locate_s"] / lo["locate_s"] for lo, cl in zip(by["local"], by["cluster"])])
-
-
-def markdown_cluster(c: dict) -> list[str]:
-    runs = len(c["runs"]) // 2
-    lines = ["", f"**Spark locate: a standalone cluster vs local mode** ({c['lookups']:,} lookups, seeded, ~1% "
-             f"not in the binlogs, over {len(c['files'])} workload binlog(s), {c['bytes'] / 2**30:.2f} GiB, "
-             f"local files; {c['cores']} cores each way; {runs} run{'s' if runs > 1 else ''} each, alternating; answers equal between the "
-             f"modes: {'yes' if c['equal'] else 'NO'}, {c['library_checked']:,} rows checked against the library: "
-             f"{c['library_wrong']} wrong; the locate and its collect timed, not the session's start nor the "
-             f"cluster's ({c['cluster_start_s']:.0f} s to a registered worker); measured {c['date']} on a shared "
-             "machine)", "",
-             "| mode | locate s, median (min-max) | lookups/s, median | time / local mode's |",
-             "|---|---:|---:|---:|"]
-    names = {"local": f"local[{c['cores']}] (one JVM)",
-             "cluster": f"standalone: 1 master, 1 worker, {c['cores']} cores (separate JVMs)"}
-    for m in ("local", "cluster"):
-        v = c["summary"][m]
-        ratio = "1" if m == "local" else _s(c["x_local"])
-        lines.append(f"| {names[m]} | {_s(v['locate_s'])} | {_f(v['per_s']['median'])} | {ratio} |")
-    return lines
-
-
-# -- index sizes --------------------------------------------------------------------------------------
-
-def index_sizes(workload: list[str], m118) -> list[dict]:
-    rows = []
-    sets = sorted(p for p in (ROOT / "fixtures").glob("mariadb-*/*") if p.is_dir())
-    with tempfile.TemporaryDirectory(prefix="gtidx-bench-sizes-") as tmp:
-        def measure(label, binlogs, server_idx):
-            total = ours = theirs = 0
-            have_theirs = True
-            for i, f in enumerate(binlogs):
-                try:
-                    r = build_index(f, out=os.path.join(tmp, f"{i}.idx"), force=True)
-                except Exception:      # encrypted / compressed-only sets gtidx refuses
-                    return
-                total += os.path.getsize(f)
-                ours += r.size
-                server = str(f) + ".idx"       # only an 11.8 wrote these
-                if server_idx and os.path.exists(server):
-                    theirs += os.path.getsize(server)
-                else:
-                    have_theirs = False
-            rows.append({"set": label, "binlog_bytes": total, "gtidx_bytes": ours,
-                         "gtidx_ratio": ours / total,
-                         "server_bytes": theirs if have_theirs else None,
-                         "server_ratio": theirs / total if have_theirs else None})
-        for s in sets:
-            binlogs = sorted(str(p) for p in s.glob("master-bin.[0-9]*") if not p.name.endswith(".idx"))
-            if binlogs:
-                measure(f"{s.parent.name}/{s.name}", binlogs, s.parent.name == "mariadb-11.8")
-        measure("workload (10.11, 4 x 256 MiB)", workload[:4], False)
-        if m118 is not None:
-            measure("workload file 1 replayed on 11.8", [m118.binlog], True)
-    return rows
-
 
 # -- the report ---------------------------------------------------------------------------------------
 
@@ -992,16 +295,6 @@ def summarize(report: dict) -> None:
     report["cli"] = {name: {"ms": spread([r[name] for r in c]),
                             "x_python": spread([r[name] / r["python -c pass"] for r in c])} for name in c[0]}
 
-
-def _f(x: float) -> str:
-    """Three significant digits (thousands separated): 0.171, 43.1, 1,379."""
-    return f"{x:,.0f}" if x >= 999.5 else f"{float(f'{x:.3g}'):g}"
-
-
-def _s(sp: dict) -> str:
-    return f"{_f(sp['median'])} ({_f(sp['min'])}-{_f(sp['max'])})"
-
-
 def markdown(r: dict) -> str:
     m = r["machine"]
     if "rounds_raw" not in r:        # sections measured alone (--only) and nothing else yet
@@ -1015,21 +308,21 @@ def markdown(r: dict) -> str:
     lines += ["**Build** (one 256 MiB binlog)", "",
               "| contender | MB/s | MB/s / gtidx build's |", "|---|---:|---:|"]
     for name, v in r["build"].items():
-        lines.append(f"| {name} | {_s(v['MB_s'])} | {_s(v['x_gtidx'])} |")
+        lines.append(f"| {name} | {spread_text(v['MB_s'])} | {spread_text(v['x_gtidx'])} |")
     lines += ["", f"**Lookups** ({r['targets']} random targets (group boundaries) over the workload; "
               f"python-mysql-replication, ~30 s a target, gets {r['slow_targets']} of them; the 11.8 rows "
               "run on its replayed copy of the first file, 100 targets there)", "",
               "| question: contender | n | median ms | p99 ms | time / gtidx warm | wrong |",
               "|---|---:|---:|---:|---:|---:|"]
     for name, v in r["lookups"].items():
-        lines.append(f"| {name} | {v['n']} | {_s(v['median_ms'])} | {_s(v['p99_ms'])} | "
-                     f"{_s(v['x_gtidx'])} | {v['wrong']} |")
+        lines.append(f"| {name} | {v['n']} | {spread_text(v['median_ms'])} | {spread_text(v['p99_ms'])} | "
+                     f"{spread_text(v['x_gtidx'])} | {v['wrong']} |")
     if "m118_missing" in r:
         lines.append(f"\nMariaDB 11.8 left out: {r['m118_missing']}")
     lines += ["", "**CLI start** (end to end, median of the repetitions)", "",
               "| command | ms | / `python -c pass` |", "|---|---:|---:|"]
     for name, v in r["cli"].items():
-        lines.append(f"| `{name}` | {_s(v['ms'])} | {_s(v['x_python'])} |")
+        lines.append(f"| `{name}` | {spread_text(v['ms'])} | {spread_text(v['x_python'])} |")
     lines += ["", "**Index size** (default build: 4 KiB pages, span_min 64 KiB, 2% budget)", "",
               "| binlogs | binlog bytes | gtidx .idx | server .idx |", "|---|---:|---:|---:|"]
     for row in r["index_sizes"]:
@@ -1040,7 +333,6 @@ def markdown(r: dict) -> str:
 
 def _markdown_sections(r: dict) -> list[str]:
     """The sections that are also measured alone (--only)."""
-    from tools.bench import spark_split
     lines = []
     if "tail" in r:
         lines += ["", "**gtidx tail** beside a live 10.11 (defaults; one run of 10 s per rate)", "",
@@ -1079,7 +371,7 @@ def _markdown_sections(r: dict) -> list[str]:
             shares = spread([spark_split(r)["overhead_s"] / r["spark_s"] for r in runs])
             per = spread([spark_split(r)["per_file_s"] for r in runs])
             lines += ["", f"The same locate again in the same session (the JVM warm), {len(runs)} runs: "
-                      f"{_s(totals)} s = {s['lookups'] / totals['median']:,.0f}/s; per-file work {_s(per)} s on "
+                      f"{spread_text(totals)} s = {s['lookups'] / totals['median']:,.0f}/s; per-file work {spread_text(per)} s on "
                       f"{s['cores']} cores; Spark's own overhead {shares['median']:.0%} ({shares['min']:.0%}-"
                       f"{shares['max']:.0%}) of the run. The first run of a session above pays the JVM's warm-up."]
         if s.get("floor"):
@@ -1109,8 +401,8 @@ def markdown_mysql(m: dict) -> list[str]:
              f"wrong answers: {m['wrong']}.", "",
              "| question: contender | n | median ms | min-max ms | p99 ms |", "|---|---:|---:|---:|---:|"]
     for name, v in m["lookups"].items():
-        lines.append(f"| {name} | {v['n']} | {_f(v['median_ms'])} | {_f(v['min_ms'])}-{_f(v['max_ms'])} | "
-                     f"{_f(v['p99_ms'])} |")
+        lines.append(f"| {name} | {v['n']} | {three_digits(v['median_ms'])} | {three_digits(v['min_ms'])}-{three_digits(v['max_ms'])} | "
+                     f"{three_digits(v['p99_ms'])} |")
     return lines
 
 
@@ -1120,7 +412,7 @@ def markdown_startup(s: dict) -> list[str]:
              f"through the index of a copy of fixtures/{s['fixture']})", "",
              "| command | median ms | p25-p75 | min-max |", "|---|---:|---:|---:|"]
     for name, v in s["ms"].items():
-        lines.append(f"| `{name}` | {_f(v['median'])} | {_f(v['p25'])}-{_f(v['p75'])} | {_f(v['min'])}-{_f(v['max'])} |")
+        lines.append(f"| `{name}` | {three_digits(v['median'])} | {three_digits(v['p25'])}-{three_digits(v['p75'])} | {three_digits(v['min'])}-{three_digits(v['max'])} |")
     r = s["ratio_per_run"]
     lines += ["", f"`gtidx seek` / `import click`: {s['ratio_seek_to_click']:.2f} (run by run: median "
               f"{r['median']:.2f}, {r['min']:.2f}-{r['max']:.2f}; the target: <= 1.2). gtidx's own start-up "
@@ -1134,7 +426,7 @@ def markdown_startup(s: dict) -> list[str]:
     if s.get("cpu_ms"):
         c = s["cpu_ms"]
         lines += ["", "CPU time (user + system; what a shared machine's load leaves alone), median: "
-                  + ", ".join(f"`{k}` {_f(v['median'])} ms" for k, v in c.items())
+                  + ", ".join(f"`{k}` {three_digits(v['median'])} ms" for k, v in c.items())
                   + f"; seek / import click {s['cpu_ratio_seek_to_click']:.2f} (run by run: median "
                   f"{s['cpu_ratio_per_run']['median']:.2f}). Load average during the runs: "
                   f"{s['load_average'][0]:.1f}."]
