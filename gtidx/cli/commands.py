@@ -1,7 +1,7 @@
-"""The ``gtidx`` commands other than the lookups (``cli``, ``cli.lookup``):
+"""The ``gtidx`` commands other than the lookups (``lookup``):
 scan, show, build, verify, info, dump, tail, status, catalog and spark.
 
-Imported when one of them runs or a help text lists them (``cli.COMMANDS``).
+Imported when one of them runs or a help text lists them (``main.COMMANDS``).
 """
 from __future__ import annotations
 
@@ -12,23 +12,23 @@ import time
 
 import click
 
-from ..cli import (_PATH, _close_stream, _emit_json, _history_option, _index_dir_option, _json_option, _max_ratio_option,
-                  _Number, _one_line, _Output, _page_size_option, _quiet_option, _span_min_option, _storage_option,
-                  _write_items, examples)
 from ..errors import BadInputError, GtidxError, GtidxIOError, quoted
+from .options import (PATH, Number, examples, history_option, index_dir_option, json_option, max_ratio_option,
+                      page_size_option, quiet_option, span_min_option, storage_option)
+from .output import Output, close_stream, emit_json, one_line, write_items
 
 
 @click.command(epilog=examples(
     'gtidx scan /var/lib/mysql/master-bin.000020',
     'gtidx scan --json /var/lib/mysql/master-bin.000020 | head'))
-@click.argument("file", type=_PATH)
-@_json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
+@click.argument("file", type=PATH)
+@json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
               "half-way adds \"error\" after the groups before the damage.")
 def scan(file, as_json):
     """List the event groups of FILE: GTID, start offset, end offset."""
     from .. import api
     info, groups = api.scan(file)
-    with _Output() as out:
+    with Output() as out:
         _write_groups(out, info, groups, as_json)
 
 
@@ -36,18 +36,18 @@ def _write_groups(out, info, groups, as_json) -> None:
     if as_json:
         import json
         # Streamed: a 1 GiB binlog has millions of groups. A failure half-way
-        # closes the document with the error in it (_close_stream).
+        # closes the document with the error in it (close_stream).
         head = {"file": info.file, "size": info.size, "server_version": info.server_version,
                 "checksum": info.checksum, "growing": info.growing,
-                "start_state": None if info.start_state is None else _one_line(info.start_state)}
+                "start_state": None if info.start_state is None else one_line(info.start_state)}
         out.write(json.dumps(head)[:-1] + ', "groups": [')
         # a MySQL transaction: no flags2, and an anonymous one (gtid_mode OFF) has no GTID: null
-        n, err = _write_items(out, (f'{{"gtid": {"null" if g.gtid is None else chr(34) + str(g.gtid) + chr(34)}, '
+        n, err = write_items(out, (f'{{"gtid": {"null" if g.gtid is None else chr(34) + str(g.gtid) + chr(34)}, '
                                     f'"start": {g.start}, "end": {g.end}, "timestamp": {g.timestamp}, '
                                     f'"flags2": {json.dumps(getattr(g, "flags2", None))}}}' for g in groups))
-        _close_stream(out, err, f'], "count": {n}')
+        close_stream(out, err, f'], "count": {n}')
         return
-    state = "(empty)" if not info.start_state else _one_line(info.start_state)
+    state = "(empty)" if not info.start_state else one_line(info.start_state)
     out.write(f"# {info.file}: {info.server_version}, checksum {info.checksum}"
               f"{', still being written' if info.growing else ''}\n"
               f"# start state: {state}\n")
@@ -64,12 +64,12 @@ def _write_groups(out, info, groups, as_json) -> None:
     'gtidx show /var/lib/mysql/master-bin.000020 58387 --json'))
 @click.option("--gtid", metavar="GTID", help="The GTID whose event group to show, looked up in PATH "
               "(a binlog, a directory of binlogs, a master-bin.index or a URL; default: the current directory).")
-@click.argument("args", nargs=-1, type=_PATH, metavar="[PATH | FILE OFFSET]")
-@_json_option("One JSON object: {gtid, file, start, end, timestamp, statements, annotations, column_names, "
+@click.argument("args", nargs=-1, type=PATH, metavar="[PATH | FILE OFFSET]")
+@json_option("One JSON object: {gtid, file, start, end, timestamp, statements, annotations, column_names, "
               "rows: [{table, op, before, after, changed, unknown}], note}.")
-@_storage_option
-@_index_dir_option
-@_history_option("PATH", "With --gtid, when")
+@storage_option
+@index_dir_option
+@history_option("PATH", "With --gtid, when")
 @click.option("--schema-from", "schema_from", metavar="SOCKET|DSN",
               help="Name the columns the binlog does not name (no binlog_row_metadata=FULL) from a live "
                    "server's information_schema: its unix socket path (as your OS user) or "
@@ -96,24 +96,24 @@ def show_group(gtid, args, as_json, storage_options, index_root, history, schema
         g = api.show(args[0], offset=api.parse_offset(args[1]), storage_options=storage_options,
                      index_root=index_root, schema_from=schema_from)
     if as_json:
-        _emit_json(g.as_dict())
+        emit_json(g.as_dict())
         return
     from ..show import format_text
-    with _Output() as out:
+    with Output() as out:
         out.write(format_text(g, api.format_time(g.timestamp)))
 
 
 @click.command(epilog=examples('gtidx build /var/lib/mysql', 'gtidx build --index-dir /srv/idx s3://bucket/binlogs/'))
-@click.argument("paths", nargs=-1, required=True, type=_PATH)
-@_page_size_option
-@_span_min_option
-@_max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
+@click.argument("paths", nargs=-1, required=True, type=PATH)
+@page_size_option
+@span_min_option
+@max_ratio_option("Size budget: the index is at most this fraction of its binlog.")
 @click.option("--no-budget", is_flag=True, help="Exactly the server's layout, whatever its size.")
 @click.option("--force", is_flag=True, help="Rebuild even a valid, current index (also a server's).")
-@_quiet_option
-@_json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
-@_storage_option
-@_index_dir_option
+@quiet_option
+@json_option("One JSON object: {results: [...]}; a file that failed: {binlog, error: {...}}.")
+@storage_option
+@index_dir_option
 def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_json, storage_options, index_root):
     """Write FILE.idx beside each binlog (files, directories, master-bin.index): MariaDB's own
     index format, usable by a MariaDB 11.4+ server; for a MySQL binlog gtidx's MySQL index
@@ -148,7 +148,7 @@ def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
                         "server_layout": r.server_layout, "over_budget": r.over_budget,
                         "seconds": round(r.seconds, 4)})
         if not as_json:
-            with _Output() as out:
+            with Output() as out:
                 if r.action == "skipped":
                     out.write(f"{r.index}: skipped ({r.reason})\n")
                 else:
@@ -159,7 +159,7 @@ def _build(shown: "_Progress", paths, *, as_json: bool, **kw) -> None:
         shown.redraw()
     shown.clear()
     if as_json:
-        _emit_json({"results": results})
+        emit_json({"results": results})
     if worst:
         click.get_current_context().exit(worst)
 
@@ -246,24 +246,24 @@ class _Progress:
 
 
 @click.command(epilog=examples('gtidx verify /var/lib/mysql/master-bin.000020.idx'))
-@click.argument("index", type=_PATH)
-@_json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
+@click.argument("index", type=PATH)
+@json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
 def verify(index, as_json):
     """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
     record's state against a scan of FILE."""
     from .. import api
     st = api.verify(index)
     if as_json:
-        _emit_json({"index": index, "ok": True, **st})
+        emit_json({"index": index, "ok": True, **st})
         return
-    with _Output() as out:
+    with Output() as out:
         out.write(f"{index}: OK: {st['records']} records in {st['pages']} pages of {st['page_size']}, "
                   f"{st['levels']} levels; every record matches a scan of the binlog\n")
 
 
 @click.command(epilog=examples('gtidx info /var/lib/mysql/master-bin.000020.idx'))
-@click.argument("index", type=_PATH)
-@_json_option()
+@click.argument("index", type=PATH)
+@json_option()
 def info(index, as_json):
     """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
     from .. import api
@@ -272,16 +272,16 @@ def info(index, as_json):
            "page_size": i.page_size, "pages": i.pages, "records": i.records, "levels": i.levels,
            "size": i.size, "binlog_size": i.binlog_size, "ratio": round(i.ratio, 6)}
     if as_json:
-        _emit_json(doc)
+        emit_json(doc)
         return
-    with _Output() as out:
+    with Output() as out:
         for k, v in doc.items():
             out.write(f"{k:<12} {v}\n")
 
 
 @click.command(epilog=examples('gtidx dump /var/lib/mysql/master-bin.000020.idx | head'))
-@click.argument("index", type=_PATH)
-@_json_option("Accepted for uniformity: the output is JSON anyway.")
+@click.argument("index", type=PATH)
+@json_option("Accepted for uniformity: the output is JSON anyway.")
 def dump(index, as_json):
     """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
     full binlog state there (every (domain, server) entry; of a MySQL binlog's index the
@@ -291,11 +291,11 @@ def dump(index, as_json):
 
     from .. import api
     page_size, records = api.index_records(index)
-    with _Output() as out:
+    with Output() as out:
         out.write(f'{{"page_size": {page_size}, "records": [')
-        n, err = _write_items(out, (f'{{"offset": {rec.offset}, "state": {json.dumps(str(rec.state))}}}'
+        n, err = write_items(out, (f'{{"offset": {rec.offset}, "state": {json.dumps(str(rec.state))}}}'
                                     for rec in records))
-        _close_stream(out, err, "]")
+        close_stream(out, err, "]")
 
 
 def _directory(path: str) -> str:
@@ -358,24 +358,24 @@ def _json_log_lines():
 
 
 @click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --once --json /var/lib/mysql'))
-@click.argument("directory", type=_PATH)
+@click.argument("directory", type=PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
-@click.option("--interval", cls=_LibraryDefault, type=_Number(0.01, 60),
+@click.option("--interval", cls=_LibraryDefault, type=Number(0.01, 60),
               default=lambda: _tail_settings().interval, show_default=True,
               help="Seconds between looks at the binlogs.")
-@_page_size_option
-@_span_min_option
-@_max_ratio_option("Size budget for each finished index.")
-@click.option("--retry-max", cls=_LibraryDefault, type=_Number(0.01, 3600),
+@page_size_option
+@span_min_option
+@max_ratio_option("Size budget for each finished index.")
+@click.option("--retry-max", cls=_LibraryDefault, type=Number(0.01, 3600),
               default=lambda: _tail_settings().retry_max, show_default=True,
               help="Longest wait in seconds before retrying a file that failed (disk full, ...).")
-@click.option("--catalog-interval", cls=_LibraryDefault, type=_Number(0, 86400),
+@click.option("--catalog-interval", cls=_LibraryDefault, type=Number(0, 86400),
               default=lambda: _tail_settings().catalog_interval, show_default=True,
               help="When the binlogs have a catalog: seconds at least between two updates of the "
                    "growing binlog's entry (a closed binlog's entry is written when it closes).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True,
               help="The least level of the log lines written to stderr (debug: every look at the directory).")
-@_json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
+@json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
 def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, catalog_interval, log_level,
          as_json):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
@@ -408,8 +408,8 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
 
 
 @click.command(epilog=examples('gtidx status /var/lib/mysql', 'gtidx status --json /var/lib/mysql'))
-@click.argument("directory", type=_PATH)
-@_json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
+@click.argument("directory", type=PATH)
+@json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
               "and an \"error\" object.")
 def status(directory, as_json):
     """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
@@ -418,10 +418,10 @@ def status(directory, as_json):
     from .. import api
     rows = api.binlog_status(directory)
     if as_json:
-        _emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
+        emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
                               for r in rows]})
         return
-    with _Output() as out:
+    with Output() as out:
         out.write(f"{'FILE':<24} {'SIZE':>12} {'STATE':<13} {'INDEXED TO':>12} {'LAG BYTES':>10} {'LAG S':>7}  DETAIL\n")
         for r in rows:
             out.write(f"{os.path.basename(r.file):<24} {r.size:>12} {r.state:<13} {r.indexed_to:>12} "
@@ -437,10 +437,10 @@ def catalog():
 @catalog.command("build", epilog=examples(
     'gtidx catalog build /var/lib/mysql',
     'gtidx catalog build s3://bucket/binlogs/'))
-@click.argument("path", type=_PATH)
-@_json_option("One JSON object: {catalog, files, histories, kept, walked, failed}.")
-@_storage_option
-@_index_dir_option
+@click.argument("path", type=PATH)
+@json_option("One JSON object: {catalog, files, histories, kept, walked, failed}.")
+@storage_option
+@index_dir_option
 def catalog_build(path, as_json, storage_options, index_root):
     """Make the catalog of PATH (a directory or URL prefix of binlogs, or its master-bin.index)
     current: files whose size and fingerprint match their entry are kept, the others read once.
@@ -448,9 +448,9 @@ def catalog_build(path, as_json, storage_options, index_root):
     from .. import api
     cat, counts = api.build_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:
-        _emit_json({"catalog": cat.where[1], "files": len(cat.files), "histories": len(cat.histories), **counts})
+        emit_json({"catalog": cat.where[1], "files": len(cat.files), "histories": len(cat.histories), **counts})
         return
-    with _Output() as out:
+    with Output() as out:
         out.write(f"{cat.where[1]}: {len(cat.files)} files ({counts['walked']} read, {counts['kept']} unchanged"
                   f"{', %d unreadable' % counts['failed'] if counts['failed'] else ''}), "
                   f"{len(cat.histories)} histor{'y' if len(cat.histories) == 1 else 'ies'}\n")
@@ -459,20 +459,20 @@ def catalog_build(path, as_json, storage_options, index_root):
 @catalog.command("show", epilog=examples(
     'gtidx catalog show /var/lib/mysql',
     'gtidx catalog show --json s3://bucket/binlogs/'))
-@click.argument("path", type=_PATH)
-@_json_option("The catalog: {v, histories: [...], files: [{name, size, start_state, end_state, "
+@click.argument("path", type=PATH)
+@json_option("The catalog: {v, histories: [...], files: [{name, size, start_state, end_state, "
               "first_timestamp, last_timestamp, server_ids, history, ...}]}.")
-@_storage_option
-@_index_dir_option
+@storage_option
+@index_dir_option
 def catalog_show(path, as_json, storage_options, index_root):
     """Print the catalog of PATH: per binlog its size, history, states, time span and index.
     A damaged catalog (its checksum or content wrong, not a regular file) is one line, exit 3."""
     from .. import api
     cat = api.load_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:
-        _emit_json(cat.raw)
+        emit_json(cat.raw)
         return
-    with _Output() as out:
+    with Output() as out:
         for h in cat.histories:
             gaps = f"; files missing before {', '.join(h['gaps'])}" if h["gaps"] else ""
             out.write(f"history {h['id']}: {h['first']}..{h['last']} ({h['files']} files) "
@@ -498,18 +498,18 @@ def spark():
 @spark.command("locate", epilog=examples(
     'gtidx spark locate --gtids wanted.csv --binlogs /var/lib/mysql --out found.parquet',
     'gtidx spark locate --gtids wanted.parquet --binlogs s3://bucket/binlogs/ --out s3://bucket/found.parquet --master spark://127.0.0.1:7077'))
-@click.option("--gtids", "gtids_path", required=True, type=_PATH,
+@click.option("--gtids", "gtids_path", required=True, type=PATH,
               help="GTIDs (or positions): .txt one per line, .csv with a gtid column, or .parquet.")
-@click.option("--binlogs", required=True, type=_PATH,
+@click.option("--binlogs", required=True, type=PATH,
               help="A binlog directory, a master-bin.index or a binlog; or a URL (s3://bucket/prefix/), "
                    "read by the executors themselves.")
-@click.option("--out", required=True, type=_PATH, help="Output .parquet (overwritten).")
+@click.option("--out", required=True, type=PATH, help="Output .parquet (overwritten).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@_quiet_option
-@_json_option("One JSON object: {out, rows, found, not_found}.")
-@_storage_option
-@_index_dir_option
-@_history_option("--binlogs")
+@quiet_option
+@json_option("One JSON object: {out, rows, found, not_found}.")
+@storage_option
+@index_dir_option
+@history_option("--binlogs")
 def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_options, index_root, history):
     """Locate every GTID of --gtids in --binlogs; write gtid, kind, file, start, end, resume,
     timestamp, first_gtid, found, reason to --out (kind: gtid or position; first_gtid: a
@@ -524,21 +524,21 @@ def spark_locate(gtids_path, binlogs, out, master, quiet, as_json, storage_optio
                                                   storage_options=storage_options, index_root=index_root,
                                                   history=history)
     if as_json:
-        _emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
+        emit_json({"out": out, "rows": total, "found": found, "not_found": total - found})
         return
-    with _Output() as o:
+    with Output() as o:
         o.write(f"{out}: {total} rows, {found} found, {total - found} not found\n")
 
 
 @spark.command("build", epilog=examples(
     'gtidx spark build /var/lib/mysql',
     'gtidx spark build --master spark://127.0.0.1:7077 s3://bucket/binlogs/'))
-@click.argument("binlogs", type=_PATH)
+@click.argument("binlogs", type=PATH)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@_quiet_option
-@_json_option("One JSON object: {results: [...]}.")
-@_storage_option
-@_index_dir_option
+@quiet_option
+@json_option("One JSON object: {results: [...]}.")
+@storage_option
+@index_dir_option
 def spark_build(binlogs, master, quiet, as_json, storage_options, index_root):
     """Build the missing or stale indexes of BINLOGS (a path or a URL, s3://bucket/prefix/),
     one Spark task per file. On a terminal, a progress line: the phase and the files (tasks)
@@ -548,9 +548,9 @@ def spark_build(binlogs, master, quiet, as_json, storage_options, index_root):
         rows = _spark().build_rows(binlogs, master, progress=_spark_progress(shown),
                                    storage_options=storage_options, index_root=index_root)
     if as_json:
-        _emit_json({"results": rows})
+        emit_json({"results": rows})
     else:
-        with _Output() as o:
+        with Output() as o:
             for r in rows:
                 what = r["error"] or f"{r['action']} ({r['records']} records)"
                 o.write(f"{r['index']}: {what}\n")
