@@ -28,9 +28,9 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog
                     "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
 # `gtidx --help` runs no command: none of the library (json, which a lookup
 # needs too for the index's fingerprint, comes with the CLI's output code;
-# gtidx.gtid with idxformat, whose limits the options' help states).
-# A lookup builds its own command only (cli.COMMANDS: the others' modules are
-# not imported), reads the index's fingerprint without json (indexmeta._loads)
+# gtidx.gtid with gtidx.index.format, whose limits the options' help states).
+# A lookup builds its own command only (cli.main.COMMANDS: the others' modules are
+# not imported), reads the index's fingerprint without json (index.meta._loads)
 # and writes nothing (gtidx.index.writer).
 # Nor fcntl (filebuf: os.set_blocking).
 NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli.commands", "gtidx.index.writer", "fcntl"]
@@ -124,7 +124,7 @@ def test_help_imports_none_of_the_library_and_lists_every_command():
 
 
 def test_the_command_table_names_each_command_where_it_is():
-    # cli.COMMANDS, the one table: each entry is the command of that name, built once;
+    # cli.main.COMMANDS, the one table: each entry is the command of that name, built once;
     # an unknown name is still told the close one (click looks among them all)
     from click.testing import CliRunner
 
@@ -336,7 +336,7 @@ def test_liblog_calls_what_waits_for_the_logger_once_and_undoes_it():
     assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
 
 
-# -- indexmeta._loads: json.loads, without json for what IndexMeta.to_json writes --------------------
+# -- index.meta._loads: json.loads, without json for what IndexMeta.to_json writes --------------------
 
 def _same_as_json(raw) -> None:
     from gtidx.index.meta import _loads
