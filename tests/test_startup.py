@@ -33,7 +33,8 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog
 # not imported), reads the index's fingerprint without json (index.meta._loads)
 # and writes nothing (gtidx.index.writer).
 # Nor fcntl (filebuf: os.set_blocking).
-NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli.commands", "gtidx.index.writer", "fcntl"]
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["json", "gtidx.cli.commands", "gtidx.cli.sidecar", "gtidx.cli.archive",
+                                            "gtidx.index.writer", "fcntl"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog.mariadb", "gtidx.index.files", "gtidx.index.meta",
                                    "gtidx.index.reader", "gtidx.storage"]
 

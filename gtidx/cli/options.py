@@ -7,10 +7,13 @@ is converted, so that ``gtidx --help`` does not load them.
 """
 from __future__ import annotations
 
+import os
+import stat
+
 import click
 
 from ..index import format as fmt
-from ..errors import GtidxError, quoted
+from ..errors import BadInputError, GtidxError, GtidxIOError, quoted
 
 
 class Offset(click.ParamType):
@@ -127,3 +130,23 @@ def quiet_option(f):
     return click.option("--quiet", "-q", is_flag=True,
                         help="No progress display (drawn on stderr only when stdout and stderr are "
                              "terminals).")(f)
+
+
+# -- paths a command checks itself (before handing them to code that reports their absence its own way) --
+
+def existing_directory(path: str) -> str:
+    """A directory a command watches: missing is an I/O error (3), like every
+    missing path; an existing non-directory is bad input (2)."""
+    if not stat.S_ISDIR(existing_path(path).st_mode):
+        raise BadInputError("not a directory", path=path)
+    return path
+
+
+def existing_path(path: str) -> os.stat_result:
+    """A path handed to code that reports a missing file its own way (Spark)."""
+    try:
+        return os.stat(path)
+    except OSError as e:
+        raise GtidxIOError.from_os(e, path) from None
+    except ValueError:
+        raise BadInputError(f"path {quoted(path)} contains a NUL character") from None

@@ -6,15 +6,16 @@ closed stdout is one error line; results are flushed at the end of a command
 so that a failure to write them is reported as ours. With ``--json`` stdout
 is always one JSON document: a streamed one (``scan --json``, ``dump``) that
 breaks half-way is closed with the error inside it. stderr: one ``gtidx:``
-line per failure (URLs ``redact``-ed), and the library's warnings as
+line per failure (URLs ``redact``-ed), the library's warnings as
 ``gtidx: warning:`` lines, a warning about one file gathered and said once
-per command.
+per command, and the progress line of long work (``Progress``).
 """
 from __future__ import annotations
 
 import errno
 import os
 import sys
+import time
 
 import click
 
@@ -238,3 +239,79 @@ def files_said(files: list[str]) -> str:
         return (f"{len(files)} binlogs, {os.path.basename(files[0])} .. {os.path.basename(files[-1])} "
                 f"in {dirs.pop() or '.'}")
     return f"{len(files)} binlogs, {files[0]} .. {files[-1]}"
+
+
+# -- a progress line on stderr -------------------------------------------------------------
+
+def percent(done: int, total: int) -> str:
+    """``done`` of ``total`` as a progress line shows it: a whole percentage, 3 wide."""
+    return f"{100 * done / total:3.0f}%" if total else "100%"
+
+
+def clock(seconds: float) -> str:
+    """A duration as a progress line shows it: [H:]MM:SS."""
+    seconds = int(seconds + 0.5)
+    return (f"{seconds // 3600}:" if seconds >= 3600 else "") + f"{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):     # no isatty, or closed
+        return False
+
+
+class Progress:
+    """A one-line progress display on stderr, for long work. Drawn only when
+    stdout and stderr are both terminals and not --quiet (a pipe, a file, a
+    log or CliRunner sees nothing); redrawn at most 10 times a second; erased
+    before any other output line (clear, then redraw) and at the end, so the
+    lines the command prints are what they are without it."""
+
+    INTERVAL = 0.1      # seconds between redraws
+
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet and _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
+        self._text = self._on_screen = ""
+        self._drawn = False
+        self._last = 0.0
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.clear()
+        return False
+
+    def show(self, text: str) -> None:
+        """The current state; drawn now unless drawn less than INTERVAL ago."""
+        self._text = text
+        if not self.enabled or (self._drawn and text == self._on_screen):
+            return
+        now = time.monotonic()
+        if not self._drawn or now - self._last >= self.INTERVAL:
+            self._last = now
+            self._write(text)
+
+    def redraw(self) -> None:
+        """Draw the last state again (after clear() and a line of output)."""
+        if self.enabled and self._text and not self._drawn:
+            self._write(self._text)
+
+    def clear(self) -> None:
+        if self._drawn:
+            self._drawn = False
+            self._put("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        import shutil
+        width = shutil.get_terminal_size().columns - 1
+        self._drawn, self._on_screen = True, text
+        self._put("\r" + text[:width] + "\x1b[K")
+
+    def _put(self, chars: str) -> None:
+        try:
+            sys.stderr.write(chars)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            self.enabled = self._drawn = False      # stderr went away: the work goes on
