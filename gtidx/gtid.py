@@ -139,6 +139,11 @@ class Position:
     def __str__(self) -> str:
         return ",".join([GTID_TEXT % g for g in sorted(self._by_domain.values())])
 
+    def one_line(self) -> str:
+        """The position's text, which is one line already: the same method
+        as a MySQL ``GtidSet.one_line``, so that a caller prints either."""
+        return str(self)
+
     def __repr__(self) -> str:
         return f"Position({str(self)!r})"
 

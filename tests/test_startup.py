@@ -26,11 +26,12 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog
                     "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
 # `gtidx --help` runs no command: none of the library (json, which a lookup
 # needs too for the index's fingerprint, comes with the CLI's output code;
-# gtidx.gtid with idxformat, whose limits the options' help states).
-# A lookup builds its own command only (cli.COMMANDS: the others' modules are
+# gtidx.gtid with gtidx.index.format, whose limits the options' help states).
+# A lookup builds its own command only (cli.main.COMMANDS: the others' modules are
 # not imported) and writes nothing (gtidx.index.writer).
 # Nor fcntl (filebuf: os.set_blocking).
-NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["gtidx.cli.commands", "gtidx.index.writer", "fcntl"]
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["gtidx.cli.commands", "gtidx.cli.sidecar", "gtidx.cli.archive",
+                                            "gtidx.index.writer", "fcntl"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog.mariadb", "gtidx.index.files", "gtidx.index.meta",
                                    "gtidx.index.reader", "gtidx.storage"]
 
@@ -121,7 +122,7 @@ def test_help_imports_none_of_the_library_and_lists_every_command():
 
 
 def test_the_command_table_names_each_command_where_it_is():
-    # cli.COMMANDS, the one table: each entry is the command of that name, built once;
+    # cli.main.COMMANDS, the one table: each entry is the command of that name, built once;
     # an unknown name is still told the close one (click looks among them all)
     from click.testing import CliRunner
 

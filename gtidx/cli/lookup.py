@@ -1,15 +1,17 @@
-"""The lookup commands of the ``gtidx`` command line (``cli``): seek, pos, probe.
+"""The lookup commands of the ``gtidx`` command line: seek, pos, probe.
 
-Imported when one of them runs or a help text lists them (``cli.COMMANDS``):
-a lookup builds these three commands, not all thirteen (issue 16).
+Imported when one of them runs or a help text lists them (``main.COMMANDS``):
+a lookup builds these three commands, not all thirteen, and imports the
+library (``api``) only when it runs, not for ``gtidx --help``.
 """
 from __future__ import annotations
 
 import click
 
-from ..cli import (_PATH, Offset, _emit_json, _error_json, _history_option, _index_dir_option, _json_option, _one_line,
-                  _Output, _storage_option, examples)
 from ..errors import GtidxError, redact, shown
+from ..gtid import Position
+from .options import PATH, Offset, examples, history_option, index_dir_option, json_option, storage_option
+from .output import Output, emit_json, error_json, one_line
 
 
 def _from_option(what: str):
@@ -45,12 +47,12 @@ def _batch(stream, answers, as_json: bool, to_json, to_text) -> None:
             pending.append(text)
             yield text
     worst = 0
-    with _Output() as out:
+    with Output() as out:
         for r in answers(texts()):
             text = pending.popleft()
             if isinstance(r, GtidxError):
                 worst = max(worst, r.exit_code)
-                out.write(json.dumps({"input": shown(text), "error": _error_json(r)}) + "\n" if as_json
+                out.write(json.dumps({"input": shown(text), "error": error_json(r)}) + "\n" if as_json
                           else f"{shown(text)}: {r}\n")
             else:
                 out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
@@ -59,7 +61,7 @@ def _batch(stream, answers, as_json: bool, to_json, to_text) -> None:
 
 
 def _state_json(r) -> dict:
-    return {"file": redact(r.file), "offset": r.offset, "position": _one_line(r.position), "state": _one_line(r.state),
+    return {"file": redact(r.file), "offset": r.offset, "position": r.position.one_line(), "state": one_line(r.state),
             "via": r.via}
 
 
@@ -67,13 +69,13 @@ def _state_json(r) -> dict:
     'gtidx pos /var/lib/mysql/master-bin.000020 58727',
     'gtidx pos --json /var/lib/mysql/master-bin.000020 0x1000',
     'gtidx pos --from offsets.txt /var/lib/mysql/master-bin.000020'))
-@click.argument("file", type=_PATH, required=False)
+@click.argument("file", type=PATH, required=False)
 @click.argument("offset", type=Offset(), required=False)
 @click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
-@_json_option("One JSON object: {file, offset, position, state, via}.")
+@json_option("One JSON object: {file, offset, position, state, via}.")
 @_from_option("'FILE OFFSET' (or OFFSET alone, in the FILE argument)")
-@_storage_option
-@_index_dir_option
+@storage_option
+@index_dir_option
 def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
     """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it.
     With --from, the positions at many offsets (FILE OFFSET lines)."""
@@ -94,19 +96,19 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
         raise click.UsageError(f"Missing argument '{'FILE' if file is None else 'OFFSET'}' (or --from FILE|-)")
     r = api.state_at(file, offset, **kw)
     if as_json:
-        _emit_json(_state_json(r))
+        emit_json(_state_json(r))
     else:
-        with _Output() as out:
+        with Output() as out:
             out.write(f"{r.position}\n")
 
 
 @click.command(epilog=examples('gtidx probe /var/lib/mysql/master-bin.000020 58730'))
-@click.argument("file", type=_PATH)
+@click.argument("file", type=PATH)
 @click.argument("offset", type=Offset())
 @click.option("--no-index", is_flag=True, help="Walk from the start of the binlog, ignoring its .idx.")
-@_json_option("One JSON object: {file, offset, before, after, state, damaged, via}.")
-@_storage_option
-@_index_dir_option
+@json_option("One JSON object: {file, offset, before, after, state, damaged, via}.")
+@storage_option
+@index_dir_option
 def probe(file, offset, no_index, as_json, storage_options, index_root):
     """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
     (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
@@ -117,13 +119,13 @@ def probe(file, offset, no_index, as_json, storage_options, index_root):
                   index_root=index_root)
     pos = None if r.position is None else str(r.position)
     if as_json:
-        _emit_json({"file": redact(r.file), "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
+        emit_json({"file": redact(r.file), "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
                     "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
         return
     shown = "unknown" if pos is None else pos or "(empty)"
     where = (f"an event boundary, position {shown}" if r.before == r.after else
              f"before {r.before}, after {r.after}, position at {r.before}: {shown}")
-    with _Output() as out:
+    with Output() as out:
         out.write(f"{redact(r.file)} offset {r.offset}: {where} (via {r.via})\n")
         if r.damaged is not None:
             lo, hi = r.damaged
@@ -147,8 +149,8 @@ def _seek_json(r) -> dict:
             doc["history"] = r.history
         return doc
     first = None if r.first is None else _location_json(r.first)
-    return {"position": _one_line(r.position), "file": redact(r.file), "offset": r.offset,
-            "state": _one_line(r.state), "skip": _one_line(r.skip), "first": first, "via": r.via}
+    return {"position": r.position.one_line(), "file": redact(r.file), "offset": r.offset,
+            "state": one_line(r.state), "skip": r.skip.one_line(), "first": first, "via": r.via}
 
 
 def _seek_text(r) -> str:
@@ -163,12 +165,14 @@ def _seek_text(r) -> str:
                      f"gtid_strict_mode=OFF); the answer is the first: "
                      f"{', '.join(f'{redact(o.file)} {o.start}-{o.end}' for o in occurrences)}\n")
         return text
-    mysql = hasattr(r.position, "one_line")          # a MySQL GTID set: skips every GTID in it
-    return (f"replica at {_one_line(r.position) or '(empty)'} starts in {redact(r.file)} at offset {r.offset} "
+    # A MariaDB position holds one GTID per domain (the replica skips, per domain, the groups up
+    # to it); a MySQL GTID set is every transaction the replica has (it skips each of them).
+    per_domain = isinstance(r.position, Position)
+    return (f"replica at {r.position.one_line() or '(empty)'} starts in {redact(r.file)} at offset {r.offset} "
             f"(via {r.via})\n"
-            f"  {'Previous_gtids' if mysql else 'state'} there: {_one_line(r.state) or '(empty)'}\n"
-            f"  skips{' the transactions of' if mysql else ', per domain, groups up to and including'}: "
-            f"{_one_line(r.skip) or '(nothing)'}\n" +
+            f"  {'state' if per_domain else 'Previous_gtids'} there: {one_line(r.state) or '(empty)'}\n"
+            f"  skips{', per domain, groups up to and including' if per_domain else ' the transactions of'}: "
+            f"{r.skip.one_line() or '(nothing)'}\n" +
             (f"  first group sent: {r.first.gtid} at {redact(r.first.file)} {r.first.start}\n" if r.first
              else "  first group sent: none yet (the replica is up to date)\n"))
 
@@ -186,15 +190,15 @@ def _seek_text(r) -> str:
 @click.option("--time", "when", metavar="T",
               help="A point in time: ISO 8601 with Z or an offset (naive: UTC) or @<unix seconds>: where "
                    "does a restore to T stop (the first group whose GTID event timestamp is T or later)?")
-@click.argument("path", default=".", type=_PATH)
-@_json_option()
+@click.argument("path", default=".", type=PATH)
+@json_option()
 @click.option("--every", is_flag=True,
               help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
 @_from_option("a GTID (or a replication position, one GTID per domain)")
-@_storage_option
-@_index_dir_option
-@_history_option("PATH")
+@storage_option
+@index_dir_option
+@history_option("PATH")
 @click.option("--server-uuid", metavar="UUID",
               help="MySQL binlogs, --replica: the source's server_uuid, to refuse the replica's extra GTIDs "
                    "as the source does (only its own); without it any GTID the binlogs lack is refused.")
@@ -219,22 +223,22 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
                               history=history) as logs:
             p = logs.at_time(t)
         if as_json:
-            _emit_json({"time": api.format_time(p.time), "file": redact(p.file), "offset": p.offset,
-                        "gtid": None if p.gtid is None else str(p.gtid), "position": _one_line(p.position),
+            emit_json({"time": api.format_time(p.time), "file": redact(p.file), "offset": p.offset,
+                        "gtid": None if p.gtid is None else str(p.gtid), "position": p.position.one_line(),
                         "via": p.via})
         else:
-            with _Output() as out:
+            with Output() as out:
                 if p.gtid is None:
                     out.write(f"no group at {api.format_time(p.time)} or later: {redact(p.file)} end {p.offset} "
-                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
+                              f"position {p.position.one_line() or '(empty)'} (via {p.via})\n")
                 else:
                     out.write(f"{redact(p.file)} offset {p.offset} {p.gtid} at {api.format_time(p.timestamp)} "
-                              f"position {_one_line(p.position) or '(empty)'} (via {p.via})\n")
+                              f"position {p.position.one_line() or '(empty)'} (via {p.via})\n")
         return
     r = api.seek(spec if replica is None else replica, path, replica=replica is not None, every=every,
                  storage_options=storage_options, index_root=index_root, history=history, server_uuid=server_uuid)
     if as_json:
-        _emit_json(_seek_json(r))
+        emit_json(_seek_json(r))
     else:
-        with _Output() as out:
+        with Output() as out:
             out.write(_seek_text(r))
