@@ -192,7 +192,7 @@ def test_ci_runs_the_quickstart_verbatim():
 def documented_names() -> set[str]:
     """``gtidx.X`` as the README, docs/ and the package's docstrings write it."""
     texts = [README.read_text(), *(p.read_text() for p in (ROOT / "docs").glob("*.md"))]
-    for p in (ROOT / "gtidx").glob("*.py"):
+    for p in (ROOT / "gtidx").rglob("*.py"):
         tree = ast.parse(p.read_text())
         texts += [ast.get_docstring(n) or "" for n in ast.walk(tree)
                   if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))]
@@ -204,8 +204,12 @@ def test_documented_names_resolve():
     names = documented_names()
     assert {"open", "build", "state_at", "Gtid", "Position", "BinlogState", "GtidxError"} <= names
     for name in sorted(names):
+        if name == "changes":                                 # format("gtidx.changes"): a Spark data source's name
+            from gtidx.spark.changes import ChangesDataSource
+            assert ChangesDataSource.name() == "gtidx.changes"
+            continue
         if importlib.util.find_spec(f"gtidx.{name}") is not None:
-            continue                                          # a module: gtidx.binlog.mariadb, gtidx.cli
+            continue                                          # a module: gtidx.binlog, gtidx.cli
         assert hasattr(gtidx, name), f"gtidx.{name} is documented but does not exist"
     for name in gtidx.__all__:
         assert getattr(gtidx, name) is not None and name in dir(gtidx)
@@ -219,7 +223,7 @@ def test_no_module_shadows_a_builtin():
     import gtidx
     from gtidx import api
     assert gtidx.open is api.open_binlogs and gtidx.BinlogSeries is api.BinlogSeries
-    for p in sorted((ROOT / "gtidx").glob("*.py")):
+    for p in sorted((ROOT / "gtidx").rglob("*.py")):
         top = set()
         for n in ast.parse(p.read_text()).body:
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
@@ -542,17 +546,18 @@ def test_runtime_dependencies_are_what_the_package_imports():
     declared = {module(r) for r in project["dependencies"]}
     spark_extra = {module(r) for r in project["optional-dependencies"]["spark"]}
     imported = {}
-    for p in (ROOT / "gtidx").glob("*.py"):
+    for p in (ROOT / "gtidx").rglob("*.py"):
         for n in ast.walk(ast.parse(p.read_text())):
             names = ([a.name for a in n.names] if isinstance(n, ast.Import)
                      else [n.module] if isinstance(n, ast.ImportFrom) and n.level == 0 else [])
             for top in {x.split(".")[0] for x in names} - set(sys.stdlib_module_names) - {"gtidx"}:
-                imported.setdefault(top, set()).add(p.name)
-    # optional: spark.py's and changes.py's (its data source) under the spark extra, storage.py's
+                imported.setdefault(top, set()).add(p.relative_to(ROOT / "gtidx").as_posix())
+    # optional: the spark package's (its data sources) under the spark extra, storage.py's
     # (object stores, imported for URLs only) under s3
     s3_extra = {module(r) for r in project["optional-dependencies"]["s3"]}
-    spark_files = {"spark.py", "changes.py"}
+    spark_files = {p.relative_to(ROOT / "gtidx").as_posix() for p in (ROOT / "gtidx" / "spark").rglob("*.py")}
+    assert "spark/changes.py" in spark_files
     runtime = {m for m, where in imported.items() if not (where <= spark_files or where == {"storage.py"})}
-    assert runtime == declared, f"imported outside spark.py and storage.py: {runtime}; declared: {declared}"
+    assert runtime == declared, f"imported outside gtidx/spark and storage.py: {runtime}; declared: {declared}"
     assert {m for m, where in imported.items() if where <= spark_files} <= spark_extra
     assert {m for m, where in imported.items() if where == {"storage.py"}} <= s3_extra
