@@ -16,26 +16,26 @@ at each public entry point: ``_path``, ``parse_offset``, ``_gtid``,
 from __future__ import annotations
 
 import bisect
-import datetime as _dt
 import itertools
-import operator
 import os
-import re
-import sys
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .index import format as fmt
 from . import storage
-from .binlog.mariadb import CHECKSUM_CRC32, GTID, MAGIC, Binlog, Group, file_flavor
-from .errors import (BadInputError, CorruptBinlogError, CorruptCatalogError, GtidSyntaxError, GtidxError, GtidxIOError,
-                     MySQLBinlogError, NotFoundError, UnsupportedBinlogError, quoted)
+from .binlog.mariadb import CHECKSUM_CRC32, GTID, MAGIC, Binlog, Group
+from .errors import (BadInputError, CorruptBinlogError, CorruptCatalogError, GtidxError, GtidxIOError, MySQLBinlogError,
+                     NotFoundError)
 from .filebuf import open_file
 from .gtid import BinlogState, Gtid, Position
 from .index.files import (DEFAULT_MAX_RATIO, IndexRoot, IndexState, IndexStatus, build_index, flavor_of, index_path,
                         open_index, read_index, stored_seen, verify_index)
 from .liblog import log
+from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_time, parse_offset, parse_time
 from .records import record
+from .series.listing import Listing, binlogs_flavor, list_binlogs, list_files, list_series
+from .series.results import (BinlogInfo, Location, Occurrence, Probe, ReplicaStart, SeveralHistories, StateAt,
+                             TimePoint)
 
 if TYPE_CHECKING:
     # Imported where used, not here (issue 16: a lookup imports only what it needs):
@@ -55,256 +55,6 @@ PASS_PER_BYTE = 1 / 131072
 # than from the index record before the offset.
 _WALK_ON = 16384
 
-# Patterns compiled on first use (re's cache), not at import: a lookup in one
-# file needs none of them (issue 16).
-_BINLOG_NAME = r".+\.[0-9]{6,}$"
-_OFFSET = r"(-?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))"
-
-
-# -- arguments: every public entry point checks what it is given ---------------------------
-# (a wrong type must be a BadInputError here, not a TypeError from deep inside)
-
-def _path(value, what: str = "path") -> str:
-    """A file system path given by the caller: str or os.PathLike (of str)."""
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise BadInputError(f"{what} must be a str or os.PathLike, not {type(value).__name__}",
-                            hint="bytes paths: os.fsdecode() them" if isinstance(value, bytes) else None)
-    if not value:
-        raise BadInputError(f"{what} is empty")
-    if "\0" in value:
-        raise BadInputError(f"{what} {quoted(value)} contains a NUL character")
-    return value
-
-
-def _int(value, what: str, minimum: int | None = None) -> int:
-    if isinstance(value, (bool, str)):            # int(True) and "4" are not what was meant
-        raise BadInputError(f"{what} must be an int, not {type(value).__name__}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise BadInputError(f"{what} must be an int, not {type(value).__name__}") from None
-    if minimum is not None and value < minimum:
-        raise BadInputError(f"{what} must be at least {minimum}, not {value}")
-    return value
-
-
-def parse_offset(value) -> int:
-    """A binlog offset as a user gives it: an int >= 0, or text of ASCII
-    digits, decimal or ``0x`` hex (not ``1_000``, not other scripts' digits,
-    as Python's ``int()`` would take)."""
-    if isinstance(value, str):
-        if value.isdigit() and value.isascii() and len(value) <= 20:
-            return int(value)           # plain ASCII decimal (a batch's every line): what the pattern gives
-        m = re.fullmatch(_OFFSET, value)
-        if m is None:
-            raise BadInputError(f"{quoted(value)} is not an offset",
-                                hint="ASCII decimal digits, or hex like 0x11d")
-        sign, hexa, dec = m.groups()
-        digits = (hexa or dec).lstrip("0")
-        if len(digits) > (16 if hexa else 20):      # past 2**64: no file is that big
-            raise BadInputError(f"offset {quoted(value)} is too large", hint="offsets are below 2**64")
-        value = int(digits or "0", 16 if hexa else 10)
-        value = -value if sign else value
-    value = _int(value, "offset")
-    if value < 0:
-        raise BadInputError(f"offset {value} is negative")
-    return value
-
-
-_UNIX = r"@(-?)([0-9]+)(?:\.([0-9]+))?"       # compiled on first use
-_ISO_FRACTION = r"[.,]([0-9]+)"               # the seconds' fraction: the one [.,] of ISO 8601 text
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-_SECOND = _dt.timedelta(seconds=1)
-# the times ISO 8601 text of years 1 to 9999 can say (datetime's range), in unix seconds
-_TIME_MIN = (_dt.datetime.min.replace(tzinfo=_dt.timezone.utc) - _EPOCH) // _SECOND
-_TIME_MAX = (_dt.datetime.max.replace(tzinfo=_dt.timezone.utc) - _EPOCH) // _SECOND
-_TIME_DIGITS = 64                             # at most this many digits of a fraction of a second
-_TIME_FORMS = ("e.g. 2024-05-01T10:00:00Z, 2024-05-01 12:00:00+02:00 (naive: UTC) or @1714557600; "
-               "years 1 to 9999")
-
-
-def parse_time(value):
-    """A point in time as its exact number of unix seconds: an ISO 8601
-    string with ``Z`` or a UTC offset (a naive one means UTC), ``@<unix
-    seconds>``, an aware ``datetime`` (naive: UTC), or a number of unix
-    seconds (int, float, ``fractions.Fraction``). Fractions of a second are
-    taken digit for digit, never through a float (``...:29.0000001Z`` is
-    later than ``...:29Z``, which a float or a datetime's microseconds
-    would make equal): the value is an int when whole, a float when a float
-    is exactly it, else a ``Fraction``. Years 1 to 9999. Anything else is a
-    BadInputError."""
-    if isinstance(value, bool):
-        raise BadInputError("a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, not bool")
-    if isinstance(value, int):
-        return _exact_time(value, value)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise BadInputError(f"time {value} is not a finite number of seconds")
-        return _exact_time(value, value)
-    if isinstance(value, _dt.datetime):
-        when = value if value.tzinfo is not None else value.replace(tzinfo=_dt.timezone.utc)
-        whole = (when.replace(microsecond=0) - _EPOCH) // _SECOND
-        return _exact_time(whole + _fraction(when.microsecond, 10 ** 6) if when.microsecond else whole, value)
-    fractions = sys.modules.get("fractions")    # none to be met before it is imported: not imported here
-    if fractions is not None and isinstance(value, fractions.Fraction):
-        return _exact_time(value, value)
-    if not isinstance(value, str):
-        raise BadInputError(f"a time must be an ISO 8601 string, @<unix seconds>, a datetime or a number, "
-                            f"not {type(value).__name__}")
-    text = value.strip()
-    m = re.fullmatch(_UNIX, text)
-    if m:
-        sign, whole, digits = m.groups()
-        whole = whole.lstrip("0")
-        if len(whole) > len(str(max(-_TIME_MIN, _TIME_MAX))):     # int() of 5,000 digits fails
-            raise BadInputError(f"time {quoted(value)} is out of range", hint=_TIME_FORMS)
-        seconds = _seconds(int(whole or "0"), digits, value)
-        return _exact_time(-seconds if sign else seconds, value)
-    try:
-        if not text.isascii():          # other scripts' digits: fromisoformat() takes some
-            raise ValueError(text)
-        when = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise BadInputError(f"time {quoted(value)} is not ISO 8601 or @<unix seconds>", hint=_TIME_FORMS) from None
-    when = when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
-    # fromisoformat() keeps 6 digits of the fraction (7 and more are dropped): it is read here, the one
-    # fraction in the text (a UTC offset with one is refused), and must agree with what fromisoformat read
-    m = re.search(_ISO_FRACTION, text)
-    digits = m.group(1) if m else ""
-    if when.utcoffset().microseconds or int((digits + "000000")[:6]) != when.microsecond:
-        raise BadInputError(f"time {quoted(value)}: a fraction of a second is taken in the seconds only, not "
-                            "in the UTC offset", hint=_TIME_FORMS)
-    return _exact_time(_seconds((when.replace(microsecond=0) - _EPOCH) // _SECOND, digits, value), value)
-
-
-def _fraction(*args):
-    from fractions import Fraction
-    return Fraction(*args)
-
-
-def _seconds(whole: int, digits: str | None, value):
-    """``whole`` seconds and the decimal fraction ``digits`` of one, exactly."""
-    digits = (digits or "").rstrip("0")
-    if not digits:
-        return whole
-    if len(digits) > _TIME_DIGITS:
-        raise BadInputError(f"time {quoted(value)} has more than {_TIME_DIGITS} digits of a second")
-    return whole + _fraction(int(digits), 10 ** len(digits))
-
-
-def _exact_time(t, value):
-    """``t`` (int, float or Fraction: exactly the time) as ``parse_time``
-    gives it, after checking that it is within years 1 to 9999."""
-    if not _TIME_MIN <= t < _TIME_MAX + 1:
-        raise BadInputError(f"time {quoted(str(value))} is out of range", hint=_TIME_FORMS)
-    if isinstance(t, int):
-        return t
-    if t == int(t):
-        return int(t)
-    if isinstance(t, float):
-        return t
-    return float(t) if float(t) == t else t
-
-
-def first_second(t) -> int:
-    """The first whole unix second at or after the exact time ``t``. Binlog
-    timestamps are whole seconds (a MariaDB GTID event's header, a MySQL
-    transaction's original_commit_timestamp's second), and a group of second
-    ``s`` is at or after ``t`` exactly when ``s >= first_second(t)``: every
-    comparison of a binlog timestamp with a point in time is this one, in
-    integers (``t`` = 10:00:00.0000001 is later than a group of 10:00:00)."""
-    import math
-    return math.ceil(t)
-
-
-def format_time(t) -> str:
-    """Unix seconds (``parse_time``'s: int, float or Fraction) as ISO 8601 in
-    UTC with ``Z``: a fraction of a second as at least 6 digits, exactly (up to
-    64 digits; a fraction longer than that, as 1/3 is, is cut there)."""
-    if not (type(t) is int and _TIME_MIN <= t <= _TIME_MAX):     # a binlog's timestamp is: no more to check
-        t = parse_time(t)
-    if isinstance(t, int):
-        return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    t = _fraction(t)
-    whole = t.numerator // t.denominator
-    part = t - whole
-    width = next((n for n in range(6, _TIME_DIGITS + 1) if (part * 10 ** n).denominator == 1), _TIME_DIGITS)
-    digits = str(int(part * 10 ** width)).rjust(width, "0")
-    return format_time(whole).replace("Z", f".{digits}Z")
-
-
-def _mysql_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
-    """The error for GTID text that does not parse: when it is MySQL's
-    (``uuid:N``, a MySQL GTID set), one saying so, else ``err``."""
-    from .mysqlgtid import GtidSet
-    try:
-        GtidSet.parse(value)
-    except GtidSyntaxError:
-        return err
-    if not isinstance(value, str) or ":" not in value:
-        return err
-    return GtidSyntaxError(f"{quoted(value)} is a MySQL GTID or GTID set, not a MariaDB one: this answers "
-                           "MariaDB binlogs", hint="a MariaDB GTID is domain-server-seq, e.g. 0-1-100; seek and "
-                                                   "pos answer MySQL GTIDs in MySQL binlogs")
-
-
-def binlogs_flavor(path, storage_options: dict | None = None) -> str | None:
-    """"mysql" when the binlogs of ``path`` (a file, directory or
-    ``binlog.index``) are MySQL's, "mariadb" when MariaDB's, None when that is
-    not known here (nothing listed or readable; a URL: its objects are not
-    read for this, MariaDB's answers say what they find). Every local file's
-    FORMAT_DESCRIPTION is read: a mix of both is an UnsupportedBinlogError
-    (exit 2) naming one file of each."""
-    try:
-        store, where = storage.resolve(_path(path), storage_options)
-        if store.remote:
-            return None
-        files = _list_binlogs(where, store, {})
-    except GtidxError:
-        return None
-    seen: dict[str, str] = {}
-    for f in files:
-        flavor = file_flavor(f, store)
-        if flavor is not None:
-            seen.setdefault(flavor, f)
-    if len(seen) > 1:
-        raise UnsupportedBinlogError(
-            f"these binlogs mix MariaDB's and MySQL's ({os.path.basename(seen['mariadb'])} is a MariaDB "
-            f"binlog, {os.path.basename(seen['mysql'])} a MySQL one): one series is one server's history",
-            path=where, hint="give the files of one server (a directory or binlog.index of its own)")
-    return next(iter(seen), None)
-
-
-def _mysql(path, storage_options: dict | None = None):
-    """``gtidx.series.mysql`` when the binlogs of ``path`` are MySQL's (the one
-    place the flavor decides which answers serve them; a mix of MariaDB's and
-    MySQL's is refused there), else None."""
-    if binlogs_flavor(path, storage_options) != "mysql":
-        return None
-    from .series import mysql as mysqlapi
-    return mysqlapi
-
-
-def _gtid(value) -> Gtid:
-    try:
-        return value if isinstance(value, Gtid) else Gtid.parse(value)
-    except GtidSyntaxError as e:
-        raise _mysql_text(value, e) from None
-
-
-def _position(value) -> Position:
-    if isinstance(value, Position):
-        return value
-    if isinstance(value, Gtid):
-        return Position([value])
-    try:
-        return Position.parse(value)
-    except GtidSyntaxError as e:
-        raise _mysql_text(value, e) from None
-
-
 def _skipping(pos: Position, state: BinlogState) -> dict:
     """Per domain, the GTID of ``pos`` a replica start skips up to when the
     server reads on from a place whose state is ``state``: a domain whose
@@ -317,140 +67,10 @@ def _skipping(pos: Position, state: BinlogState) -> dict:
     return skip
 
 
-# -- results ------------------------------------------------------------------------------
-
-@record
-class BinlogInfo:
-    file: str
-    size: int
-    server_version: str
-    checksum: str            # "CRC32" or "NONE"
-    growing: bool            # FDE IN_USE flag: still written, or not closed cleanly
-    start_state: BinlogState  # from the GTID_LIST event (a MySQL binlog's: its Previous_gtids, a GtidSet)
-    body_start: int          # offset after the GTID_LIST event (MySQL: after PREVIOUS_GTIDS)
-
-
-@record
-class StateAt:
-    """The answer to "what GTID state holds at FILE offset N"."""
-    file: str
-    offset: int
-    state: BinlogState       # every (domain, server) entry
-    via: str                 # "index" or "scan"
-
-    @property
-    def position(self) -> Position:
-        """One GTID per domain: what BINLOG_GTID_POS(file, offset) prints."""
-        return self.state.position()
-
-
-@record
-class Probe:
-    """The event boundaries around any byte of a binlog (``gtidx probe``):
-    ``before`` is the start of the event holding ``offset`` and ``after``
-    the next boundary (both ``offset`` when it is a boundary; ``after`` is
-    the file size at its end). Offsets 1-3 (the file's magic) lie between
-    0 and 4. ``state``: the GTID state at ``before``, as BINLOG_GTID_POS
-    gives it there (None: unknown, damaged bytes lie between the walk's start
-    and ``before``). ``damaged``: ``(lo, hi)``, the last range of bytes
-    before ``after`` in which no event can be trusted (the chain broke at
-    ``lo``, ``hi`` is the next trustworthy boundary), or None."""
-    file: str
-    offset: int
-    before: int
-    after: int
-    state: BinlogState | None
-    damaged: tuple | None
-    via: str                 # "index" or "scan": where the walk started
-
-    @property
-    def position(self) -> Position | None:
-        """One GTID per domain at ``before``: what BINLOG_GTID_POS(file, before) prints."""
-        return None if self.state is None else self.state.position()
-
-
-@record
-class Occurrence:
-    """One place a GTID's event group was logged (file, GTID event offset, end)."""
-    file: str
-    start: int
-    end: int
-
-
-@record
-class Location:
-    """Where a GTID's event group is: its GTID event at ``start``, its last
-    event ending at ``end``; a reader resuming after it continues at ``resume``.
-
-    With ``gtid_strict_mode=OFF`` a GTID can be logged more than once: the
-    answer is then the first occurrence in file order, and ``occurrences``
-    lists all of them (this one first), in file order. Empty: the GTID is
-    logged once as far as the binlogs show (see ``plan_locate``)."""
-    gtid: Gtid
-    file: str
-    start: int
-    end: int
-    resume: int
-    timestamp: int
-    via: str
-    occurrences: tuple = ()
-    history: int | None = None    # set when the binlogs' catalog shows several histories: the one answered in
-
-
-class SeveralHistories(BadInputError):
-    """The binlogs asked about are of several histories (their catalog says
-    so): a lookup answers within one (``history=``). ``groups``: [(history
-    id, [file names])]."""
-
-    def __init__(self, message: str, groups: list, **kw):
-        super().__init__(message, **kw)
-        self.groups = groups
-
-
-@record
-class TimePoint:
-    """The answer to "where does a restore to time ``time`` stop": the first
-    event group, in file order, whose GTID event timestamp is at least
-    ``time`` starts at ``offset`` of ``file`` (``gtid``, logged at
-    ``timestamp``); ``position`` is the GTID position just before it, what
-    the restore replays up to. No group that late: ``gtid`` and
-    ``timestamp`` are None, ``file``/``offset`` the end of the last binlog
-    and ``position`` its end state's."""
-    time: int | float        # unix seconds, exact (parse_time's: a Fraction when no float is exactly it)
-    file: str
-    offset: int
-    gtid: Gtid | None
-    position: Position
-    timestamp: int | None
-    via: str
-
-
-@record
-class ReplicaStart:
-    """Where the server starts sending to a replica at ``position``: it reads
-    ``file`` from ``offset``, always 4, the file's start (the found file is
-    read from its first event: the fake Rotate event a MariaDB 10.11 replica
-    receives first names this file and offset; ``mariadb-binlog
-    --start-position=4 FILE`` reads what the server reads), with the state
-    there, ``state``: the file's GTID_LIST (``BINLOG_GTID_POS(file, 4)``).
-    From there it skips, per domain, every group up to and including the
-    position's GTID (``skip``: the position less the domains whose GTID that
-    state already holds); the first group it sends is ``first`` (None when
-    the replica is up to date). Only ``via`` tells whether an index
-    shortened the walk to ``first``."""
-    position: Position
-    file: str
-    offset: int
-    state: BinlogState
-    skip: Position
-    first: Location | None
-    via: str
-
-
 # -- one file -------------------------------------------------------------------------
 
 def binlog_info(path: str | os.PathLike) -> BinlogInfo:
-    with Binlog(_path(path)) as b:
+    with Binlog(as_path(path)) as b:
         return _info(b)
 
 
@@ -467,7 +87,7 @@ def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
     (a MySQL binlog's: its transactions, ``mysqlbinlog.MysqlGroup``, and its
     Previous_gtids as ``start_state``). The file stays open until the
     iterator is exhausted or closed."""
-    path = _path(path)
+    path = as_path(path)
     try:
         b = Binlog(path)
     except MySQLBinlogError as e:
@@ -731,113 +351,6 @@ class _Replan(Exception):
 
 # -- a set of binlogs -----------------------------------------------------------------------
 
-def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None, store=None) -> list[str]:
-    """The binlog files named by ``path``: one file; a ``*.index`` file (the
-    server's list, see ``_listed``); or a
-    directory (its ``*.index`` if there is exactly one, else every file named
-    like ``name.000001``), in binlog order. ``path`` may be a URL
-    (``s3://bucket/prefix/``: a prefix is a directory), opened with
-    ``storage_options`` (see ``storage.resolve``) or in ``store``."""
-    path = _path(path)
-    if store is None:
-        store, path = storage.resolve(path, storage_options)
-    return _list_binlogs(path, store, {})
-
-
-def _list_binlogs(path: str, store, listings: dict) -> list[str]:
-    """``list_binlogs``; the LIST of a prefix it makes (an object store's
-    directory) is kept in ``listings`` ({directory: {name: (size, ETag)}},
-    ``FsspecStore.listing``): ``use_catalog`` checks the catalog's entries
-    against it without listing again."""
-    kind = store.kind(path)
-    if kind == "directory":
-        try:
-            if store.remote:
-                listing = store.listing(path)
-                listings[store.split(store.join(path, "x"))[0]] = listing
-                names = list(listing)
-            else:
-                names = store.listdir(path)
-        except OSError as e:
-            raise GtidxIOError.from_os(e, path) from None
-        indexes = sorted(f for f in names if f.endswith(".index"))
-        if len(indexes) == 1:
-            return _list_binlogs(store.join(path, indexes[0]), store, listings)
-        if len(indexes) > 1:
-            raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
-                                path=path, hint="name one of them")
-        # by the number after the last dot: master-bin.1000000 follows .999999
-        names = sorted((f for f in names if re.fullmatch(_BINLOG_NAME, f)),
-                       key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
-        if not names:
-            raise NotFoundError("no binlog files here", path=path)
-        return [store.join(path, n) for n in names]
-    if path.endswith(".index") and kind == "file":
-        try:
-            raw = store.read_bytes(path)
-        except OSError as e:
-            raise GtidxIOError.from_os(e, path) from None
-        lines = [os.fsdecode(ln.strip()) for ln in raw.splitlines() if ln.strip()]    # names as the OS has them
-        if any("\0" in ln for ln in lines):
-            raise CorruptBinlogError("binlog index has a NUL byte in a file name", path=path)
-        files = _listed(path, lines, store)
-        if not files:
-            raise NotFoundError("binlog index lists no files", path=path)
-        return files
-    if kind is None:
-        raise GtidxIOError("No such file or directory", path=path)
-    return [path]
-
-
-_NOT_A_NAME = ("", ".", "..")      # what os.path.basename gives for a line that names no file
-
-
-def _listed(index: str, lines: list[str], store=storage.LOCAL) -> list[str]:
-    """The binlogs named by the ``lines`` of the server's list ``index``
-    (``master-bin.index``, MySQL's ``binlog.index``). A line is used where it
-    points (relative to the index file, or absolute) only when that path,
-    symlinks and ``..`` resolved, is inside the index file's directory;
-    otherwise the file of the same name beside the index file is meant (a
-    server in a container or chroot, a copied directory, a hostile line):
-    nothing outside the directory given is ever read, or written beside.
-    In an object store: always the name beside it (an archive holds copies
-    of the server's files, not its directories). A line whose file is not
-    there either is an error naming it (a missing file, exit 3); a line that
-    names a file inside that is missing is kept (``status`` reports it)."""
-    base = store.split(index)[0]
-    files = []
-    for number, line in enumerate(lines, 1):
-        path = None if store.remote else os.path.normpath(os.path.join(base, line))
-        if path is None or not _inside(path, base):
-            name = os.path.basename(line)
-            if name in _NOT_A_NAME:
-                raise _unlisted(index, number, line, "names no file")
-            path = store.join(base, name)
-            if not store.remote and not os.path.lexists(path):
-                raise _unlisted(index, number, line, "no file of its name beside the index file")
-            if not store.remote and not _inside(path, base):      # a symlink out
-                raise _unlisted(index, number, line, f"{name} beside the index file leads outside its directory")
-        files.append(path)
-    return files
-
-
-def _inside(path: str, base: str) -> bool:
-    """Is ``path``, resolved (symlinks, ``..``), strictly below the directory
-    ``base``, resolved too? A name directly in ``base`` that is not a symlink
-    is, without resolving (a server's own list: one lstat a line)."""
-    if os.path.dirname(path) == base and not os.path.islink(path):
-        return os.path.basename(path) not in _NOT_A_NAME
-    real, root = os.path.realpath(path), os.path.realpath(base or ".")
-    return real != root and os.path.commonpath((real, root)) == root
-
-
-def _unlisted(index: str, number: int, line: str, why: str) -> GtidxIOError:
-    """The error of an index line gtidx will not read: it names the index file, the line and its text."""
-    return GtidxIOError(f"line {number} {quoted(line)}: {why}", path=index,
-                        hint="a listed path is read only inside the index file's directory, else the file "
-                             "of its name beside it")
-
-
 class BinlogSeries:
     """An ordered series of one server's binlog files (one file, or the whole
     list of a directory or ``master-bin.index``), answered as one history:
@@ -848,7 +361,7 @@ class BinlogSeries:
         if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
             raise BadInputError(f"BinlogSeries() takes a list of binlog paths, not {type(files).__name__}",
                                 hint="gtidx.open(path) takes one file, directory or master-bin.index")
-        files = [_path(f, "binlog path") for f in files]
+        files = [as_path(f, "binlog path") for f in files]
         if not files:
             raise BadInputError("no binlog files")
         if store is None:      # where they are: a URL names its object store
@@ -856,13 +369,13 @@ class BinlogSeries:
             files = [storage.resolve(f, storage_options)[1] for f in files]
         self.store = store
         # indexes kept apart (a local directory or URL mirroring the binlogs' places): looked up first
-        self.index_root = None if index_root is None else IndexRoot(_path(index_root, "index_root"),
+        self.index_root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"),
                                                                     storage_options)
         self.files = files
         self.use_index = use_index
         self._open: OrderedDict[str, _File] = OrderedDict()
         self._bare: OrderedDict[str, Binlog] = OrderedDict()   # opened without their index (_binlog)
-        self._cache = _int(cache, "cache", 1)
+        self._cache = as_int(cache, "cache", 1)
         self._start: dict[str, BinlogState] = {}
         self._end = None
         self._stored = None                    # _stored_end's, for one file and size
@@ -900,7 +413,7 @@ class BinlogSeries:
         known = [e for _, e in listed if e is not None]
         groups = catalog.histories_of(known)
         if history is not None:
-            history = _int(history, "history", 1)
+            history = as_int(history, "history", 1)
             names = dict(groups).get(history)
             if names is None:
                 raise BadInputError(f"no history {history} in the catalog of these binlogs",
@@ -1035,15 +548,24 @@ class BinlogSeries:
         directory's catalog (``gtidx.catalog``), when there is one and
         indexes are used, is read once: see ``use_catalog``. ``history``: the
         catalog's history to answer within (needed when it has several)."""
-        store, path = storage.resolve(_path(path), storage_options)
+        store, path = storage.resolve(as_path(path), storage_options)
         listings: dict = {}
-        files = _list_binlogs(path, store, listings)
+        files = list_files(path, store, listings)
+        return cls.from_listing(Listing(store, path, files, None, listings), storage_options=storage_options,
+                                history=history, **kw)
+
+    @classmethod
+    def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
+                     **kw) -> "BinlogSeries":
+        """``from_path`` of binlogs already listed (``listing.list_series``:
+        the façade lists once, and picks this class by their flavor)."""
+        store, path, files, _, listings, _ = listing.checked()
         found = None
         if kw.get("use_index", True) and files != [path]:
             directory = store.split(files[0])[0]
             if all(store.split(f)[0] == directory for f in files):
                 root = kw.get("index_root")
-                root = None if root is None else IndexRoot(_path(root, "index_root"), storage_options)
+                root = None if root is None else IndexRoot(as_path(root, "index_root"), storage_options)
                 from . import catalog
                 try:
                     found = catalog.Catalog.load(store, directory, root)
@@ -1074,7 +596,7 @@ class BinlogSeries:
 
     # -- files ------------------------------------------------------------------
     def resolve(self, file: str | os.PathLike) -> str:
-        file = _path(file, "file")
+        file = as_path(file, "file")
         if file in self.files:
             return file
         name = os.path.basename(file)
@@ -1260,7 +782,7 @@ class BinlogSeries:
         states do not show it (what ``plan_locate`` cannot see: an earlier
         occurrence than the one the bounds lead to); it reads all the binlogs.
         """
-        g = _gtid(gtid)
+        g = as_gtid(gtid)
         if every:
             return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
         miss = None
@@ -1316,7 +838,7 @@ class BinlogSeries:
         through ``locate``."""
         per_byte = PASS_PER_BYTE if pass_per_byte is None else pass_per_byte
         out: dict = {}
-        wanted = list(dict.fromkeys(_gtid(g) for g in gtids))
+        wanted = list(dict.fromkeys(as_gtid(g) for g in gtids))
 
         def one(g: Gtid) -> None:
             try:
@@ -1632,7 +1154,7 @@ class BinlogSeries:
         at the last index record before the position, where ``_skip_safe``
         allows, with that record's state deciding which domains still skip.
         """
-        pos = _position(position)
+        pos = as_position(position)
         latest, failed = self._latest_known()
         for g in pos:
             seq = latest.get(g.domain, g.server)
@@ -1813,12 +1335,20 @@ class BinlogSeries:
 
 def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
     """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``):
-    a ``BinlogSeries``, or for MySQL binlogs a ``mysqlapi.MysqlSeries`` (the
+    a ``BinlogSeries``, or for MySQL binlogs a ``series.mysql.MysqlSeries`` (the
     same lookups: ``locate``, ``state_at``, ``replica_start``)."""
-    mysql = _mysql(path, kw.get("storage_options"))
-    if mysql is not None:
-        return mysql.MysqlSeries.from_path(path, **kw)
-    return BinlogSeries.from_path(path, **kw)
+    listing = list_series(path, kw.get("storage_options"))
+    return series_class(listing.flavor).from_listing(listing, **kw)
+
+
+def series_class(flavor: str | None) -> type:
+    """The series that answers binlogs of ``flavor`` (``listing.list_series``'s):
+    the one place the flavor picks the answers. None (not known): MariaDB's,
+    whose answers say what they find."""
+    if flavor == "mysql":
+        from .series.mysql import MysqlSeries
+        return MysqlSeries
+    return BinlogSeries
 
 
 # seek_many answers its specs this many at a time (the GTIDs of each go through
@@ -1836,9 +1366,10 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     series serves them all; the GTIDs go through ``locate_many``, up to
     65,536 specs at a time: ``specs`` is read as the answers are taken (an
     endless iterator too), and memory does not grow with its length."""
-    mysql = _mysql(path, storage_options)
-    if mysql is not None:
-        yield from mysql.seek_many(specs, path, replica=replica, storage_options=storage_options,
+    listing = list_series(path, storage_options)
+    if listing.flavor == "mysql":
+        from .series import mysql
+        yield from mysql.seek_many(specs, listing, replica=replica, storage_options=storage_options,
                                    index_root=index_root, history=history)
         return
     kw = {"storage_options": storage_options, "index_root": index_root}
@@ -1846,7 +1377,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     def single(pos) -> bool:
         return len(pos) == 1 and not replica
     try:
-        logs = BinlogSeries.from_path(path, history=history, **kw)
+        logs = BinlogSeries.from_listing(listing, history=history, **kw)
     except SeveralHistories as e:
         for pos in map(_parsed, specs):
             if isinstance(pos, GtidxError):
@@ -1882,7 +1413,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
 def _parsed(spec):
     """A seek spec's position (``_position``), or the GtidxError saying why it has none."""
     try:
-        return _position(spec)
+        return as_position(spec)
     except GtidxError as e:
         return e
 
@@ -1897,11 +1428,10 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
     try:
         for file, offset in items:
             try:
-                path = _path(file)
+                path = as_path(file)
                 logs = open_.pop(path, None)
                 if logs is None:
-                    mysql = _mysql(path, storage_options)
-                    logs = (BinlogSeries if mysql is None else mysql.MysqlSeries)(
+                    logs = series_class(binlogs_flavor(path, storage_options))(
                         [path], use_index=use_index, storage_options=storage_options, index_root=index_root)
                     while len(open_) >= cache:
                         open_.popitem(last=False)[1].close()
@@ -1917,18 +1447,15 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
 def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file (a path or a
     URL; ``storage_options=``: see ``storage.resolve``)."""
-    path = _path(path)
-    mysql = _mysql(path, kw.get("storage_options"))
-    if mysql is not None:
-        return mysql.state_at(path, offset, **kw)
-    with BinlogSeries([path], **kw) as logs:
+    path = as_path(path)
+    with series_class(binlogs_flavor(path, kw.get("storage_options")))([path], **kw) as logs:
         return logs.state_at(logs.files[0], offset)
 
 
 def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
     """One-shot: the event boundaries around ``offset`` of one binlog file
     (a path or a URL), as ``BinlogSeries.probe``."""
-    path = _path(path)
+    path = as_path(path)
     with BinlogSeries([path], **kw) as logs:
         return logs.probe(logs.files[0], offset)
 
@@ -1959,17 +1486,17 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
     mirroring the binlogs' places (``IndexRoot``), not beside them."""
     index_root = kw.pop("index_root", None)
     if index_root is not None:
-        kw["index_root"] = IndexRoot(_path(index_root, "index_root"), storage_options)
+        kw["index_root"] = IndexRoot(as_path(index_root, "index_root"), storage_options)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     elif isinstance(paths, bytes) or not hasattr(paths, "__iter__"):
         raise BadInputError(f"build() takes a path or a list of paths, not {type(paths).__name__}")
-    paths = [_path(p) for p in paths]
+    paths = [as_path(p) for p in paths]
     if progress is not None and not callable(progress):
         raise BadInputError(f"progress must be a callable or None, not {type(progress).__name__}")
     for name in ("page_size", "span_min"):
         if name in kw:
-            kw[name] = _int(kw[name], name, 1)
+            kw[name] = as_int(kw[name], name, 1)
     ratio = kw.get("max_ratio")
     if ratio is not None and (isinstance(ratio, (bool, str)) or not isinstance(ratio, (int, float))):
         raise BadInputError(f"max_ratio must be a number or None, not {type(ratio).__name__}")
@@ -2011,13 +1538,13 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
 
 def _catalog_of(path, storage_options: dict | None, index_root) -> tuple:
     """(store, the binlogs of ``path``, the catalog's directory, IndexRoot or None)."""
-    store, where = storage.resolve(_path(path), storage_options)
+    store, where = storage.resolve(as_path(path), storage_options)
     files = list_binlogs(where, store=store)
     directory = store.split(files[0])[0]
     if any(store.split(f)[0] != directory for f in files):
         raise BadInputError("the binlogs listed are in several directories: a catalog describes one",
                             path=where, hint="name the directory (or URL prefix) that holds them")
-    root = None if index_root is None else IndexRoot(_path(index_root, "index_root"), storage_options)
+    root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"), storage_options)
     return store, files, directory, root
 
 
@@ -2109,7 +1636,7 @@ class IndexInfo:
 
 
 def _binlog_of(index: str) -> str:
-    index = _path(index, "index")
+    index = as_path(index, "index")
     if not index.endswith(".idx"):
         raise BadInputError(f"{index} is not an .idx file", hint="the index of FILE is FILE.idx")
     return index[:-4]
@@ -2129,7 +1656,7 @@ def _read_index(index: str):
 
 def index_info(index: str | os.PathLike) -> IndexInfo:
     """Facts about an .idx file and whether it can serve its binlog."""
-    index = _path(index, "index")
+    index = as_path(index, "index")
     binlog = _binlog_of(index)
     r, f = _read_index(index)
     with f:
@@ -2145,7 +1672,7 @@ def index_info(index: str | os.PathLike) -> IndexInfo:
 def index_records(index: str | os.PathLike):
     """(page_size, iterator of Record(offset, state)) of an .idx file, in
     binlog order. The file stays open until the iterator is exhausted or closed."""
-    r, f = _read_index(_path(index, "index"))
+    r, f = _read_index(as_path(index, "index"))
 
     def records():
         with f:
@@ -2155,7 +1682,7 @@ def index_records(index: str | os.PathLike):
 
 def verify(index: str | os.PathLike) -> dict:
     """Check every page, the tree, and every record against a scan of the binlog."""
-    index = _path(index, "index")
+    index = as_path(index, "index")
     return verify_index(_binlog_of(index), index)
 
 
@@ -2234,7 +1761,7 @@ def _file_status(path: str, now: float) -> FileStatus:
 def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
     """One-shot ``BinlogSeries.at_time`` over a file, directory or master-bin.index
     (MySQL binlogs: ``MysqlSeries.at_time``)."""
-    with open_binlogs(_path(path), **kw) as logs:
+    with open_binlogs(as_path(path), **kw) as logs:
         return logs.at_time(when)
 
 
@@ -2245,18 +1772,19 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too. MySQL binlogs: ``spec`` is ``uuid:N`` / ``uuid:tag:N``
-    or a GTID set, see ``mysqlapi``; ``server_uuid``: their server's, for
+    or a GTID set, see ``series.mysql``; ``server_uuid``: their server's, for
     a replica start (``MysqlSeries.replica_start``)."""
-    mysql = _mysql(path, storage_options)
-    if mysql is not None:
-        return mysql.seek(spec, path, replica=replica, every=every, storage_options=storage_options,
+    listing = list_series(path, storage_options)
+    if listing.flavor == "mysql":
+        from .series import mysql
+        return mysql.seek(spec, listing, replica=replica, every=every, storage_options=storage_options,
                           index_root=index_root, history=history, server_uuid=server_uuid)
     if server_uuid is not None:
         raise BadInputError("a server_uuid is for MySQL binlogs' replica starts; these are not MySQL binlogs")
-    pos = _position(spec)
+    pos = as_position(spec)
     kw = {"storage_options": storage_options, "index_root": index_root}
     try:
-        logs = BinlogSeries.from_path(path, history=history, **kw)
+        logs = BinlogSeries.from_listing(listing, history=history, **kw)
     except SeveralHistories as e:
         if len(pos) != 1 or replica:
             raise
@@ -2284,12 +1812,12 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     kw = {"storage_options": storage_options, "index_root": index_root}
     try:
         if offset is not None:
-            offset = parse_offset(offset) if isinstance(offset, str) else _int(offset, "offset", 0)
-            with BinlogSeries([_path(path)], use_index=False, **kw) as logs:
+            offset = parse_offset(offset) if isinstance(offset, str) else as_int(offset, "offset", 0)
+            with BinlogSeries([as_path(path)], use_index=False, **kw) as logs:
                 b = logs._file(logs.files[0]).binlog
                 start = _walk_start(b, offset, logs.index_root)
                 return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
-        g = _gtid(gtid)
+        g = as_gtid(gtid)
         try:
             logs = BinlogSeries.from_path(path, history=history, **kw)
         except SeveralHistories as e:
@@ -2374,4 +1902,5 @@ __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "b
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
            "FileStatus", "BuildProgress", "parse_offset", "build_catalog", "load_catalog", "SeveralHistories",
-           "DEFAULT_MAX_RATIO", "fmt"]
+           "DEFAULT_MAX_RATIO", "fmt", "binlogs_flavor", "first_second", "series_class", "probe", "seek_many",
+           "states_at", "show", "Probe"]

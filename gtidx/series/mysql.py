@@ -2,9 +2,10 @@
 offset, where an auto-positioned replica starts.
 
 ``api``'s entry points (``seek``, ``state_at``, ``states_at``, ``seek_many``,
-``open_binlogs``) look once at the flavor of the binlogs they are given
-(``api.binlogs_flavor``: every file's FORMAT_DESCRIPTION) and hand MySQL's to this
-module; a series mixing MariaDB and MySQL binlogs is refused there. The
+``open_binlogs``) list the binlogs they are given once and read their flavor
+(``series.listing.list_series``: every file's FORMAT_DESCRIPTION) and hand
+MySQL's to this module; a series mixing MariaDB and MySQL binlogs is refused
+there. The
 answers are typed as ``api``'s (``Location``, ``ReplicaStart``) with MySQL's
 values in them (``MysqlGtid``, ``GtidSet``), and ``MysqlStateAt`` for a set at
 an offset:
@@ -45,8 +46,9 @@ from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
 from .. import storage
-from ..api import (Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, first_second, parse_offset,
-                  parse_time)
+from ..inputs import as_int, as_path, first_second, parse_offset, parse_time
+from .listing import Listing, list_files
+from .results import Location, ReplicaStart, TimePoint
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
@@ -121,7 +123,7 @@ class MysqlSeries:
                  storage_options: dict | None = None, store=None, index_root=None):
         if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
             raise BadInputError(f"MysqlSeries() takes a list of binlog paths, not {type(files).__name__}")
-        files = [_path(f, "binlog path") for f in files]
+        files = [as_path(f, "binlog path") for f in files]
         if not files:
             raise BadInputError("no binlog files")
         if store is None:
@@ -131,11 +133,11 @@ class MysqlSeries:
         self.files = files
         self.use_index = use_index
         self.index_root = None if index_root is None or isinstance(index_root, IndexRoot) else \
-            IndexRoot(_path(index_root, "index_root"), storage_options)
+            IndexRoot(as_path(index_root, "index_root"), storage_options)
         self._indexes: dict[str, tuple] = {}      # path -> ((path, size), IndexStatus)
         self._names = {os.path.basename(f): f for f in files}
         self._open: OrderedDict[str, MysqlBinlog] = OrderedDict()
-        self._cache = _int(cache, "cache", 1)
+        self._cache = as_int(cache, "cache", 1)
         self._prev: dict[str, GtidSet | None] = {}
         self._ends: dict[str, int] = {}           # path -> end of its last complete event
         self._end_set = None                      # ((path, size), the set after the last file)
@@ -147,8 +149,17 @@ class MysqlSeries:
         a catalog's; MySQL binlogs have no catalog yet: refused when given.)"""
         if history is not None:
             raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
-        store, where = storage.resolve(_path(path), storage_options)
-        return cls(_list_binlogs(where, store, {}), store=store, storage_options=storage_options, **kw)
+        store, where = storage.resolve(as_path(path), storage_options)
+        return cls(list_files(where, store, {}), store=store, storage_options=storage_options, **kw)
+
+    @classmethod
+    def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
+                     **kw) -> "MysqlSeries":
+        """``from_path`` of binlogs already listed (``listing.list_series``)."""
+        if history is not None:
+            raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
+        listing = listing.checked()
+        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
 
     def __enter__(self) -> "MysqlSeries":
         return self
@@ -166,7 +177,7 @@ class MysqlSeries:
 
     # -- files --------------------------------------------------------------------------------
     def resolve(self, file) -> str:
-        file = _path(file, "file")
+        file = as_path(file, "file")
         if file in self.files:
             return file
         name = os.path.basename(file)
@@ -564,12 +575,13 @@ def _samefile(a: str, b: str) -> bool:
 
 # -- entry points (api's hand over to these) -------------------------------------------------------
 
-def seek(spec, path, *, replica: bool = False, every: bool = False, storage_options: dict | None = None,
-         index_root=None, history: int | None = None, server_uuid: str | None = None):
-    """``api.seek`` on MySQL binlogs: one GTID -> Location; a GTID set (or
-    ``replica``) -> ReplicaStart."""
-    with MysqlSeries.from_path(path, storage_options=storage_options, index_root=index_root,
-                               history=history) as logs:
+def seek(spec, listing: Listing, *, replica: bool = False, every: bool = False,
+         storage_options: dict | None = None, index_root=None, history: int | None = None,
+         server_uuid: str | None = None):
+    """``api.seek`` on MySQL binlogs (``listing``: as the façade listed them):
+    one GTID -> Location; a GTID set (or ``replica``) -> ReplicaStart."""
+    with MysqlSeries.from_listing(listing, storage_options=storage_options, index_root=index_root,
+                                  history=history) as logs:
         return _answer(logs, spec, replica, every, server_uuid)
 
 
@@ -588,19 +600,14 @@ def _answer(logs: MysqlSeries, spec, replica: bool, every: bool = False, server_
     return logs.replica_start(spec, server_uuid=server_uuid)
 
 
-def seek_many(specs: Iterable, path, *, replica: bool = False, storage_options: dict | None = None,
+def seek_many(specs: Iterable, listing: Listing, *, replica: bool = False, storage_options: dict | None = None,
               index_root=None, history: int | None = None, **_) -> Iterator:
-    """``api.seek_many`` on MySQL binlogs: each spec's answer or error, in order."""
-    with MysqlSeries.from_path(path, storage_options=storage_options, index_root=index_root,
-                               history=history) as logs:
+    """``api.seek_many`` on MySQL binlogs (``listing``: as the façade listed
+    them): each spec's answer or error, in order."""
+    with MysqlSeries.from_listing(listing, storage_options=storage_options, index_root=index_root,
+                                  history=history) as logs:
         for spec in specs:
             try:
                 yield _answer(logs, spec, replica)
             except GtidxError as e:
                 yield e
-
-
-def state_at(path, offset, **kw) -> MysqlStateAt:
-    """``api.state_at`` on a MySQL binlog."""
-    with MysqlSeries([_path(path)], **kw) as logs:
-        return logs.state_at(logs.files[0], offset)
