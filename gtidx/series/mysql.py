@@ -33,7 +33,7 @@ an offset:
 
 The index: each per-file walk starts where ``_start_for_offset`` /
 ``_start_for_gtid`` say, ``(offset, set there, via)``: the file's gtidx
-index record (``mysqlindex.MysqlIndexReader``: ``at_offset(target)``, the
+index record (``index.mysql.MysqlIndexReader``: ``at_offset(target)``, the
 last record at or before ``target``; ``before_gtid(g)``, the last record
 whose set lacks ``g``) when the file has a usable index and the record is
 an event of the file (CRC checked), else the start of the file and its
@@ -241,10 +241,10 @@ class MysqlSeries:
 
     # -- the index hook -------------------------------------------------------------------------
     def index_reader(self, path: str):
-        """The MySQL index reader of ``path`` (``mysqlindex.MysqlIndexReader``:
+        """The MySQL index reader of ``path`` (``index.mysql.MysqlIndexReader``:
         ``at_offset``, ``before_gtid``), or None when it has no usable index
         (said once per file, as for MariaDB binlogs: the walk answers).
-        Judged as every index is (``indexfile.open_index``: magic, flavor,
+        Judged as every index is (``index.files.open_index``: magic, flavor,
         fingerprint, tail), once per file and size."""
         b = self._file(path)
         key = (path, b.size)
