@@ -23,6 +23,7 @@ from gtidx.index.files import (build_index, coarsen, open_index, server_records,
 from gtidx.index.meta import IndexMeta, IndexState
 from gtidx.index.reader import IndexReader, Record
 from gtidx.index.writer import IndexWriter, RecordPolicy, write_records
+from gtidx.series.files import SeriesFile
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
@@ -760,7 +761,8 @@ def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
     """A fresh series answering one lookup reads each file's preamble once:
     the start states planning reads, the stored ranges and the lookup's own
     file share one open ``Binlog`` per file."""
-    import gtidx.api as api_mod
+    import gtidx.series.files as files_mod
+    import gtidx.series.trust as trust_mod
     d = tmp_path / "multifile"
     shutil.copytree(M1011 / "multifile", d)
     list(api.build(d))
@@ -773,7 +775,8 @@ def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
         def __init__(self, path, *a, **kw):
             opened.append(os.path.basename(path))
             super().__init__(path, *a, **kw)
-    monkeypatch.setattr(api_mod, "Binlog", Counting)
+    for mod in (files_mod, trust_mod):
+        monkeypatch.setattr(mod, "Binlog", Counting)
     for g in gtids:
         opened.clear()
         with api.BinlogSeries(files) as logs:
@@ -804,7 +807,7 @@ def test_the_pairs_going_down_come_from_the_stored_walk(tmp_path, monkeypatch):
                     exact.add(key)
                 last[key] = g.gtid.seq
         walks.clear()
-        f = api._File(str(binlog), True)
+        f = SeriesFile(str(binlog), True)
         try:
             assert f.pairs_going_down() == exact and walks == [], binlog.name
         finally:
@@ -813,7 +816,7 @@ def test_the_pairs_going_down_come_from_the_stored_walk(tmp_path, monkeypatch):
         idx = str(binlog) + ".idx"
         with open(idx, "rb") as fh:
             IndexMeta.read(idx).replace(ranges=None, repeats=None).write(fh.fileno(), idx)
-        f = api._File(str(binlog), True)
+        f = SeriesFile(str(binlog), True)
         try:
             f.pairs_going_down()
             assert walks == [1], binlog.name

@@ -46,13 +46,14 @@ from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
 from .. import storage
-from ..inputs import as_int, as_path, first_second, parse_offset, parse_time
+from ..inputs import as_path, first_second, parse_offset, parse_time
+from .base import SeriesShell
 from .listing import Listing, list_files
 from .results import Location, ReplicaStart, TimePoint
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
-from ..index.files import IndexRoot, open_index
+from ..index.files import open_index
 from ..liblog import log
 from ..binlog.mysql import GTID_LOG, GTID_TAGGED, MysqlBinlog
 from ..mysqlgtid import GtidSet, MysqlGtid
@@ -115,29 +116,18 @@ def _mariadb_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
 
 # -- a series of one server's MySQL binlogs -------------------------------------------------------
 
-class MysqlSeries:
+class MysqlSeries(SeriesShell):
     """An ordered series of one MySQL server's binlog files (one file, or the
     list of a directory or ``binlog.index``), answered as one history."""
 
+    _NAME = "MysqlSeries"
+
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32,
                  storage_options: dict | None = None, store=None, index_root=None):
-        if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
-            raise BadInputError(f"MysqlSeries() takes a list of binlog paths, not {type(files).__name__}")
-        files = [as_path(f, "binlog path") for f in files]
-        if not files:
-            raise BadInputError("no binlog files")
-        if store is None:
-            store = storage.resolve(files[0], storage_options)[0]
-            files = [storage.resolve(f, storage_options)[1] for f in files]
-        self.store = store
-        self.files = files
-        self.use_index = use_index
-        self.index_root = None if index_root is None or isinstance(index_root, IndexRoot) else \
-            IndexRoot(as_path(index_root, "index_root"), storage_options)
+        super().__init__(files, use_index=use_index, cache=cache, storage_options=storage_options, store=store,
+                         index_root=index_root)
         self._indexes: dict[str, tuple] = {}      # path -> ((path, size), IndexStatus)
-        self._names = {os.path.basename(f): f for f in files}
         self._open: OrderedDict[str, MysqlBinlog] = OrderedDict()
-        self._cache = as_int(cache, "cache", 1)
         self._prev: dict[str, GtidSet | None] = {}
         self._ends: dict[str, int] = {}           # path -> end of its last complete event
         self._end_set = None                      # ((path, size), the set after the last file)
@@ -161,12 +151,6 @@ class MysqlSeries:
         listing = listing.checked()
         return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
 
-    def __enter__(self) -> "MysqlSeries":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
         for _, status in self._indexes.values():
             status.close()
@@ -176,17 +160,6 @@ class MysqlSeries:
         self._open.clear()
 
     # -- files --------------------------------------------------------------------------------
-    def resolve(self, file) -> str:
-        file = as_path(file, "file")
-        if file in self.files:
-            return file
-        name = os.path.basename(file)
-        if name in self._names and (os.path.dirname(file) == "" or _samefile(file, self._names[name])):
-            return self._names[name]
-        if self.store.exists(file):
-            return file
-        raise NotFoundError(f"{file} is not one of these binlogs", hint=f"{len(self.files)} files")
-
     def _file(self, path: str) -> MysqlBinlog:
         b = self._open.get(path)
         if b is not None:
@@ -564,13 +537,6 @@ def parse_spec(value) -> MysqlGtid | GtidSet:
         return value if isinstance(value, MysqlGtid) else MysqlGtid.parse(value)
     except GtidSyntaxError:
         return _gtid_set(value)
-
-
-def _samefile(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 # -- entry points (api's hand over to these) -------------------------------------------------------
