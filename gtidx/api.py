@@ -38,7 +38,7 @@ from .index.files import DEFAULT_MAX_RATIO, build_index, index_path, open_index,
 from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_time, parse_offset, parse_time
 from .series.listing import Listing, binlogs_flavor, list_binlogs, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
-from .series.planner import UNKNOWN, LocatePlan, Planner, PlanTable, plan_locate
+from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
 from .series.results import (BinlogInfo, Location, Occurrence, Probe, ReplicaStart, SeveralHistories, StateAt,
                              TimePoint)
 
@@ -362,4 +362,4 @@ __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "b
            "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
            "FileStatus", "BuildProgress", "parse_offset", "build_catalog", "load_catalog", "SeveralHistories",
            "DEFAULT_MAX_RATIO", "fmt", "binlogs_flavor", "first_second", "series_class", "probe", "seek_many",
-           "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing"]
+           "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile"]

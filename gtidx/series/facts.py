@@ -10,7 +10,7 @@ from ..errors import GtidxError, MySQLBinlogError
 from ..gtid import BinlogState, Gtid
 from ..index.files import stored_seen
 from ..liblog import log
-from .planner import UNKNOWN, LocatePlan, Planner, PlanTable
+from .planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, Unknown
 
 
 class Facts:
@@ -69,7 +69,7 @@ class Facts:
         self._learn(self.files)
         return PlanTable(*self._plan_inputs((domain, server)))
 
-    def _plan(self, g: Gtid) -> LocatePlan | str:
+    def _plan(self, g: Gtid) -> LocatePlan | NoFile:
         """``plan_locate`` for ``g`` with what this series knows: the bounds
         (its pair's planner, kept), the files seen going down, and the ranges
         of the files learned. (The end state is read, also where the GTID's
@@ -177,14 +177,14 @@ class Facts:
                 r[1] = seq
         return seen
 
-    def _start_bound(self, path: str, key: tuple) -> int | None | str:
+    def _start_bound(self, path: str, key: tuple) -> int | Unknown | None:
         try:
             return self.start_state(path).get(*key)
         except GtidxError as e:
             self._warn_damaged(path, e)
             return UNKNOWN
 
-    def _end_bound(self, key: tuple) -> int | None | str:
+    def _end_bound(self, key: tuple) -> int | Unknown | None:
         try:
             stored = None if self.files[-1] in self._catalog else self._stored_end(self.files[-1])
             if stored is not None and key not in stored[1]:

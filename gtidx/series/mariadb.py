@@ -20,7 +20,7 @@ from .base import SeriesShell
 from .facts import Facts
 from .files import FileCache, SeriesFile
 from .listing import Listing
-from .planner import LocatePlan, Planner, PlanTable
+from .planner import LocatePlan, NoFile, Planner, PlanTable
 from .results import Location, Occurrence, Probe, ReplicaStart, StateAt, TimePoint
 from .trust import CatalogTrust
 
@@ -52,8 +52,9 @@ def _contains(state: BinlogState, g: Gtid) -> bool:
     seq = state.get(g.domain, g.server)
     return seq is not None and seq >= g.seq
 
-class _Replan(Exception):
-    """A scan found a (domain, server) going down where the plan assumed not."""
+# what _find_group answers when its walk sees the GTID's (domain, server) go
+# down where the plan assumed it grows: locate plans again with that
+_DIPPED = object()
 
 class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
     """An ordered series of one server's binlog files (one file, or the whole
@@ -208,44 +209,55 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             return self._locate_all(g, LocatePlan(tuple(range(len(self.files))), False))
         miss = None
         while True:
-            stale = self._distrusted      # a catalog entry found stale on the way: plan again without it
+            stale = self._distrusted       # catalog entries found stale so far: another, and the plan was wrong
             plan = self._plan(g)
-            try:
-                if isinstance(plan, str):
-                    raise self._not_here(f"GTID {g}", plan)
-                if not plan.monotone:
-                    loc = self._locate_all(g, plan)
-                    if self._distrusted != stale:
-                        continue
-                    return loc
-                loc = self._locate_once(g, plan)
-                # An earlier copy may hide where the seq stepped back and
-                # recovered inside a binlog: the answer stands once every
-                # binlog up to its own is learned and the plan, made again
-                # with what that showed, has no earlier file left to search.
-                k = self.files.index(loc.file)
-                # the first occurrence is certain once the binlogs up to its
-                # own are learned; later ones are listed where what the
-                # later binlogs' indexes stored shows them (no walk)
-                if self._learn(self.files[:k + 1]) | self._learn(self.files[k + 1:], walk=False):
-                    again = self._plan(g)
-                    if isinstance(again, str) or not again.monotone or \
-                            not {i for i in again.files if i < k} <= set(plan.files):
-                        continue
-                if self._distrusted != stale:
-                    continue
-                return loc
-            except _Replan:
-                continue            # a scan saw the seq go down: plan again with that
-            except NotFoundError as e:
-                # The start states cannot show a seq_no that stepped back and
-                # recovered inside one binlog: "not here" is certain only once
-                # every binlog is learned (once per BinlogSeries).
-                if self._distrusted != stale:
-                    continue
-                miss = miss or e
-                if not self._learn_all():
-                    raise miss from None
+            found = self._search(g, plan)
+            settled = self._settled(g, plan, found)
+            if not settled or self._distrusted != stale:
+                continue                   # what the search showed changes the plan: plan again
+            if isinstance(found, Location):
+                return found
+            # The start states cannot show a seq_no that stepped back and
+            # recovered inside one binlog: "not here" is certain only once
+            # every binlog is learned (once per BinlogSeries).
+            miss = miss or found
+            if not self._learn_all():
+                raise miss from None
+
+    def _search(self, g: Gtid, plan: LocatePlan | NoFile) -> Location | NotFoundError | None:
+        """Search the files of ``plan`` for ``g``: its Location, the
+        NotFoundError saying why it is not there, or None when a walk saw
+        its (domain, server) go down where the plan assumed it grows (the
+        dip is noted: plan again). An unreadable binlog's error is raised."""
+        if isinstance(plan, NoFile):
+            return self._not_here(f"GTID {g}", plan.reason)
+        try:
+            if not plan.monotone:
+                return self._locate_all(g, plan)
+            return self._locate_once(g, plan)
+        except NotFoundError as e:
+            return e
+
+    def _settled(self, g: Gtid, plan: LocatePlan | NoFile, found: Location | NotFoundError | None) -> bool:
+        """Does the answer ``found`` stand, with what learning around it
+        shows? None (a dip seen) does not. An earlier copy of a GTID found by
+        a monotonic plan may hide where the seq stepped back and recovered
+        inside a binlog: the answer stands once every binlog up to its own
+        is learned and the plan, made again with what that showed, has no
+        earlier file left to search. Later occurrences are listed where what
+        the later binlogs' indexes stored shows them (no walk)."""
+        if found is None:
+            return False
+        if not isinstance(found, Location) or not plan.monotone:
+            return True
+        k = self.files.index(found.file)
+        before = self._learn(self.files[:k + 1])
+        after = self._learn(self.files[k + 1:], walk=False)
+        if not (before or after):
+            return True
+        again = self._plan(g)
+        return not (isinstance(again, NoFile) or not again.monotone or
+                    not {i for i in again.files if i < k} <= set(plan.files))
 
     def locate_many(self, gtids, *, pass_per_byte: float | None = None) -> dict:
         """``{gtid: Location or the GtidxError locate raises}`` for many GTIDs
@@ -280,7 +292,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             if table is None:
                 table = tables[key] = PlanTable(*self._plan_inputs(key))
             plan = table.plan(g.seq)
-            if isinstance(plan, str) or not plan.monotone or len(plan.files) != 1:
+            if isinstance(plan, NoFile) or not plan.monotone or len(plan.files) != 1:
                 others.append(g)
             else:
                 per_file.setdefault(plan.files[0], []).append(g)
@@ -305,8 +317,9 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                 one(g)                  # few, or not where its bounds say: locate decides
         return out
 
-    def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location:
-        """Monotonic (domain, server): the GTID is in at most one file, once."""
+    def _locate_once(self, g: Gtid, plan: LocatePlan) -> Location | None:
+        """Monotonic (domain, server): the GTID is in at most one file, once.
+        None: a walk saw the pair go down (noted in ``_dips``): plan again."""
         failed = None
         for i in plan.files:
             path = self.files[i]
@@ -322,6 +335,8 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                 failed = failed or e
                 self._warn_damaged(path, e)
                 continue
+            if loc is _DIPPED:
+                return None
             if loc is not None:
                 return loc
         if failed is not None:
@@ -352,10 +367,11 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         occ = tuple(Occurrence(x.file, x.start, x.end) for x in found) if len(found) > 1 else ()
         return found[0]._replace(occurrences=occ)
 
-    def _find_group(self, f: SeriesFile, g: Gtid, start: int, stop: int | None, via: str) -> Location | None:
-        """The first group of ``g`` in [start, stop); a walk that sees the
-        GTID's (domain, server) go down raises _Replan (the file is not
-        monotonic for it after all)."""
+    def _find_group(self, f: SeriesFile, g: Gtid, start: int, stop: int | None,
+                    via: str) -> Location | object | None:
+        """The first group of ``g`` in [start, stop), None when there is none;
+        ``_DIPPED`` when the walk sees the GTID's (domain, server) go down
+        (noted in ``_dips``: the file is not monotonic for it after all)."""
         domain_, server_, n = g
         prev = 0
         for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
@@ -366,7 +382,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                     return Location(g, f.path, begin, end, end, ts, via if f.reader else "scan")
                 if seq < prev:
                     self._dips.setdefault((domain_, server_), set()).add(f.path)
-                    raise _Replan()
+                    return _DIPPED
                 prev = seq
         return None
 

@@ -9,7 +9,33 @@ import bisect
 from ..gtid import Gtid
 from ..records import record
 
-UNKNOWN = "unknown"      # a bound that could not be read (a damaged binlog)
+
+
+class Unknown(str):
+    """The type of ``UNKNOWN``: a bound (or a start state, in ``gtidx.spark``)
+    that could not be read, a damaged binlog's. One value, distinct from every
+    seq_no and from None (absent); it is the text "unknown" too, which is how
+    Spark's plans carry it from the driver to the executors."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown("unknown")
+
+
+class NoFile(str):
+    """Why no file can hold a GTID: ``Planner.plan``'s answer when it has no
+    LocatePlan. A str (its reason, as the answers print it) of its own type,
+    so that ``isinstance(plan, NoFile)`` tells it from a plan."""
+
+    __slots__ = ()
+
+    @property
+    def reason(self) -> str:
+        return str(self)
 
 
 @record
@@ -44,7 +70,7 @@ class Planner:
         above.reverse()
         self._below, self._above = below, above
 
-    def plan(self, n: int, dipped=(), ranges=None) -> "LocatePlan | str":
+    def plan(self, n: int, dipped=(), ranges=None) -> "LocatePlan | NoFile":
         bounds, count = self.bounds, len(self.bounds) - 1
         monotone = self.monotone and not dipped
         if monotone and not ranges:
@@ -65,10 +91,10 @@ class Planner:
         if files:
             return LocatePlan(files, monotone)
         if bounds[-1] != UNKNOWN and n > (bounds[-1] or 0):
-            return "never written"
+            return NoFile("never written")
         if bounds[0] != UNKNOWN and n <= (bounds[0] or 0):
-            return "purged: the earliest binlog starts after it"
-        return "no binlog that can hold it has it"
+            return NoFile("purged: the earliest binlog starts after it")
+        return NoFile("no binlog that can hold it has it")
 
     def table(self, dipped=(), ranges=None) -> "PlanTable":
         """``plan`` for every seq_no of the pair at once (many GTIDs, one
@@ -93,21 +119,21 @@ class PlanTable:
         self.points = sorted(cuts)
         self.plans = [planner.plan(n, dipped, ranges) for n in [self.points[0] - 1] + self.points]
 
-    def plan(self, n: int) -> "LocatePlan | str":
+    def plan(self, n: int) -> "LocatePlan | NoFile":
         return self.plans[bisect.bisect_right(self.points, n)]
 
 
 _INFINITE = float("inf")
 
 
-def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | str:
+def plan_locate(g: Gtid, bounds: list, dipped=(), ranges=None) -> LocatePlan | NoFile:
     """Which files can hold ``g``: ``bounds[i]`` is the seq_no of ``g``'s
     (domain, server) in the start state (GTID_LIST) of file ``i`` (None:
     absent), ``bounds[-1]`` the one at the end of the last file; ``UNKNOWN``
     where a file could not be read. ``dipped``: files in which a scan saw that
     seq go down; ``ranges``: for files scanned whole, the (lowest, highest)
     seq of the pair in them (None: it logged nothing there).
-    Returns a LocatePlan, or why no file can hold ``g``.
+    Returns a LocatePlan, or why no file can hold ``g`` (a ``NoFile``).
 
     While the (domain, server) only grows (every bound at least the one
     before, no dip seen) it is the server's rule: ``g`` is in the one file
