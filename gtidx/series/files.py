@@ -137,7 +137,7 @@ class FileCache:
         return f
 
     def _binlog(self, path: str) -> Binlog:
-        """The file, open: its ``_File``'s binlog, else one opened without
+        """The file, open: its ``SeriesFile``'s binlog, else one opened without
         its index and kept (up to ``cache`` of them, the least recently used
         closed first) until ``_file`` needs it or the series closes: planning
         reads every file's start state, and a lookup then opens some of the

@@ -28,7 +28,7 @@ class CatalogTrust:
         (``teach``: the planner knows which file holds a GTID without a walk).
         Every entry is checked first against what is there now, cheaply
         (``_entry_problem``: a stat, or one LIST of an object-store prefix;
-        ``listings``: LISTs already made, see ``_list_binlogs``); then it is
+        ``listings``: LISTs already made, see ``listing.list_files``); then it is
         trusted until its file, opened, differs from it (size, fingerprint,
         GTID_LIST): then it is dropped and the file is read.
 
