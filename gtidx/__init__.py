@@ -22,7 +22,7 @@ _LAZY = {
     "Position": "gtid",
     "open": ("api", "open_binlogs"),      # gtidx.open: api does not shadow the builtin
     "BinlogSeries": "api",
-    "build": "api",
+    "build": "admin",
     "state_at": "api",
     "scan": "api",
     "binlog_info": "api",
@@ -35,8 +35,8 @@ _LAZY = {
     "parse_time": "api",
     "BinlogInfo": "api",
     "BuildResult": "index.build",
-    "build_catalog": "api",
-    "load_catalog": "api",
+    "build_catalog": "admin",
+    "load_catalog": "admin",
 }
 
 

@@ -24,6 +24,7 @@ from gtidx.index.files import open_index, stored_seen, verify_index
 from gtidx.index.meta import IndexMeta, IndexState
 from gtidx.index.reader import IndexReader, Record
 from gtidx.index.writer import IndexWriter, RecordPolicy, write_records
+from gtidx.series.files import SeriesFile
 
 M118 = FIXTURES / "mariadb-11.8"
 M1011 = FIXTURES / "mariadb-10.11"
@@ -761,7 +762,8 @@ def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
     """A fresh series answering one lookup reads each file's preamble once:
     the start states planning reads, the stored ranges and the lookup's own
     file share one open ``Binlog`` per file."""
-    import gtidx.api as api_mod
+    import gtidx.series.files as files_mod
+    import gtidx.series.trust as trust_mod
     d = tmp_path / "multifile"
     shutil.copytree(M1011 / "multifile", d)
     list(api.build(d))
@@ -774,7 +776,8 @@ def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
         def __init__(self, path, *a, **kw):
             opened.append(os.path.basename(path))
             super().__init__(path, *a, **kw)
-    monkeypatch.setattr(api_mod, "Binlog", Counting)
+    for mod in (files_mod, trust_mod):
+        monkeypatch.setattr(mod, "Binlog", Counting)
     for g in gtids:
         opened.clear()
         with api.BinlogSeries(files) as logs:
@@ -805,7 +808,7 @@ def test_the_pairs_going_down_come_from_the_stored_walk(tmp_path, monkeypatch):
                     exact.add(key)
                 last[key] = g.gtid.seq
         walks.clear()
-        f = api._File(str(binlog), True)
+        f = SeriesFile(str(binlog), True)
         try:
             assert f.pairs_going_down() == exact and walks == [], binlog.name
         finally:
@@ -814,7 +817,7 @@ def test_the_pairs_going_down_come_from_the_stored_walk(tmp_path, monkeypatch):
         idx = str(binlog) + ".idx"
         with open(idx, "rb") as fh:
             IndexMeta.read(idx).replace(ranges=None, repeats=None).write(fh.fileno(), idx)
-        f = api._File(str(binlog), True)
+        f = SeriesFile(str(binlog), True)
         try:
             f.pairs_going_down()
             assert walks == [1], binlog.name

@@ -2,9 +2,10 @@
 offset, where an auto-positioned replica starts.
 
 ``api``'s entry points (``seek``, ``state_at``, ``states_at``, ``seek_many``,
-``open_binlogs``) look once at the flavor of the binlogs they are given
-(``api.binlogs_flavor``: every file's FORMAT_DESCRIPTION) and hand MySQL's to this
-module; a series mixing MariaDB and MySQL binlogs is refused there. The
+``open_binlogs``) list the binlogs they are given once and read their flavor
+(``series.listing.list_series``: every file's FORMAT_DESCRIPTION) and hand
+MySQL's to this module; a series mixing MariaDB and MySQL binlogs is refused
+there. The
 answers are typed as ``api``'s (``Location``, ``ReplicaStart``) with MySQL's
 values in them (``MysqlGtid``, ``GtidSet``), and ``MysqlStateAt`` for a set at
 an offset:
@@ -32,7 +33,7 @@ an offset:
 
 The index: each per-file walk starts where ``_start_for_offset`` /
 ``_start_for_gtid`` say, ``(offset, set there, via)``: the file's gtidx
-index record (``mysqlindex.MysqlIndexReader``: ``at_offset(target)``, the
+index record (``index.mysql.MysqlIndexReader``: ``at_offset(target)``, the
 last record at or before ``target``; ``before_gtid(g)``, the last record
 whose set lacks ``g``) when the file has a usable index and the record is
 an event of the file (CRC checked), else the start of the file and its
@@ -45,12 +46,14 @@ from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
 from .. import storage
-from ..api import (Location, ReplicaStart, TimePoint, _int, _list_binlogs, _path, first_second, parse_offset,
-                  parse_time)
+from ..inputs import as_path, first_second, parse_offset, parse_time
+from .base import SeriesShell
+from .listing import Listing, list_files
+from .results import Location, ReplicaStart, TimePoint
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
-from ..index.files import IndexRoot, open_index
+from ..index.files import open_index
 from ..liblog import log
 from ..binlog.mysql import GTID_LOG, GTID_TAGGED, MysqlBinlog
 from ..mysqlgtid import GtidSet, MysqlGtid
@@ -113,29 +116,18 @@ def _mariadb_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
 
 # -- a series of one server's MySQL binlogs -------------------------------------------------------
 
-class MysqlSeries:
+class MysqlSeries(SeriesShell):
     """An ordered series of one MySQL server's binlog files (one file, or the
     list of a directory or ``binlog.index``), answered as one history."""
 
+    _NAME = "MysqlSeries"
+
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32,
                  storage_options: dict | None = None, store=None, index_root=None):
-        if isinstance(files, (str, bytes, os.PathLike)) or not hasattr(files, "__iter__"):
-            raise BadInputError(f"MysqlSeries() takes a list of binlog paths, not {type(files).__name__}")
-        files = [_path(f, "binlog path") for f in files]
-        if not files:
-            raise BadInputError("no binlog files")
-        if store is None:
-            store = storage.resolve(files[0], storage_options)[0]
-            files = [storage.resolve(f, storage_options)[1] for f in files]
-        self.store = store
-        self.files = files
-        self.use_index = use_index
-        self.index_root = None if index_root is None or isinstance(index_root, IndexRoot) else \
-            IndexRoot(_path(index_root, "index_root"), storage_options)
+        super().__init__(files, use_index=use_index, cache=cache, storage_options=storage_options, store=store,
+                         index_root=index_root)
         self._indexes: dict[str, tuple] = {}      # path -> ((path, size), IndexStatus)
-        self._names = {os.path.basename(f): f for f in files}
         self._open: OrderedDict[str, MysqlBinlog] = OrderedDict()
-        self._cache = _int(cache, "cache", 1)
         self._prev: dict[str, GtidSet | None] = {}
         self._ends: dict[str, int] = {}           # path -> end of its last complete event
         self._end_set = None                      # ((path, size), the set after the last file)
@@ -147,14 +139,17 @@ class MysqlSeries:
         a catalog's; MySQL binlogs have no catalog yet: refused when given.)"""
         if history is not None:
             raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
-        store, where = storage.resolve(_path(path), storage_options)
-        return cls(_list_binlogs(where, store, {}), store=store, storage_options=storage_options, **kw)
+        store, where = storage.resolve(as_path(path), storage_options)
+        return cls(list_files(where, store, {}), store=store, storage_options=storage_options, **kw)
 
-    def __enter__(self) -> "MysqlSeries":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    @classmethod
+    def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
+                     **kw) -> "MysqlSeries":
+        """``from_path`` of binlogs already listed (``listing.list_series``)."""
+        if history is not None:
+            raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
+        listing = listing.checked()
+        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
 
     def close(self) -> None:
         for _, status in self._indexes.values():
@@ -165,17 +160,6 @@ class MysqlSeries:
         self._open.clear()
 
     # -- files --------------------------------------------------------------------------------
-    def resolve(self, file) -> str:
-        file = _path(file, "file")
-        if file in self.files:
-            return file
-        name = os.path.basename(file)
-        if name in self._names and (os.path.dirname(file) == "" or _samefile(file, self._names[name])):
-            return self._names[name]
-        if self.store.exists(file):
-            return file
-        raise NotFoundError(f"{file} is not one of these binlogs", hint=f"{len(self.files)} files")
-
     def _file(self, path: str) -> MysqlBinlog:
         b = self._open.get(path)
         if b is not None:
@@ -230,7 +214,7 @@ class MysqlSeries:
 
     # -- the index hook -------------------------------------------------------------------------
     def index_reader(self, path: str):
-        """The MySQL index reader of ``path`` (``mysqlindex.MysqlIndexReader``:
+        """The MySQL index reader of ``path`` (``index.mysql.MysqlIndexReader``:
         ``at_offset``, ``before_gtid``), or None when it has no usable index
         (said once per file, as for MariaDB binlogs: the walk answers).
         Judged as every index is (``index.files.open_index``: magic, flavor,
@@ -555,21 +539,15 @@ def parse_spec(value) -> MysqlGtid | GtidSet:
         return _gtid_set(value)
 
 
-def _samefile(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 # -- entry points (api's hand over to these) -------------------------------------------------------
 
-def seek(spec, path, *, replica: bool = False, every: bool = False, storage_options: dict | None = None,
-         index_root=None, history: int | None = None, server_uuid: str | None = None):
-    """``api.seek`` on MySQL binlogs: one GTID -> Location; a GTID set (or
-    ``replica``) -> ReplicaStart."""
-    with MysqlSeries.from_path(path, storage_options=storage_options, index_root=index_root,
-                               history=history) as logs:
+def seek(spec, listing: Listing, *, replica: bool = False, every: bool = False,
+         storage_options: dict | None = None, index_root=None, history: int | None = None,
+         server_uuid: str | None = None):
+    """``api.seek`` on MySQL binlogs (``listing``: as the façade listed them):
+    one GTID -> Location; a GTID set (or ``replica``) -> ReplicaStart."""
+    with MysqlSeries.from_listing(listing, storage_options=storage_options, index_root=index_root,
+                                  history=history) as logs:
         return _answer(logs, spec, replica, every, server_uuid)
 
 
@@ -588,19 +566,14 @@ def _answer(logs: MysqlSeries, spec, replica: bool, every: bool = False, server_
     return logs.replica_start(spec, server_uuid=server_uuid)
 
 
-def seek_many(specs: Iterable, path, *, replica: bool = False, storage_options: dict | None = None,
+def seek_many(specs: Iterable, listing: Listing, *, replica: bool = False, storage_options: dict | None = None,
               index_root=None, history: int | None = None, **_) -> Iterator:
-    """``api.seek_many`` on MySQL binlogs: each spec's answer or error, in order."""
-    with MysqlSeries.from_path(path, storage_options=storage_options, index_root=index_root,
-                               history=history) as logs:
+    """``api.seek_many`` on MySQL binlogs (``listing``: as the façade listed
+    them): each spec's answer or error, in order."""
+    with MysqlSeries.from_listing(listing, storage_options=storage_options, index_root=index_root,
+                                  history=history) as logs:
         for spec in specs:
             try:
                 yield _answer(logs, spec, replica)
             except GtidxError as e:
                 yield e
-
-
-def state_at(path, offset, **kw) -> MysqlStateAt:
-    """``api.state_at`` on a MySQL binlog."""
-    with MysqlSeries([_path(path)], **kw) as logs:
-        return logs.state_at(logs.files[0], offset)

@@ -1,0 +1,201 @@
+"""Which binlogs a path names, and their one flavor.
+
+``list_series`` is the one place both are decided: it lists the files of a
+file, directory, ``*.index`` or URL prefix (``list_files``) and reads, for
+local files, every file's FORMAT_DESCRIPTION (``binlog.mariadb.file_flavor``):
+MariaDB's or MySQL's, a mix of both refused. The façade lists once and
+picks the series class by that flavor. In an object store the files' objects
+are not read for this (a GET each): the flavor is None there, answered as
+MariaDB's, whose answers say what they find.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+from .. import storage
+from ..binlog.mariadb import file_flavor
+from ..errors import BadInputError, CorruptBinlogError, GtidxError, GtidxIOError, NotFoundError, \
+    UnsupportedBinlogError, quoted
+from ..inputs import as_path
+
+# compiled on first use (re's cache), not at import
+_BINLOG_NAME = r".+\.[0-9]{6,}$"
+
+
+class Listing(NamedTuple):
+    """The binlogs a path names, as ``list_series`` found them."""
+    store: object            # the storage.Store they are in
+    path: str                # the path as resolved in ``store``
+    files: list              # the binlog files, in binlog order
+    flavor: str | None       # "mariadb", "mysql", or None: not known (nothing readable; an object store)
+    listings: dict           # the LISTs of prefixes made on the way ({directory: {name: (size, ETag)}})
+    error: GtidxError | None = None    # why the path could not be listed (then no files, no flavor)
+
+    def checked(self) -> "Listing":
+        """This listing, once it is known to have listed: else its error, raised
+        where a series is made of it (the place a failed listing always failed)."""
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+def list_series(path, storage_options: dict | None = None) -> Listing:
+    """The binlogs of ``path`` (a file, directory, ``*.index`` or URL) and
+    their one flavor (see ``flavor_of_files``), listed once. A path that
+    cannot be resolved or listed is not an error here: the Listing holds it
+    (``error``, flavor None) and the series made of it raises it
+    (``Listing.checked``), after the caller checked its other arguments, as
+    it always has. A mix of flavors is raised here."""
+    try:
+        store, where = storage.resolve(as_path(path), storage_options)
+        listings: dict = {}
+        files = list_files(where, store, listings)
+    except GtidxError as e:
+        return Listing(None, path, [], None, {}, e)
+    return Listing(store, where, files, flavor_of_files(files, store, where), listings)
+
+
+def flavor_of_files(files: list, store, where: str) -> str | None:
+    """"mysql" when the local ``files`` are MySQL binlogs, "mariadb" when
+    MariaDB's, None when not known (none readable, or they are objects of a
+    store: not read for this). A mix of both is an UnsupportedBinlogError
+    (exit 2) naming one file of each (``where``: the path given)."""
+    if store.remote:
+        return None
+    seen: dict[str, str] = {}
+    for f in files:
+        flavor = file_flavor(f, store)
+        if flavor is not None:
+            seen.setdefault(flavor, f)
+    if len(seen) > 1:
+        raise UnsupportedBinlogError(
+            f"these binlogs mix MariaDB's and MySQL's ({os.path.basename(seen['mariadb'])} is a MariaDB "
+            f"binlog, {os.path.basename(seen['mysql'])} a MySQL one): one series is one server's history",
+            path=where, hint="give the files of one server (a directory or binlog.index of its own)")
+    return next(iter(seen), None)
+
+
+def binlogs_flavor(path, storage_options: dict | None = None) -> str | None:
+    """"mysql" when the binlogs of ``path`` (a file, directory or
+    ``binlog.index``) are MySQL's, "mariadb" when MariaDB's, None when that is
+    not known here (nothing listed or readable; a URL: its objects are not
+    read for this, MariaDB's answers say what they find). Every local file's
+    FORMAT_DESCRIPTION is read: a mix of both is an UnsupportedBinlogError
+    (exit 2) naming one file of each."""
+    try:
+        store, where = storage.resolve(as_path(path), storage_options)
+        if store.remote:
+            return None             # not listed either: nothing read for a flavor not decided
+        files = list_files(where, store, {})
+    except GtidxError:
+        return None
+    return flavor_of_files(files, store, where)
+
+
+def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None, store=None) -> list[str]:
+    """The binlog files named by ``path``: one file; a ``*.index`` file (the
+    server's list, see ``_listed``); or a
+    directory (its ``*.index`` if there is exactly one, else every file named
+    like ``name.000001``), in binlog order. ``path`` may be a URL
+    (``s3://bucket/prefix/``: a prefix is a directory), opened with
+    ``storage_options`` (see ``storage.resolve``) or in ``store``."""
+    path = as_path(path)
+    if store is None:
+        store, path = storage.resolve(path, storage_options)
+    return list_files(path, store, {})
+
+
+def list_files(path: str, store, listings: dict) -> list[str]:
+    """``list_binlogs`` of a path already resolved in ``store``; the LIST of a prefix it makes (an object store's
+    directory) is kept in ``listings`` ({directory: {name: (size, ETag)}},
+    ``FsspecStore.listing``): ``use_catalog`` checks the catalog's entries
+    against it without listing again."""
+    kind = store.kind(path)
+    if kind == "directory":
+        try:
+            if store.remote:
+                listing = store.listing(path)
+                listings[store.split(store.join(path, "x"))[0]] = listing
+                names = list(listing)
+            else:
+                names = store.listdir(path)
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
+        indexes = sorted(f for f in names if f.endswith(".index"))
+        if len(indexes) == 1:
+            return list_files(store.join(path, indexes[0]), store, listings)
+        if len(indexes) > 1:
+            raise BadInputError(f"{len(indexes)} binlog index files in {path}: {', '.join(indexes)}",
+                                path=path, hint="name one of them")
+        # by the number after the last dot: master-bin.1000000 follows .999999
+        names = sorted((f for f in names if re.fullmatch(_BINLOG_NAME, f)),
+                       key=lambda f: (f.rsplit(".", 1)[0], int(f.rsplit(".", 1)[1])))
+        if not names:
+            raise NotFoundError("no binlog files here", path=path)
+        return [store.join(path, n) for n in names]
+    if path.endswith(".index") and kind == "file":
+        try:
+            raw = store.read_bytes(path)
+        except OSError as e:
+            raise GtidxIOError.from_os(e, path) from None
+        lines = [os.fsdecode(ln.strip()) for ln in raw.splitlines() if ln.strip()]    # names as the OS has them
+        if any("\0" in ln for ln in lines):
+            raise CorruptBinlogError("binlog index has a NUL byte in a file name", path=path)
+        files = _listed(path, lines, store)
+        if not files:
+            raise NotFoundError("binlog index lists no files", path=path)
+        return files
+    if kind is None:
+        raise GtidxIOError("No such file or directory", path=path)
+    return [path]
+
+
+_NOT_A_NAME = ("", ".", "..")      # what os.path.basename gives for a line that names no file
+
+
+def _listed(index: str, lines: list[str], store=storage.LOCAL) -> list[str]:
+    """The binlogs named by the ``lines`` of the server's list ``index``
+    (``master-bin.index``, MySQL's ``binlog.index``). A line is used where it
+    points (relative to the index file, or absolute) only when that path,
+    symlinks and ``..`` resolved, is inside the index file's directory;
+    otherwise the file of the same name beside the index file is meant (a
+    server in a container or chroot, a copied directory, a hostile line):
+    nothing outside the directory given is ever read, or written beside.
+    In an object store: always the name beside it (an archive holds copies
+    of the server's files, not its directories). A line whose file is not
+    there either is an error naming it (a missing file, exit 3); a line that
+    names a file inside that is missing is kept (``status`` reports it)."""
+    base = store.split(index)[0]
+    files = []
+    for number, line in enumerate(lines, 1):
+        path = None if store.remote else os.path.normpath(os.path.join(base, line))
+        if path is None or not _inside(path, base):
+            name = os.path.basename(line)
+            if name in _NOT_A_NAME:
+                raise _unlisted(index, number, line, "names no file")
+            path = store.join(base, name)
+            if not store.remote and not os.path.lexists(path):
+                raise _unlisted(index, number, line, "no file of its name beside the index file")
+            if not store.remote and not _inside(path, base):      # a symlink out
+                raise _unlisted(index, number, line, f"{name} beside the index file leads outside its directory")
+        files.append(path)
+    return files
+
+
+def _inside(path: str, base: str) -> bool:
+    """Is ``path``, resolved (symlinks, ``..``), strictly below the directory
+    ``base``, resolved too? A name directly in ``base`` that is not a symlink
+    is, without resolving (a server's own list: one lstat a line)."""
+    if os.path.dirname(path) == base and not os.path.islink(path):
+        return os.path.basename(path) not in _NOT_A_NAME
+    real, root = os.path.realpath(path), os.path.realpath(base or ".")
+    return real != root and os.path.commonpath((real, root)) == root
+
+
+def _unlisted(index: str, number: int, line: str, why: str) -> GtidxIOError:
+    """The error of an index line gtidx will not read: it names the index file, the line and its text."""
+    return GtidxIOError(f"line {number} {quoted(line)}: {why}", path=index,
+                        hint="a listed path is read only inside the index file's directory, else the file "
+                             "of its name beside it")

@@ -1,0 +1,170 @@
+"""What a catalog says of a series' files, and how far it is trusted: its
+entries are checked cheaply against what is there now (a stat, or one LIST
+of an object-store prefix), then taken (start states, seq ranges) until a
+file, opened, differs from its entry."""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ..binlog.mariadb import Binlog
+from ..errors import BadInputError, GtidxError
+from ..inputs import as_int
+from ..liblog import log
+from .results import SeveralHistories
+
+if TYPE_CHECKING:
+    from .. import catalog
+
+
+class CatalogTrust:
+    """The catalog entries of a ``BinlogSeries`` (``_catalog``: path -> entry, while trusted)."""
+
+    def use_catalog(self, cat: "catalog.Catalog | None", history: int | None = None, *,
+                    listings: dict | None = None) -> None:
+        """Take what the catalog says of these files: their start states (no
+        file opened for them), the end state of the newest (once it is seen
+        to be the file the catalog describes), and each file's seq_no ranges
+        (``teach``: the planner knows which file holds a GTID without a walk).
+        Every entry is checked first against what is there now, cheaply
+        (``_entry_problem``: a stat, or one LIST of an object-store prefix;
+        ``listings``: LISTs already made, see ``listing.list_files``); then it is
+        trusted until its file, opened, differs from it (size, fingerprint,
+        GTID_LIST): then it is dropped and the file is read.
+
+        The files must be one history (``catalog.assign_histories``): with
+        several, ``history`` picks one (its files only are answered from);
+        without it, BadInputError (exit 2) naming them: never mixed."""
+        from .. import catalog
+        entries = cat.entries() if cat is not None else {}
+        listed = [(p, entries.get(os.path.basename(p))) for p in self.files]
+        known = [e for _, e in listed if e is not None]
+        groups = catalog.histories_of(known)
+        if history is not None:
+            history = as_int(history, "history", 1)
+            names = dict(groups).get(history)
+            if names is None:
+                raise BadInputError(f"no history {history} in the catalog of these binlogs",
+                                    hint=catalog.describe_histories(groups) if groups else
+                                    "no catalog here: gtidx catalog build makes one")
+            keep = set(names)
+            self.files = [p for p, e in listed if e is not None and e.name in keep]
+            self._names = {os.path.basename(f): f for f in self.files}
+            listed = [(p, e) for p, e in listed if p in self.files]
+            self.history = history
+        elif len(groups) > 1:
+            raise SeveralHistories(
+                f"these binlogs hold {len(groups)} histories (GTID_LIST states that do not continue each "
+                f"other: binlogs of several servers, or a name reused): {catalog.describe_histories(groups)}",
+                groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
+        elif groups:
+            self.history = groups[0][0]
+        self.trust({path: e for path, e in listed if e is not None}, listings=listings)
+
+    def trust(self, entries: dict[str, "catalog.Entry"], *, listings: dict | None = None) -> None:
+        """Take catalog entries ({path: entry}, of one history; ``use_catalog``
+        picks them) as what these files are: their start states and seq_no
+        ranges without opening them, each after a cheap check against what
+        is there now (``_entry_problem``: a stat, or one LIST of an
+        object-store prefix; ``listings``: LISTs already made), then until
+        its file, opened, differs (``Entry.problem``: identity, size,
+        fingerprint, GTID_LIST)."""
+        listings = dict(listings or {})
+        opened = []
+        mine = set(self.files)
+        for path, e in entries.items():
+            if path not in mine:
+                continue
+            why = self._entry_problem(path, e, listings, opened)
+            if why:
+                log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
+                continue
+            self._catalog[path] = e
+            self._start[path] = e.start.copy()
+            self.teach(path, e.seq_ranges())
+        if opened:
+            log.warning("%d binlog object(s) have another ETag than their catalog entry but the same content "
+                        "(uploaded again?), first %s: each lookup opens them to compare; gtidx catalog build "
+                        "records their ETags", len(opened), opened[0])
+
+    def _entry_problem(self, path: str, e: "catalog.Entry", listings: dict, opened: list) -> str:
+        """Why the catalog entry ``e`` does not describe the file at ``path``
+        as it is now ('' when it may): a file grown, cut, written, replaced
+        or gone since the catalog was made is read, not taken from its
+        entry. A local file's identity (device, inode, size, times: one
+        ``stat``) must be the recorded one (``Entry.local_problem``). In an
+        object store one LIST of the prefix (``listings``, made once per
+        directory and kept) gives every object's size and ETag: the
+        recorded ones, it is the object described. An object whose ETag is
+        no longer the entry's (or either is unknown) but whose size is may
+        hold the same bytes uploaded again (in other parts): it is opened
+        and its fingerprint decides (``Entry.matches``; ``path`` is added
+        to ``opened`` when it still matches)."""
+        if not self.store.remote:
+            try:
+                return e.local_problem(os.stat(path))
+            except OSError:
+                return f"the catalog has {e.raw.get('size')} bytes, the file is gone"
+        directory, name = self.store.split(path)
+        if directory not in listings:
+            try:
+                listings[directory] = self.store.listing(directory)
+            except GtidxError as x:          # LIST denied (a master-bin.index read without it)
+                log.warning("%s: cannot list the prefix to check the catalog's entries (%s); each is "
+                            "checked when its file is opened", directory, x.message)
+                listings[directory] = None
+        listing = listings[directory]
+        if listing is None:
+            return ""
+        size, etag = listing.get(name, (None, None))
+        if size is None:
+            return f"the catalog has {e.raw.get('size')} bytes, the file is gone"
+        if size != e.raw.get("size"):
+            return f"the catalog has {e.raw.get('size')} bytes, the file {size}"
+        fingerprint = e.fingerprint()
+        if etag is not None and fingerprint.binlog_etag is not None and fingerprint.is_object(size, etag):
+            self._listed_same.add(path)         # the very object described: its entry answers unopened
+            return ""
+        try:
+            with Binlog(path, self.store) as b:
+                why = e.matches(b)
+                if why:
+                    self._start[path] = b.start_state.copy()    # read instead: what it holds now
+                elif etag is not None and fingerprint.binlog_etag is not None:
+                    opened.append(path)         # another ETag, the same bytes
+                return why
+        except GtidxError as x:
+            return f"cannot read it: {x.message}"
+
+    def cataloged(self, path: str, *, check: bool = False) -> "catalog.Entry | None":
+        """The catalog entry ``path`` is answered from (None: it has none, or
+        it was found stale). ``check``: open the file first and compare it
+        with its entry, as a lookup that reads the file does."""
+        path = self.resolve(path)
+        entry = self._catalog.get(path)
+        if check and entry is not None:
+            if path in self._open:
+                why = entry.problem(self._open[path].binlog)
+            else:
+                with Binlog(path, self.store) as b:         # the binlog only: no index needed to compare
+                    why = entry.problem(b)
+            if why:
+                self._distrust(path, why)
+                entry = None
+        return entry
+
+    def _distrust(self, path: str, why: str) -> None:
+        """The file at ``path`` is not what its catalog entry describes: forget the entry."""
+        log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
+        del self._catalog[path]
+        self._listed_same.discard(path)
+        if self._end is not None and self._end[0][0] == path:
+            self._end = None
+        self._distrusted += 1
+        self._start.pop(path, None)
+        self._learned.discard(path)
+        for ranges in self._ranges.values():
+            ranges.pop(path, None)
+        for dips in self._dips.values():
+            dips.discard(path)
+        self._planners.clear()
