@@ -42,6 +42,9 @@ class GtidxDataSource(DataSource):
 
 
 class _GroupsReader(DataSourceReader):
+    """The planning (driver: the files, the filters pushed) and the reading
+    (executors: one file per partition) of ``format("gtidx")``."""
+
     def __init__(self, path: str, storage_options: dict | None = None):
         self.storage_options = storage_options
         self.files = api.list_binlogs(path, storage_options=storage_options)
