@@ -18,6 +18,9 @@ from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra, installed by the Quickstart)
+from gtidx.spark.plan import Plan, summary  # noqa: E402
+from gtidx.spark.shuffle import pack, partition_codes, per_file, spark_hash_int  # noqa: E402
+from gtidx.spark.where import Where  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +118,8 @@ def test_the_plan_teaches_every_file_and_tabulates_the_planner(tmp_path):
     for name in ("multifile", "nonmono"):
         d = copy_set(tmp_path / name, FIXTURES / "mariadb-10.11" / name, build=False)
         files = api.list_binlogs(d)
-        summaries = [gs._summary(f, f == files[-1], gs._Where()) for f in files]
-        plan = gs._Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
+        summaries = [summary(f, f == files[-1], Where()) for f in files]
+        plan = Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
         with api.BinlogSeries(files) as logs:
             plan.teach(logs)
             assert not logs._learn(logs.files)
@@ -152,8 +155,8 @@ def _fixture_plan(name: str):
     """A _Plan of a bundled fixture set (read in place: nothing is written)."""
     if name not in _PLANS:
         files = api.list_binlogs(FIXTURES / "mariadb-10.11" / name)
-        summaries = [gs._summary(f, f == files[-1], gs._Where()) for f in files]
-        _PLANS[name] = gs._Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
+        summaries = [summary(f, f == files[-1], Where()) for f in files]
+        _PLANS[name] = Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
     return _PLANS[name]
 
 
@@ -195,12 +198,12 @@ def test_each_locate_task_gets_its_own_files(spark):
     from pyspark.sql import functions as F
     ks = list(range(-3, 2000)) + [2**31 - 1, -2**31]
     rows = spark.createDataFrame([(k,) for k in ks], "k int").select("k", F.hash("k").alias("h")).collect()
-    assert {r.k: r.h for r in rows} == {k: gs._spark_hash_int(k) for k in ks}
+    assert {r.k: r.h for r in rows} == {k: spark_hash_int(k) for k in ks}
     for n, count in ((8, 18), (18, 18), (3, 2), (1, 5), (16, 1000)):
-        codes = gs._codes(n, count)
+        codes = partition_codes(n, count)
         assert len(set(codes)) == count
-        assert [gs._spark_hash_int(c) % n for c in codes] == [i % n for i in range(count)]
-    df = spark.createDataFrame([(c,) for c in gs._codes(8, 18)], "file int").repartition(8, "file")
+        assert [spark_hash_int(c) % n for c in codes] == [i % n for i in range(count)]
+    df = spark.createDataFrame([(c,) for c in partition_codes(8, 18)], "file int").repartition(8, "file")
     assert sorted(df.rdd.glom().map(len).collect()) == [2] * 6 + [3] * 2
 
 
@@ -219,7 +222,7 @@ def test_locate_packs_each_partitions_values_per_file(parts, rnd):
     for rows in parts:
         values = pa.array([v for v, _ in rows], pa.string())
         codes = pa.array([c for _, c in rows], pa.int32())
-        b = gs._pack(pa.record_batch([values, codes], names=["gtid", "file"]), codes)
+        b = pack(pa.record_batch([values, codes], names=["gtid", "file"]), codes)
         assert b.schema.names == ["file", "rows"] and len(b) == len({c for _, c in rows})
         packed += [b.slice(i, 1) for i in range(len(b))]
     rnd.shuffle(packed)                      # the partitions' rows reach the task in any order
@@ -230,7 +233,7 @@ def test_locate_packs_each_partitions_values_per_file(parts, rnd):
         assert code not in seen
         seen[code] = table.column("gtid").to_pylist()
         return table
-    for _ in gs._per_file(iter(packed), answer):
+    for _ in per_file(iter(packed), answer):
         pass
     expected = {}
     for rows in parts:

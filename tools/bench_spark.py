@@ -16,8 +16,8 @@ from tools.bench_common import big_workload, machine, sample_gtids, spark_split,
 def spark_floor(spark, df, gs) -> dict:
     """What Spark alone costs for locate's shape, in the same session: the
     input rows through a mapInArrow that gives each a file (ASSIGNED's
-    columns) and packs them per file (gs._pack, PACKED), the repartition by file, a mapInArrow that
-    unpacks them (gs._per_file) and answers every row with constants
+    columns) and packs them per file (shuffle.pack, PACKED), the repartition by file, a mapInArrow that
+    unpacks them (shuffle.per_file) and answers every row with constants
     (LOCATE_SCHEMA), the same count; wall and CPU seconds. And ``in_out_s``:
     Spark's least for any locate that takes the rows into Python and gives
     answers back, one mapInArrow from the input rows to constant answers
@@ -25,16 +25,17 @@ def spark_floor(spark, df, gs) -> dict:
     import numpy as np
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
+    from gtidx.spark.shuffle import chunks, pack, per_file, task_count
     schema = to_arrow_schema(gs.LOCATE_SCHEMA)
-    parts = gs._tasks(spark.sparkContext, 18)
+    parts = task_count(spark.sparkContext, 18)
 
     def tag(batches):                 # rows of ASSIGNED's shape, a file each
-        for texts in gs._chunks(batches, gs.PACK_ROWS):
+        for texts in chunks(batches, gs.PACK_ROWS):
             n = len(texts)
             file = pa.array(np.arange(n, dtype=np.int32) % 18)
             number = pa.array(np.arange(n, dtype=np.int64))
-            yield gs._pack(pa.RecordBatch.from_arrays([texts, file, number, number, number, pa.nulls(n, pa.string())],
-                                                      names=gs.ASSIGNED_NAMES), file)
+            yield pack(pa.RecordBatch.from_arrays([texts, file, number, number, number, pa.nulls(n, pa.string())],
+                                   names=gs.ASSIGNED_NAMES), file)
 
     def constant(key, table):
         n = len(table)
@@ -45,7 +46,7 @@ def spark_floor(spark, df, gs) -> dict:
     cpu0, driver0 = tree_cpu(), time.process_time()
     t0 = time.perf_counter()
     df.mapInArrow(tag, gs.PACKED).repartition(parts, "file") \
-        .mapInArrow(lambda batches: gs._per_file(batches, constant), gs.LOCATE_SCHEMA).filter("found").count()
+        .mapInArrow(lambda batches: per_file(batches, constant), gs.LOCATE_SCHEMA).filter("found").count()
     wall = time.perf_counter() - t0
     cpu1 = tree_cpu()
     cpu = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items() if v - cpu0.get(k, 0.0) > 0.005}

@@ -49,7 +49,7 @@ from .. import api, show, storage
 from ..binlog.mariadb import Binlog, Group
 from ..errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
 from ..gtid import Gtid
-from ..spark import _options, _Where
+from .where import Where, parse_storage_options
 
 CHANGES_SCHEMA = ("gtid string, file string, offset long, timestamp long, table string, op string, "
                   "before map<string,string>, after map<string,string>, changed array<string>, "
@@ -79,7 +79,7 @@ class ChangesDataSource(DataSource):
             history = None if history in (None, "") else int(history)
         except ValueError:
             raise BadInputError(f"the gtidx.changes history option must be a number, not {history!r}") from None
-        return ChangesReader(path, _options(self.options.get("storage_options")),
+        return ChangesReader(path, parse_storage_options(self.options.get("storage_options")),
                              self.options.get("index_root") or None, history)
 
 
@@ -93,7 +93,7 @@ class ChangesReader(DataSourceReader):
     def __init__(self, path: str, storage_options: dict | None = None, index_root: str | None = None,
                  history: int | None = None):
         self.path = path
-        self.where = _Where(storage_options, index_root)
+        self.where = Where(storage_options, index_root)
         self.history = history
         self.files = api.list_binlogs(path, storage_options=storage_options)
         self.tables: set | None = None
