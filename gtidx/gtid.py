@@ -139,6 +139,12 @@ class Position:
     def __str__(self) -> str:
         return ",".join([GTID_TEXT % g for g in sorted(self._by_domain.values())])
 
+    # How a server starting a replica at this position reads it, in words
+    # (``mysqlgtid.GtidSet`` has its own): the state its start file holds, and
+    # what it skips from there.
+    STATE_WORDS = "state"
+    SKIP_WORDS = "skips, per domain, groups up to and including"
+
     def one_line(self) -> str:
         """The position's text, which is one line already: the same method
         as a MySQL ``GtidSet.one_line``, so that a caller prints either."""

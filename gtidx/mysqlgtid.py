@@ -120,6 +120,12 @@ class GtidSet:
 
     __slots__ = ("_ivs",)
 
+    # How a server starting a replica at this set reads it, in words (as
+    # ``gtid.Position`` has them): its start file's Previous_gtids, and the
+    # transactions it skips.
+    STATE_WORDS = "Previous_gtids"
+    SKIP_WORDS = "skips the transactions of"
+
     def __init__(self, items: Iterable = ()):
         """From GTIDs (``MysqlGtid`` or ``(uuid, tag, gno)``) or, for a
         ``GtidSet``, a copy."""

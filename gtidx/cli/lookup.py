@@ -9,7 +9,6 @@ from __future__ import annotations
 import click
 
 from ..errors import GtidxError, redact, shown
-from ..gtid import Position
 from .options import PATH, Offset, examples, history_option, index_dir_option, json_option, storage_option
 from .output import Output, emit_json, error_json, one_line
 
@@ -166,12 +165,13 @@ def _seek_text(r) -> str:
                      f"{', '.join(f'{redact(o.file)} {o.start}-{o.end}' for o in occurrences)}\n")
         return text
     # A MariaDB position holds one GTID per domain (the replica skips, per domain, the groups up
-    # to it); a MySQL GTID set is every transaction the replica has (it skips each of them).
-    per_domain = isinstance(r.position, Position)
+    # to it); a MySQL GTID set is every transaction the replica has (it skips each of them): the
+    # position's type says it in words.
+    words = r.position
     return (f"replica at {r.position.one_line() or '(empty)'} starts in {redact(r.file)} at offset {r.offset} "
             f"(via {r.via})\n"
-            f"  {'state' if per_domain else 'Previous_gtids'} there: {one_line(r.state) or '(empty)'}\n"
-            f"  skips{', per domain, groups up to and including' if per_domain else ' the transactions of'}: "
+            f"  {words.STATE_WORDS} there: {one_line(r.state) or '(empty)'}\n"
+            f"  {words.SKIP_WORDS}: "
             f"{r.skip.one_line() or '(nothing)'}\n" +
             (f"  first group sent: {r.first.gtid} at {redact(r.first.file)} {r.first.start}\n" if r.first
              else "  first group sent: none yet (the replica is up to date)\n"))

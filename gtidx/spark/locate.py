@@ -155,6 +155,15 @@ def locate_columns(logs: api.BinlogSeries, domain, server, seq, *, pass_per_byte
     return file, start, end, timestamp
 
 
+def _answer_rows_group(key, table, files: list[str], pass_per_byte: float, plan: MysqlPlan, where: "Where"):
+    """``_answer_group`` for MysqlPlan's ASSIGNED rows: one file's rows
+    answered row by row (``_answer_file``)."""
+    values = table.column("gtid").to_pylist()
+    if key[0].as_py() is None:
+        return _rows_table([_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())])
+    return _rows_table(_answer_file(values, plan.gtids(values), files, pass_per_byte, plan, where))
+
+
 def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: Plan, where: "Where"):
     """One file's rows (``key``: its code; null: the rows no file answers),
     an Arrow table of ASSIGNED rows in, LOCATE_SCHEMA rows out, in order.
@@ -165,11 +174,6 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: Plan
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    if where.mysql:                           # MySQL binlogs: MysqlPlan's ASSIGNED rows, row by row
-        values = table.column("gtid").to_pylist()
-        if key[0].as_py() is None:
-            return _rows_table([_not_found(v, why) for v, why in zip(values, table.column("reason").to_pylist())])
-        return _rows_table(_answer_file(values, plan.gtids(values), files, pass_per_byte, plan, where))
     if key[0].as_py() is None:
         return _rows_table([_not_found(v, why) for v, why in zip(table.column("gtid").to_pylist(),
                                                                   table.column("reason").to_pylist())])
@@ -244,10 +248,12 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     them on the driver once an action has run."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
-    if api.binlogs_flavor(binlogs, storage_options) == "mysql":
-        return _locate_mysql(spark, gtids, binlogs, column, timings, pass_per_byte,
-                             Where(storage_options, index_root, True, warnings), history, t0)
-    where = Where(storage_options, index_root, warnings=warnings)
+    kind = api.series_class(api.list_series(binlogs, storage_options).flavor)   # the façade picks the series
+    other = _LOCATE_BY_SERIES.get(kind)
+    if other is not None:
+        return other(spark, gtids, binlogs, column, timings, pass_per_byte,
+                     Where(storage_options, index_root, kind, warnings), history, t0)
+    where = Where(storage_options, index_root, kind, warnings)
     with where.open(binlogs, history) as series:
         files = series.files
         last = files[-1]
@@ -328,8 +334,7 @@ def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: s
     ``MysqlSeries.locate_many`` (one pass over the file) and
     ``replica_start``. The answers are ``gtidx.open(binlogs)``'s."""
     sc = spark.sparkContext
-    with MysqlSeries.from_path(binlogs, storage_options=where.storage_options, index_root=where.index_root,
-                               history=history) as series:
+    with where.open(binlogs, history) as series:
         files = series.files
         prevs = []
         for f in files:
@@ -348,5 +353,10 @@ def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: s
         timings["planning_read"] = len(files)
 
     def answer(key, table):
-        return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
+        return _answer_rows_group(key, table, files, pass_per_byte, bplan.value, where)
     return _shuffled(gtids.select(gtids[column].cast("string")), bplan, codes, n, answer)
+
+
+# The series whose binlogs Spark answers otherwise than MariaDB's (the series
+# class is the façade's pick, ``api.series_class``): their ``locate``.
+_LOCATE_BY_SERIES = {MysqlSeries: _locate_mysql}

@@ -19,7 +19,6 @@ from pyspark.accumulators import AccumulatorParam
 from .. import api
 from ..errors import BadInputError
 from ..liblog import about_a_file, log
-from ..series.mysql import MysqlSeries
 
 
 class Where(NamedTuple):
@@ -27,24 +26,23 @@ class Where(NamedTuple):
     (shipped in the closures: an executor needs no local copy of anything):
     ``storage_options`` for URLs (``storage.resolve``; without them, the
     executor's own AWS_* variables, profile or instance role) and the
-    ``index_root`` (``BinlogSeries``); ``mysql``: MySQL binlogs
-    (``series.mysql.MysqlSeries``)."""
+    ``index_root`` (``BinlogSeries``); ``kind``: the series class the
+    façade picked for the binlogs' flavor (``api.series_class``; None:
+    MariaDB's ``BinlogSeries``)."""
     storage_options: dict | None = None
     index_root: str | None = None
-    mysql: bool = False
+    kind: type | None = None
     warnings: object = None      # an accumulator (``warnings_accumulator``) the executors' warnings go to
 
     def series(self, files: list[str]) -> api.BinlogSeries:
         _ToDriver.route(self.warnings)
-        if self.mysql:
-            return MysqlSeries(files, storage_options=self.storage_options, index_root=self.index_root)
-        return api.BinlogSeries(files, storage_options=self.storage_options, index_root=self.index_root)
+        return (self.kind or api.BinlogSeries)(files, storage_options=self.storage_options, index_root=self.index_root)
 
     def open(self, binlogs: str, history: int | None = None) -> api.BinlogSeries:
         """The binlogs at ``binlogs`` with their catalog, as ``gtidx.open`` has them."""
         _ToDriver.route(self.warnings)
-        return api.BinlogSeries.from_path(binlogs, storage_options=self.storage_options,
-                                          index_root=self.index_root, history=history)
+        return (self.kind or api.BinlogSeries).from_path(binlogs, storage_options=self.storage_options,
+                                                         index_root=self.index_root, history=history)
 
 
 class _ListParam(AccumulatorParam):
