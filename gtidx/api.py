@@ -274,7 +274,7 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
         if offset is not None:
             offset = parse_offset(offset) if isinstance(offset, str) else as_int(offset, "offset", 0)
             with BinlogSeries([as_path(path)], use_index=False, **kw) as logs:
-                b = logs._file(logs.files[0]).binlog
+                b = logs.opened(logs.files[0]).binlog
                 start = _walk_start(b, offset, logs.index_root)
                 return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
         g = as_gtid(gtid)
@@ -285,7 +285,7 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
             logs = BinlogSeries.from_path(path, history=found.history, **kw)
         with logs:
             loc = logs.locate(g)
-            return show_module.decode_group(logs._file(loc.file).binlog, loc, schema=schema)
+            return show_module.decode_group(logs.opened(loc.file).binlog, loc, schema=schema)
     finally:
         if schema is not None:
             schema.close()

@@ -129,7 +129,7 @@ class Entry(NamedTuple):
         return self.raw["name"]
 
     def seq_ranges(self) -> dict:
-        """{(domain, server): (lowest, highest, goes down)}, as ``BinlogSeries.teach`` takes them."""
+        """{(domain, server): (lowest, highest, goes down)}, as ``BinlogSeries.learn_from`` takes them."""
         repeats = {tuple(p) for p in self.raw.get("repeats", ())}
         return {(d, s): (lo, hi, (d, s) in repeats) for d, s, lo, hi in self.raw.get("ranges", ())}
 

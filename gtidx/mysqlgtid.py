@@ -228,6 +228,20 @@ class GtidSet:
         i = bisect_right(ivs, [gno, float("inf")]) - 1
         return i >= 0 and gno < ivs[i][1]
 
+    def key_intervals(self) -> dict:
+        """The set as it is kept: {(uuid, tag): [[start, end), ...]}, keys in
+        any order, each list sorted, merged, non-empty. Read-only: the set's
+        own dict, for a caller that encodes it (``index.mysql.encode_set``)."""
+        return self._ivs
+
+    @classmethod
+    def from_key_intervals(cls, ivs: dict) -> "GtidSet":
+        """The set kept as ``ivs`` (``key_intervals``' form), taken as it is:
+        the caller has checked it is normalized (``index.mysql.decode_set``)."""
+        out = cls()
+        out._ivs = ivs
+        return out
+
     def intervals(self) -> Iterator[tuple[str, str, int, int]]:
         """``(uuid, tag, start, end)`` with ``end`` exclusive, in print order."""
         for key in sorted(self._ivs):

@@ -20,7 +20,7 @@ from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
 from gtidx.index.build import build_index, coarsen, server_records
-from gtidx.index.files import open_index, stored_seen, verify_index
+from gtidx.index.files import open_index, stored_facts, verify_index
 from gtidx.index.meta import IndexMeta, IndexState
 from gtidx.index.reader import IndexReader, Record
 from gtidx.index.writer import IndexWriter, RecordPolicy, write_records
@@ -322,7 +322,7 @@ def test_build_stores_seq_ranges_and_upgrades_an_index_without_them(tmp_path):
     assert build_index(binlog, max_ratio=None).action == "built"
     idx = str(binlog) + ".idx"
     with Binlog(binlog) as b:
-        offset, ranges, repeats = stored_seen(b)
+        offset, ranges, repeats = stored_facts(b)
         assert offset == b.size
         walked, prev = {}, dict(((d, s), q) for d, s, q in b.start_state)
         down = set()
@@ -629,7 +629,7 @@ def test_the_fingerprint_sees_content_behind_event_checksums(tmp_path):
         status = open_index(b)
         assert status.state is IndexState.STALE and "content differs" in status.reason
         status.close()
-        assert stored_seen(b) is None
+        assert stored_facts(b) is None
 
 
 def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path):
@@ -648,7 +648,7 @@ def test_a_crc32_only_fingerprint_is_judged_as_a_servers_and_made_again(tmp_path
         status = open_index(b)
         assert status.usable
         status.close()
-        assert stored_seen(b) is None
+        assert stored_facts(b) is None
     before = os.stat(idx).st_ino
     assert build_index(binlog, max_ratio=None).action == "built"
     assert os.stat(idx).st_ino != before and not IndexMeta.read(idx).legacy

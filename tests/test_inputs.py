@@ -169,7 +169,7 @@ def test_mysql_times_compare_exactly():
     is earlier than that second + 1e-7, as for MariaDB: one rule."""
     for d in sorted((FIXTURES / "mysql-9.7").iterdir()):
         with api.open_binlogs(d) as logs:
-            stamps = sorted({t.timestamp for f in logs.files for t in logs._file(f).transactions()})
+            stamps = sorted({t.timestamp for f in logs.files for t in logs.opened(f).transactions()})
             for s in stamps[:: max(1, len(stamps) // 10)]:
                 got, later = logs.at_time(f"@{s}.0000001"), logs.at_time(s + 1)
                 assert (got.file, got.offset, got.gtid) == (later.file, later.offset, later.gtid), (d, s)

@@ -157,7 +157,7 @@ def test_replica_start_offset_is_where_a_real_replica_starts(live_server, replic
                 assert (r.first and r.first.gtid) == real[p][1], (p, use_index)
                 answered += 1
                 if use_index and r.via == "index":      # the walk began at a record inside the file
-                    f = logs._file(r.file)
+                    f = logs.opened(r.file)
                     through_records += f.record(lambda x: x.before_position(r.position))[0] > f.binlog.body_start
     assert answered >= 60 and through_records >= 10, (answered, through_records)
 

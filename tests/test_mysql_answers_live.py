@@ -219,7 +219,7 @@ def test_replica_starts_equal_real_replica_connections(srv, tmp_path):
                 continue
             prev = logs.previous_gtids(str(d / name))
             s = prev.copy()
-            b = logs._file(str(d / name))
+            b = logs.opened(str(d / name))
             anonymous_before = False
             for g in b.groups():
                 if g.gtid is not None and not g.gtid.tag and not anonymous_before and s and not any(
@@ -405,7 +405,7 @@ def test_gtid_mode_switched(srv, tmp_path):
         for name in files:
             prev = logs.previous_gtids(str(d / name))
             have = prev.copy()
-            for g in logs._file(str(d / name)).groups():
+            for g in logs.opened(str(d / name)).groups():
                 try:
                     mine = logs.replica_start(have)
                 except NotFoundError as e:

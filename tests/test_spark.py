@@ -121,8 +121,8 @@ def test_the_plan_teaches_every_file_and_tabulates_the_planner(tmp_path):
         summaries = [summary(f, f == files[-1], Where()) for f in files]
         plan = Plan(files, [s[1] for s in summaries], summaries[-1][2], [s[3] for s in summaries])
         with api.BinlogSeries(files) as logs:
-            plan.teach(logs)
-            assert not logs._learn(logs.files)
+            plan.share(logs)
+            assert not logs.learn(logs.files)
         for key in plan._per_pair():
             table = plan._table(key)
             planner = api.Planner([st.get(*key) for st in plan._states()[0] + [plan._states()[1]]])

@@ -363,7 +363,7 @@ def _tail_problem(r: IndexReader, b: Binlog, last: int) -> str:
     return ""
 
 
-def stored_seen(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = False,
+def stored_facts(b: Binlog, meta: IndexMeta | None = None, *, checked: bool = False,
                 index_root: IndexRoot | None = None):
     """What ``build``/``tail`` saw of ``b`` (``IndexMeta.seen``), stored with
     its index (``meta``, else read from the index beside it), when made of
@@ -426,4 +426,4 @@ def _verify_states(b: Binlog, r: IndexReader, path) -> None:
 
 
 __all__ = ["index_path", "IndexRoot", "open_index", "verify_index", "read_index", "flavor_of", "flavors", "MARIADB",
-           "still_written", "stored_seen", "IndexStatus", "IndexState", "IndexMeta", "Progress", "XATTR", "GtidxError"]
+           "still_written", "stored_facts", "IndexStatus", "IndexState", "IndexMeta", "Progress", "XATTR", "GtidxError"]

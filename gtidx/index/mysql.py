@@ -80,7 +80,7 @@ def encode_set(s: GtidSet) -> bytes:
         by_uuid.setdefault(uuid, []).append(tag)
     out = bytearray()
     _put(out, len(by_uuid))
-    ivs = s._ivs
+    ivs = s.key_intervals()
     for uuid, tags in by_uuid.items():          # keys() is sorted: UUIDs ascending, "" first
         out += bytes.fromhex(uuid.replace("-", ""))
         _put(out, len(tags))
@@ -103,10 +103,9 @@ def decode_set(blob: bytes) -> GtidSet:
     bounded by the bytes left, UUIDs and tags must ascend, tags be valid,
     intervals ascend without touching and stay in 1..2**63-2; the bytes must
     end exactly with the set. Raises ValueError otherwise."""
-    out = GtidSet()
     if not blob:
-        return out
-    ivs = out._ivs
+        return GtidSet()
+    ivs: dict = {}
     n, at = _get(blob, 0)
     if not n or n * (UUID_LEN + 1) > len(blob) - at:
         raise ValueError(f"{n} UUIDs in a {len(blob)}-byte key")
@@ -148,7 +147,7 @@ def decode_set(blob: bytes) -> GtidSet:
             ivs[(uuid, tag_raw.decode("ascii"))] = intervals
     if at != len(blob):
         raise ValueError(f"{len(blob) - at} bytes after the set")
-    return out
+    return GtidSet.from_key_intervals(ivs)
 
 
 class SetState(GtidSet):

@@ -8,7 +8,7 @@ import os
 
 from ..errors import GtidxError, MySQLBinlogError
 from ..gtid import BinlogState, Gtid
-from ..index.files import stored_seen
+from ..index.files import stored_facts
 from ..liblog import log
 from .planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, Unknown
 
@@ -36,10 +36,10 @@ class Facts:
             if self._end is None or self._end[0] != key:
                 self._end = (key, entry.end.copy())
             return self._end[1]
-        f = self._file(path)
+        f = self.opened(path)
         b = f.binlog
         if self._end is None or self._end[0] != (b.path, b.size):
-            entry = self._catalog.get(path)        # checked against the file as _file opened it
+            entry = self._catalog.get(path)        # checked against the file as opened() opened it
             if entry is not None:
                 self._end = ((b.path, b.size), entry.end.copy())
                 return self._end[1]
@@ -66,7 +66,7 @@ class Facts:
         """The plans of every seq_no of one (domain, server), as
         ``locate_many`` plans its GTIDs: every binlog learned first (its
         stored seq ranges, else one walk), so each plan is exact."""
-        self._learn(self.files)
+        self.learn(self.files)
         return PlanTable(*self._plan_inputs((domain, server)))
 
     def _plan(self, g: Gtid) -> LocatePlan | NoFile:
@@ -90,13 +90,13 @@ class Facts:
         return (cached, dipped and {i for i, p in enumerate(self.files) if p in dipped},
                 {i: ranges.get(p) for i, p in enumerate(self.files) if p in ranges or p in learned})
 
-    def _learn_all(self) -> bool:
-        """Learn every binlog not learned yet (``_learn``): then the planner
+    def learn_all(self) -> bool:
+        """Learn every binlog not learned yet (``learn``): then the planner
         knows exactly which files can hold any GTID. False when there was
         nothing left to learn."""
-        return self._learn([p for p in self.files if p not in self._learned])
+        return self.learn([p for p in self.files if p not in self._learned])
 
-    def _learn(self, paths, walk: bool = True) -> bool:
+    def learn(self, paths, walk: bool = True) -> bool:
         """Note, per (domain, server), the lowest and highest seq_no each
         binlog of ``paths`` logs and whether it goes down there (below the one
         before it, or the file's start state), so that the planner knows
@@ -110,24 +110,24 @@ class Facts:
         learned = False
         for path in todo:
             try:
-                seen = self._walk_seen(path, walk)
+                seen = self._read_facts(path, walk)
             except GtidxError as e:
                 self._damaged_learn.add(path)   # planned as unknown; its lookups fail with this
                 self._warn_damaged(path, e)
                 continue
             if seen is not None:
-                self.teach(path, {k: (r[0], r[1], r[3]) for k, r in seen.items()})
+                self.learn_from(path, {k: (r[0], r[1], r[3]) for k, r in seen.items()})
                 learned = True
         return learned
 
-    def seq_ranges(self, path: str) -> dict:
+    def learn_file(self, path: str) -> dict:
         """{(domain, server): (lowest, highest, goes down)} of the seq_nos one
         binlog of the series logs: what ``build``/``tail`` stored with its
         index, the rest walked. GtidxError when it cannot be read."""
-        return {k: (r[0], r[1], r[3]) for k, r in self._walk_seen(self.resolve(path)).items()}
+        return {k: (r[0], r[1], r[3]) for k, r in self._read_facts(self.resolve(path)).items()}
 
-    def teach(self, path: str, ranges: dict) -> None:
-        """Take ``seq_ranges(path)`` from elsewhere (a planning job that
+    def learn_from(self, path: str, ranges: dict) -> None:
+        """Take ``learn_file(path)`` from elsewhere (a planning job that
         asked each file once): the planner then knows the file exactly."""
         path = self.resolve(path)
         self._learned.add(path)
@@ -136,18 +136,18 @@ class Facts:
                 self._dips.setdefault(key, set()).add(path)
             self._ranges.setdefault(key, {})[path] = (lo, hi)
 
-    def _walk_seen(self, path: str, walk: bool = True) -> dict | None:
+    def _read_facts(self, path: str, walk: bool = True) -> dict | None:
         """{(domain, server): [lowest, highest, last, went down]} of one
         binlog; None when that needs a walk and ``walk`` is False."""
         f = self._open.get(path)
         if f is not None:
             index = f.index
-            stored = stored_seen(f.binlog, index.meta if index is not None else None,
+            stored = stored_facts(f.binlog, index.meta if index is not None else None,
                                  checked=index is not None and index.usable)
             size = f.binlog.size
         else:
             b = self._binlog(path)                      # the stored ranges need no index opened
-            stored = stored_seen(b, index_root=self.index_root)
+            stored = stored_facts(b, index_root=self.index_root)
             size = b.size
         seen: dict = {}
         offset = None
@@ -159,7 +159,7 @@ class Facts:
                 return seen
         if not walk:
             return None
-        b = self._file(path).binlog
+        b = self.opened(path).binlog
         start = b.start_state
         for _, _, (_, server, seq, domain, _) in b.group_spans(offset):
             key = (domain, server)
@@ -199,17 +199,17 @@ class Facts:
 
     def _stored_end(self, path: str) -> tuple | None:
         """(ranges, repeats, start state) of a closed binlog whose usable
-        index stored what its build saw of all of it (``stored_seen``): the
+        index stored what its build saw of all of it (``stored_facts``): the
         end bound of a pair that only grew there needs no index descent and
         no walk to the end. None otherwise (kept per file and size)."""
-        f = self._file(path)
+        f = self.opened(path)
         b = f.binlog
         if self._stored is not None and self._stored[0] == (b.path, b.size):
             return self._stored[1]
         out = None
         index = f.index
         if not b.growing and index is not None and index.usable and path not in self._catalog:
-            stored = stored_seen(b, index.meta, checked=True)
+            stored = stored_facts(b, index.meta, checked=True)
             if stored is not None and stored[0] == b.size:
                 out = (stored[1], stored[2], b.start_state)
         self._stored = ((b.path, b.size), out)

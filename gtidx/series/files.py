@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..binlog.mariadb import Binlog
 from ..errors import GtidxError
 from ..gtid import BinlogState
-from ..index.files import IndexState, IndexStatus, open_index, stored_seen
+from ..index.files import IndexState, IndexStatus, open_index, stored_facts
 from ..liblog import log
 
 
@@ -76,12 +76,12 @@ class SeriesFile:
         the seq that server already had: that server logged it again.
 
         Where the index stored what its build saw of the whole file
-        (``stored_seen``: its ``repeats``, from every group), those pairs
+        (``stored_facts``: its ``repeats``, from every group), those pairs
         are the answer, exact (also a repeat between two records) and with
         no walk of the records."""
         if self._down is None and self.reader is not None:
             meta = self.index.meta
-            stored = stored_seen(self.binlog, meta, checked=True) if meta is not None else None
+            stored = stored_facts(self.binlog, meta, checked=True) if meta is not None else None
             if stored is not None and stored[0] >= self.binlog.size:
                 self._down = set(stored[2])
                 return self._down
@@ -119,7 +119,10 @@ class FileCache:
     ``_bare``: Binlogs opened without their index), least recently used
     closed first past ``_cache`` of each."""
 
-    def _file(self, path: str) -> SeriesFile:
+    def opened(self, path: str) -> SeriesFile:
+        """The open ``SeriesFile`` of ``path`` (one of the series' files),
+        opened now if it is not (the least recently used closed beyond the
+        cache's size)."""
         f = self._open.get(path)
         if f is not None:
             self._open.move_to_end(path)
@@ -139,7 +142,7 @@ class FileCache:
     def _binlog(self, path: str) -> Binlog:
         """The file, open: its ``SeriesFile``'s binlog, else one opened without
         its index and kept (up to ``cache`` of them, the least recently used
-        closed first) until ``_file`` needs it or the series closes: planning
+        closed first) until ``opened`` needs it or the series closes: planning
         reads every file's start state, and a lookup then opens some of the
         same files again."""
         f = self._open.get(path)
@@ -158,7 +161,7 @@ class FileCache:
     def binlog(self, path: str) -> Binlog:
         """The open ``Binlog`` of one file of the series (kept open with the
         series' other files, as lookups keep it)."""
-        return self._file(self.resolve(path)).binlog
+        return self.opened(self.resolve(path)).binlog
 
     def close(self) -> None:
         for f in self._open.values():

@@ -78,8 +78,8 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         self._ranges: dict[tuple, dict] = {}   # (domain, server) -> {file: (lowest, highest) seq}: whole scans
         self._damaged: set = set()             # files already reported as unreadable
         self._planners: dict[tuple, Planner] = {}   # (domain, server) -> its planner (start states, end)
-        self._learned: set = set()             # files learned (_learn): _ranges has all their pairs
-        self._damaged_learn: set = set()       # files _learn_all could not walk (not tried again)
+        self._learned: set = set()             # files learned (learn): _ranges has all their pairs
+        self._damaged_learn: set = set()       # files learn_all could not walk (not tried again)
         self._catalog: dict[str, catalog.Entry] = {}   # path -> its catalog entry, while trusted
         self.history: int | None = None        # the catalog's history these files are (use_catalog)
         self._distrusted = 0                   # catalog entries found stale so far
@@ -117,7 +117,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         NotFoundError when the offset is not the start of an event or the end of
         the file (the server returns NULL). ``offset``: see ``parse_offset``."""
         offset = parse_offset(offset)
-        f = self._file(self.resolve(file))
+        f = self.opened(self.resolve(file))
         b = f.binlog
         if offset > b.size:
             raise NotFoundError(f"offset {offset} is past the end of the file (size {b.size})",
@@ -151,7 +151,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         the end of the file is a BadInputError; damaged bytes that no
         trustworthy boundary follows, a CorruptBinlogError."""
         offset = parse_offset(offset)
-        f = self._file(self.resolve(file))
+        f = self.opened(self.resolve(file))
         b = f.binlog
         if offset > b.size:
             raise BadInputError(f"offset {offset} is past the end of the file (size {b.size})",
@@ -221,7 +221,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             # recovered inside one binlog: "not here" is certain only once
             # every binlog is learned (once per BinlogSeries).
             miss = miss or found
-            if not self._learn_all():
+            if not self.learn_all():
                 raise miss from None
 
     def _search(self, g: Gtid, plan: LocatePlan | NoFile) -> Location | NotFoundError | None:
@@ -251,8 +251,8 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         if not isinstance(found, Location) or not plan.monotone:
             return True
         k = self.files.index(found.file)
-        before = self._learn(self.files[:k + 1])
-        after = self._learn(self.files[k + 1:], walk=False)
+        before = self.learn(self.files[:k + 1])
+        after = self.learn(self.files[k + 1:], walk=False)
         if not (before or after):
             return True
         again = self._plan(g)
@@ -282,7 +282,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             for g in wanted:
                 one(g)
             return out
-        self._learn(self.files)
+        self.learn(self.files)
         per_file: dict[int, list] = {}
         tables: dict = {}               # (domain, server) -> its PlanTable: _plan for all its GTIDs
         others = []
@@ -301,7 +301,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         for i, gs in sorted(per_file.items()):
             path = self.files[i]
             try:
-                f = self._file(path)
+                f = self.opened(path)
                 if len(gs) > f.binlog.size * per_byte:
                     # many in this file: one pass over its groups
                     keys = {(g.seq, g.domain, g.server): g for g in gs}
@@ -324,7 +324,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         for i in plan.files:
             path = self.files[i]
             try:
-                f = self._file(path)
+                f = self.opened(path)
                 start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
                 loc = self._find_group(f, g, start, None, via)
                 if loc is None and start > f.binlog.body_start:
@@ -350,7 +350,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         for i in plan.files:
             path = self.files[i]
             try:
-                f = self._file(path)
+                f = self.opened(path)
                 found += self._scan_for(f, g)
             except GtidxError as e:
                 failed = failed or e
@@ -444,7 +444,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                 "could not find the GTID state requested by the replica in any binlog file: the "
                 "replica's position is too old and the binlogs it needs have been purged",
                 hint=f"earliest state {self.start_state(self.files[0]) or '(empty)'}")
-        f = self._file(path)
+        f = self.opened(path)
         offset, state, via = f.record(lambda r: r.before_position(pos))
         if offset > f.binlog.body_start and not self._skip_safe(f, path, pos, offset):
             # seq_no went back in this file: the record's state hides where to stop
@@ -494,7 +494,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
 
     def _first_sent(self, path: str, offset: int, skip: dict, strict: bool, via: str) -> Location | None:
         for i in range(self.files.index(path), len(self.files)):
-            f = self._file(self.files[i])
+            f = self.opened(self.files[i])
             start = max(offset, f.binlog.body_start) if self.files[i] == path else None
             for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
                 want = skip.get(domain)
@@ -525,9 +525,9 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         t = parse_time(when)
         first = first_second(t)         # a group's whole second is at or after t from this one on
         for path in self.files:
-            if path != self.files[-1] and self._older(path, first):
+            if path != self.files[-1] and self.older(path, first):
                 continue
-            f = self._file(path)
+            f = self.opened(path)
             start, via = self._time_skip(f, first)
             if start is None:
                 continue
@@ -536,13 +536,13 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                     at = self.state_at(path, begin)
                     return TimePoint(t, path, begin, Gtid(domain, server, seq), at.position, ts,
                                      "index" if via == "index" and at.via == "index" else "scan")
-        last = self._file(self.files[-1])
+        last = self.opened(self.files[-1])
         end = last.binlog.complete_end(last.binlog.body_start if last.reader is None else
                                        last.record(lambda r: r.last_record())[0])
         return TimePoint(t, last.path, end, None, self.end_state().position(), None,
                          "index" if last.reader is not None else "scan")
 
-    def _older(self, path: str, first: int) -> bool:
+    def older(self, path: str, first: int) -> bool:
         """Does the catalog say every group of ``path`` is older than the
         second ``first`` (``first_second``; its ``max_timestamp``)? The file
         is then not opened: a closed binlog is taken as its entry describes

@@ -160,7 +160,9 @@ class MysqlSeries(SeriesShell):
         self._open.clear()
 
     # -- files --------------------------------------------------------------------------------
-    def _file(self, path: str) -> MysqlBinlog:
+    def opened(self, path: str) -> MysqlBinlog:
+        """The open binlog of ``path`` (one of the series' files), opened now
+        if it is not."""
         b = self._open.get(path)
         if b is not None:
             self._open.move_to_end(path)
@@ -182,7 +184,7 @@ class MysqlSeries(SeriesShell):
         the set before it is unknown."""
         path = self.resolve(path)
         if path not in self._prev:
-            self._prev[path] = self._file(path).previous_gtids
+            self._prev[path] = self.opened(path).previous_gtids
         prev = self._prev[path]
         if prev is None:
             raise MySQLBinlogError("a MySQL binlog without a Previous_gtids event (MySQL 5.6 with gtid_mode=OFF?): "
@@ -202,7 +204,7 @@ class MysqlSeries(SeriesShell):
         what the server's @@gtid_executed was when it wrote it (as far as
         the binlogs show)."""
         path = self.files[-1]
-        b = self._file(path)
+        b = self.opened(path)
         key = (path, b.size)
         if self._end_set is None or self._end_set[0] != key:
             offset, out, _ = self._start_for_offset(path, b.size)
@@ -219,7 +221,7 @@ class MysqlSeries(SeriesShell):
         (said once per file, as for MariaDB binlogs: the walk answers).
         Judged as every index is (``index.files.open_index``: magic, flavor,
         fingerprint, tail), once per file and size."""
-        b = self._file(path)
+        b = self.opened(path)
         key = (path, b.size)
         got = self._indexes.get(path)
         if got is None or got[0] != key:
@@ -237,7 +239,7 @@ class MysqlSeries(SeriesShell):
     def _from_record(self, path: str, search) -> tuple[int, GtidSet, str]:
         """(offset, set there, via) to walk ``path`` from: the index record
         ``search(reader)`` picks when it checks out, else the file's start."""
-        b = self._file(path)
+        b = self.opened(path)
         reader = self.index_reader(path) if self.use_index else None
         if reader is not None:
             try:
@@ -271,7 +273,7 @@ class MysqlSeries(SeriesShell):
         answer as 4) or past the end of the file."""
         offset = parse_offset(offset)
         path = self.resolve(file)
-        b = self._file(path)
+        b = self.opened(path)
         if offset > b.size:
             raise NotFoundError(f"offset {offset} is past the end of the file (size {b.size})",
                                 path=b.path, offset=offset)
@@ -334,7 +336,7 @@ class MysqlSeries(SeriesShell):
         if i is None:
             raise self._not_here(g, "purged: the first binlog's Previous_gtids holds it")
         path = files[i]
-        b = self._file(path)
+        b = self.opened(path)
         offset, _, via = self._start_for_gtid(path, g)
         for grp in b.transactions(offset if offset > b.body_start else None):
             if grp.gtid == g:
@@ -362,7 +364,7 @@ class MysqlSeries(SeriesShell):
                 per_file.setdefault(i, set()).add(g)
         for i, want in sorted(per_file.items()):
             try:
-                b = self._file(self.files[i])
+                b = self.opened(self.files[i])
                 via = "scan"
                 for grp in b.transactions():
                     if grp.gtid in want:
@@ -440,7 +442,7 @@ class MysqlSeries(SeriesShell):
         state = self.previous_gtids(path).copy()
         first = None
         for p in files[files.index(path):]:
-            b = self._file(p)
+            b = self.opened(p)
             self.previous_gtids(p)
             for grp in b.transactions():
                 if grp.gtid is None:
@@ -469,14 +471,14 @@ class MysqlSeries(SeriesShell):
         t = parse_time(when)
         first = first_second(t)
         for path in self.files:
-            b = self._file(path)
+            b = self.opened(path)
             have = self.previous_gtids(path).copy()
             for g in b.transactions():
                 if g.timestamp >= first:
                     return TimePoint(t, b.path, g.start, g.gtid, have, g.timestamp, "scan")
                 if g.gtid is not None:
                     have.add(*g.gtid)
-        b = self._file(self.files[-1])
+        b = self.opened(self.files[-1])
         return TimePoint(t, b.path, self._end(b, b.body_start), None, self.end_set(), None, "scan")
 
     def _purged(self, have: GtidSet, lost: GtidSet) -> NotFoundError:

@@ -25,7 +25,7 @@ class CatalogTrust:
         """Take what the catalog says of these files: their start states (no
         file opened for them), the end state of the newest (once it is seen
         to be the file the catalog describes), and each file's seq_no ranges
-        (``teach``: the planner knows which file holds a GTID without a walk).
+        (``learn_from``: the planner knows which file holds a GTID without a walk).
         Every entry is checked first against what is there now, cheaply
         (``_entry_problem``: a stat, or one LIST of an object-store prefix;
         ``listings``: LISTs already made, see ``listing.list_files``); then it is
@@ -81,7 +81,7 @@ class CatalogTrust:
                 continue
             self._catalog[path] = e
             self._start[path] = e.start.copy()
-            self.teach(path, e.seq_ranges())
+            self.learn_from(path, e.seq_ranges())
         if opened:
             log.warning("%d binlog object(s) have another ETag than their catalog entry but the same content "
                         "(uploaded again?), first %s: each lookup opens them to compare; gtidx catalog build "

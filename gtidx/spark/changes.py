@@ -166,7 +166,7 @@ class ChangesReader(DataSourceReader):
             return files
         with series:
             newest = series.files[-1]
-            return [f for f in files if f == newest or not series._older(f, lo)]
+            return [f for f in files if f == newest or not series.older(f, lo)]
 
     def _located(self, files: set, lo, hi) -> list[tuple[str, list]]:
         """The groups of the GTIDs asked for, per file in binlog order: [(file,

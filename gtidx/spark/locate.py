@@ -53,7 +53,7 @@ def _answer_file(values: list, gtids: list, all_files: list[str], pass_per_byte:
     no executor walks a file for them."""
     with where.series(all_files) as logs:
         if plan is not None:
-            plan.teach(logs)
+            plan.share(logs)
         return _answer_rows(logs, values, gtids, pass_per_byte)
 
 
@@ -180,7 +180,7 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: Plan
     n = table.num_rows
     has = np.flatnonzero(pc.is_valid(table.column("seq")).to_numpy(zero_copy_only=False))
     with where.series(files) as logs:
-        plan.teach(logs)
+        plan.share(logs)
         done = np.zeros(n, bool)
         parts, order = [], []
         if len(has):

@@ -30,7 +30,7 @@ def summary(path: str, last: bool, where: "Where") -> tuple[str, str, str | None
     planning needs; ``api.UNKNOWN`` for a state a damaged binlog does not
     give, None for its ranges (the lookups that need that file then fail with
     its error, the others are answered). The ranges
-    (``BinlogSeries.seq_ranges``, [[domain, server, lowest, highest, goes
+    (``BinlogSeries.learn_file``, [[domain, server, lowest, highest, goes
     down], ...]) are what build stored with the index, else one walk of the
     file: with them the plan is exact (a seq that steps back and recovers
     inside a binlog cannot hide a GTID from it)."""
@@ -40,7 +40,7 @@ def summary(path: str, last: bool, where: "Where") -> tuple[str, str, str | None
         with where.series([path]) as logs:
             start = str(logs.start_state(path))
             end = str(logs.end_state()) if last else None
-            ranges = [[d, s, lo, hi, down] for (d, s), (lo, hi, down) in logs.seq_ranges(path).items()]
+            ranges = [[d, s, lo, hi, down] for (d, s), (lo, hi, down) in logs.learn_file(path).items()]
     except GtidxError:
         pass
     return path, start, end, ranges
@@ -186,7 +186,7 @@ class Plan:
                         dipped.add(i)
         return self._learned
 
-    def teach(self, logs: api.BinlogSeries) -> None:
+    def share(self, logs: api.BinlogSeries) -> None:
         """Give ``logs`` the ranges of every file (its lookups need no walk)
         and the catalog entries the plan was made from (their files' start
         states need no read; each is checked when its file is opened)."""
@@ -194,7 +194,7 @@ class Plan:
             logs.trust({f: catalog.Entry.of(raw) for f, raw in self.entries.items()})
         for f, rows in zip(self.files, self.ranges):
             if rows is not None and f not in self.entries:
-                logs.teach(f, {(d, s): (lo, hi, down) for d, s, lo, hi, down in rows})
+                logs.learn_from(f, {(d, s): (lo, hi, down) for d, s, lo, hi, down in rows})
 
     def __getstate__(self):
         return {"files": self.files, "starts": self.starts, "latest": self.latest, "ranges": self.ranges,
@@ -253,7 +253,7 @@ class MysqlPlan:
         return pa.RecordBatch.from_arrays([texts.cast(pa.string()), pa.array(file, pa.int32()), nulls, nulls,
                                            nulls, pa.array(reason, pa.string())], names=ASSIGNED_NAMES)
 
-    def teach(self, logs) -> None:
+    def share(self, logs) -> None:
         pass
 
     def gtids(self, values: list) -> list:
