@@ -27,7 +27,7 @@ the class its FDE names.
 
 The walk reads each event's header and, for the few event types that
 decide a boundary, its first bytes: it is not the tuned MariaDB walk
-(``Binlog._walk``), which stays as it was.
+(``walk.group_walk``), which stays as it was.
 """
 from __future__ import annotations
 
@@ -334,7 +334,7 @@ class MysqlBinlog(Binlog):
         try:
             return decode_tagged_gtid(body) if etype == GTID_TAGGED else decode_untagged_gtid(body, etype)
         except (ValueError, struct.error, UnicodeDecodeError) as e:
-            raise self._corrupt(f"{MYSQL_EVENT_NAMES[etype]} event does not decode: {e}", off) from None
+            raise self.corrupt(f"{MYSQL_EVENT_NAMES[etype]} event does not decode: {e}", off) from None
 
     def _query_at(self, off: int, ln: int) -> bytes:
         self._fill(off, off + ln)
@@ -451,7 +451,7 @@ class MysqlBinlog(Binlog):
         ln = TYPE_LENGTH.unpack_from(self._mm, off)[1]
         if ln < HEADER_LEN or off + ln + HEADER_LEN > size:
             return None
-        w = self._window(off + ln, size)
+        w = self.window(off + ln, size)
         at = self._chain(w, off + ln)
         if at + HEADER_LEN > size:
             return None
@@ -485,7 +485,7 @@ class MysqlBinlog(Binlog):
         crc32, u32 = zlib.crc32, U32.unpack_from
         skip, landing = _skip, LANDING
         new = tuple.__new__
-        w = self._window(off, size)
+        w = self.window(off, size)
         mm, base = w.view, w.base
         while off + HEADER_LEN <= size:
             rel = off - base
@@ -560,7 +560,7 @@ class MysqlBinlog(Binlog):
         walk = _mysql_walk
         if walk is not None:
             size, crc = self.size, self.checksum_len
-            w = self._window(off, size)
+            w = self.window(off, size)
             mm, base = w.view, off
             while True:
                 stop, runs, code = walk(mm, off - base, base, size, crc, due, LANDING)
