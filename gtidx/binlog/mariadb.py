@@ -293,9 +293,9 @@ class Binlog:
         when not even its header is there): truncated."""
         if ln is None:
             return self.corrupt(f"{self.size - off} trailing bytes after the last event "
-                                 "of a closed binlog (truncated?)", off)
+                                "of a closed binlog (truncated?)", off)
         return self.corrupt(f"event of length {ln} runs past the end of the closed binlog "
-                             f"(file size {self.size})", off)
+                            f"(file size {self.size})", off)
 
     def checked_headers(self, start: int) -> Iterator[tuple[int, int, int, int]]:
         """(offset, type, server_id, length) of every complete event from the
@@ -371,7 +371,7 @@ class Binlog:
         stored, computed = event_crcs(memoryview(mm)[off:off + ln], etype)
         if computed != stored:
             raise self.corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
-                                f"(stored {stored:08x}, computed {computed:08x})", off)
+                               f"(stored {stored:08x}, computed {computed:08x})", off)
 
     def event_ok(self, offset: int) -> bool:
         """Is there a complete event at ``offset`` (and does its CRC32 check

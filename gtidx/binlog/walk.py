@@ -90,7 +90,7 @@ def group_walk(b, off: int, span: int | None, previous: int):
                 if ln < 19 or cold[etype]:            # 19 = HEADER_LEN (a literal: no global lookup)
                     if ln < HEADER_LEN:
                         raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header",
-                                            base + off)
+                                        base + off)
                     if cur is not None:
                         if per_group:
                             yield base + cur_start, base + off, cur

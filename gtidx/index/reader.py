@@ -282,7 +282,7 @@ class IndexReader(_Lookups):
         while not leaf:
             child = child_pointer(cur, page, path)             # left of the node's first key
             state, last, right, stop = accepted(node_keys(cur, page, path, lo, hi, True, codec=codec),
-                                                 state, accept, needs_state, states, codec)
+                                                state, accept, needs_state, states, codec)
             if last is not None:
                 lo, child = last, right
             if stop is not None:

@@ -42,8 +42,8 @@ def child_pointer(cur: fmt.NodeCursor, page: int, path) -> int:
 
 
 def node_keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int | None = None,
-          children: bool = False, ordered: bool = True,
-          codec: fmt.KeyCodec = fmt.MARIADB) -> Iterator[tuple[int, list, int | None]]:
+              children: bool = False, ordered: bool = True,
+              codec: fmt.KeyCodec = fmt.MARIADB) -> Iterator[tuple[int, list, int | None]]:
     """Iterate the keys of the node at ``page``, from ``cur`` on, left to right.
 
     Yields ``(offset, gtids, child)``: the key's binlog offset, its GTIDs as
@@ -87,8 +87,8 @@ def node_keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: i
 
 
 def accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
-              accept: Callable[[int, BinlogState | None], bool], needs_state: bool, states: bool = True,
-              codec: fmt.KeyCodec = fmt.MARIADB):
+             accept: Callable[[int, BinlogState | None], bool], needs_state: bool, states: bool = True,
+             codec: fmt.KeyCodec = fmt.MARIADB):
     """Apply ``keys`` to ``state`` while ``accept(offset, state with the
     key)`` holds: the step shared by the root descent and the leaf search.
 

@@ -321,7 +321,7 @@ class MysqlSeries:
                 if b.growing:
                     return False
                 raise b.corrupt(f"{size - off} trailing bytes after the last event of a closed binlog "
-                                 "(truncated?)", off)
+                                "(truncated?)", off)
             if off + HEADER_LEN > base + len(mm):
                 mm, base = w.move(off), off
             etype, ln = TYPE_LENGTH.unpack_from(mm, off - base)
@@ -331,7 +331,7 @@ class MysqlSeries:
                 if b.growing:
                     return False          # the event being written
                 raise b.corrupt(f"event of length {ln} runs past the end of the closed binlog "
-                                 f"(file size {size})", off)
+                                f"(file size {size})", off)
             if etype in _GTID_EVENTS and off + ln <= target:
                 cur.add(*b._gtid_at(off, etype, ln).gtid)
             off += ln
