@@ -1,11 +1,11 @@
 /*
  * gtidx._skip: the one optional compiled piece of gtidx: skip (below) for
- * the header walks (MariaDB's Binlog._walk, MySQL's MysqlBinlog._chain),
+ * the header walks (MariaDB's walk.group_walk, MySQL's MysqlBinlog._chain),
  * mysql_walk (further down) for the MySQL index build.
  *
  * skip(buf, off, cold[, limit]) -> int
  *
- * The hot part of Binlog._walk, in C: from the event starting at ``off`` in
+ * The hot part of walk.group_walk, in C: from the event starting at ``off`` in
  * ``buf`` (any buffer: a Window's bytearray view, bytes, a mapping), follow
  * the chain of event lengths past every event whose type is not marked in
  * ``cold`` (bytes of 256, non-zero = cold) and whose length is at least the
@@ -22,25 +22,25 @@
  *
  * groups(buf, off, base, size, cold, gtid_type, body_min, out) -> (n, resume, status)
  *
- * The group walk of Binlog.group_records (Binlog._walk with a yield per
+ * The group walk of walk.group_records (walk.group_walk with a yield per
  * group), in C, for the stretches where nothing is unusual. ``buf`` holds
  * the file's bytes from file offset ``base``; the walk starts at ``off`` in
- * it (a point where a walk may start: Binlog._walk's start or an earlier
+ * it (a point where a walk may start: walk.group_walk's start or an earlier
  * call's ``resume``); ``size`` is the file's size, ``cold`` as for skip
  * (GTID and the boundary types), ``gtid_type`` the GTID event's type and
  * ``body_min`` its least length. Each group that ends is written to ``out``
  * (a writable buffer) as a GROUP_RECORD: start, end, seq_no (u64),
  * timestamp, server_id, domain_id, flags2 (u32), little-endian, file
  * offsets. It returns how many records it wrote, ``resume``: the file
- * offset where the walk goes on exactly as Binlog._walk would (the last
+ * offset where the walk goes on exactly as walk.group_walk would (the last
  * cold event it took, whose group, if it opened one, is not written yet),
  * and why it stopped: 0 the next header (or a GTID event's head) is not in
- * ``buf`` (read more from ``resume``), 1 something Binlog._walk raises for
+ * ``buf`` (read more from ``resume``), 1 something walk.group_walk raises for
  * or stops at is next (a length below the header, a partial GTID event,
- * one shorter than ``body_min``, seq_no 0: Binlog._walk from ``resume``
+ * one shorter than ``body_min``, seq_no 0: walk.group_walk from ``resume``
  * says what), 2 ``out`` is full.
  *
- * It visits the events Binlog._walk visits and takes the same fields from
+ * It visits the events walk.group_walk visits and takes the same fields from
  * the GTID event (GTID_HEAD: timestamp at 0, server_id at 5, seq_no at 19,
  * domain_id at 27, flags2 at 31); the tests hold the two equal.
  */
@@ -385,7 +385,7 @@ groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             o += ln;
             continue;
         }
-        if (ln < HEADER_LEN) {              /* _walk raises here, before it yields the open group */
+        if (ln < HEADER_LEN) {              /* group_walk raises here, before it yields the open group */
             status = 1;
             break;
         }
@@ -451,7 +451,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "gtidx._skip",
-    "The compiled event skip behind Binlog._walk and MysqlBinlog._chain, group walk behind "
+    "The compiled event skip behind walk.group_walk and MysqlBinlog._chain, group walk behind "
     "Binlog.group_records and MySQL transaction walk behind MysqlBinlog.set_batches (optional: gtidx "
     "runs without it).",
     -1, methods,

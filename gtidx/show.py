@@ -4,7 +4,10 @@ The bytes are located by the rest of gtidx (a group's ``start`` and ``end``);
 this module decodes them. Row events are decoded by mysql-replication's event
 classes (package ``pymysqlreplication``), fed the event bytes read here: no
 server connection. It is imported here only, when a group is decoded, so that
-``gtidx seek`` and the other commands never pay for it.
+``gtidx seek`` and the other commands never pay for it. What a table's
+columns are and how each value is shown is ``show_rows``'s; this module
+walks the group's events, decodes what is not rows (statements, XA), and
+renders a group as text.
 
 Rules of the output (docs/cli.md, "gtidx show"):
 
@@ -38,18 +41,16 @@ Rules of the output (docs/cli.md, "gtidx show"):
 from __future__ import annotations
 
 import binascii
-import datetime as _dt
 import decimal
-import getpass
 import json
 import struct
 import zlib
 from typing import NamedTuple
-from urllib.parse import unquote, urlsplit
 
 from .binlog import events
 from .binlog.mariadb import Binlog
-from .errors import BadInputError, CorruptBinlogError, GtidxIOError, UnsupportedBinlogError
+from .errors import CorruptBinlogError, UnsupportedBinlogError
+from .show_rows import ServerSchema, Table, row_image
 
 FK_NOTE = ("changes made by foreign-key cascades (ON DELETE/ON UPDATE CASCADE, SET NULL) are not in a "
            "ROW binlog: only the statement's own rows are; the engine applies the cascades again on a replica")
@@ -75,7 +76,6 @@ COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GR
 GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
 XA_PREPARE_HEAD = struct.Struct("<BiII")        # one_phase, formatID, gtrid and bqual lengths
 PACKET_OK = b"\x00"                             # mysql-replication's packets start with the OK byte
-CHARSET_BINARY = 63
 
 
 class RowChange(NamedTuple):
@@ -150,73 +150,6 @@ class _NoServer:
         return "mariadb"
 
 
-class _EnumIndex:
-    """An ENUM column's values when the binlog does not name them: the index itself
-    (as mariadb-binlog prints it)."""
-
-    def __bool__(self) -> bool:
-        return True
-
-    def __getitem__(self, i: int) -> int:
-        return i
-
-
-_RAW = "gtidx-raw"      # a character set name Python does not know: mysql-replication then returns bytes
-
-
-class _Table:
-    """What the group's TABLE_MAP said about one table_id, for rendering."""
-
-    def __init__(self, event, lib, schema: "ServerSchema | None" = None):
-        self.name = f"{event.schema}.{event.table}"
-        meta = event.optional_metadata
-        cols = event.columns
-        names = meta.column_name_list if len(meta.column_name_list or ()) == len(cols) else None
-        self.names_from = "metadata" if names is not None else "positional"
-        if names is None and schema is not None:
-            names = schema.columns(event.schema, event.table, len(cols))
-            if names is not None:
-                self.names_from = "server"
-        signed = meta.unsigned_column_list if len(meta.unsigned_column_list or ()) == len(cols) else None
-        charsets = list(meta.charset_collation_list or ())
-        FT = lib.FIELD_TYPE
-        self.keys, self.types, self.signed_known, self.encodings, self.fsp = [], [], [], [], []
-        self.set_mask = []       # a SET column whose member names the binlog does not give: its bitmask
-        pos = 0
-        for i, c in enumerate(cols):
-            key = names[i] if names else f"@{i + 1}"
-            c.name = key
-            self.keys.append(key)
-            self.types.append(c.type)
-            self.fsp.append(getattr(c, "fsp", 0))
-            self.signed_known.append(signed is not None)
-            if signed is not None:
-                c.unsigned = bool(signed[i])
-            enc = None
-            if lib.TableMapEvent._is_character_column(c.type, dbms="mariadb"):
-                if pos < len(charsets):
-                    cs = lib.CHARSET.charset_by_id(str(charsets[pos]), "mariadb")
-                    enc = "binary" if charsets[pos] == CHARSET_BINARY else (cs.encoding if cs else None)
-                pos += 1
-                c.character_set_name = _RAW      # bytes back: decoded here (_value)
-            if c.type == FT.ENUM and not c.enum_values:
-                c.enum_values = _EnumIndex()
-            self.set_mask.append(c.type == FT.SET and not c.set_values)
-            if self.set_mask[-1]:
-                c.set_values = range(64)         # the members' bit numbers: the mask again (_value)
-            # Dates and times: their stored bytes back (mysql-replication turns a zero or
-            # invalid date into None, and misreads a negative TIME with a fraction), as an
-            # unsigned integer of their width or, for widths no integer type has, as a BIT
-            # column of as many bytes (a '0101...' string): decoded in _temporal.
-            if c.type in (FT.DATETIME2, FT.TIME2):
-                n = (5 if c.type == FT.DATETIME2 else 3) + (c.fsp + 1) // 2
-                c.type, c.bits, c.bytes = FT.BIT, 8 * n, n
-            elif c.type in (FT.DATE, FT.TIME, FT.DATETIME):
-                c.type = FT.LONGLONG if c.type == FT.DATETIME else FT.INT24
-                c.unsigned = c.type == FT.LONGLONG or self.types[-1] == FT.DATE
-            self.encodings.append(enc)
-
-
 class _Lib:
     """mysql-replication's pieces, imported on first use."""
 
@@ -256,70 +189,6 @@ def _library() -> _Lib:
     if _lib is None:
         _lib = _Lib()
     return _lib
-
-
-# -- column names from a live server (--schema-from) --------------------------------
-
-class ServerSchema:
-    """Column names from a live server's ``information_schema.COLUMNS`` (in
-    ORDINAL_POSITION order), for binlogs written without
-    ``binlog_row_metadata=FULL`` (what mysql-replication does with its
-    control connection). ``where``: a unix socket path (as the OS user, as the
-    ``mariadb`` client does) or a DSN ``mysql://user:password@host:port``.
-    The server's table as it is now: its names are used only where it has as
-    many columns as the binlog's TABLE_MAP (else the columns stay ``@1``, ...:
-    a table altered since is not guessed at). Connected on first use."""
-
-    def __init__(self, where: str):
-        self.where = where
-        self.settings = self._settings(where)
-        self._conn = None
-        self._cache: dict = {}
-
-    @staticmethod
-    def _settings(where: str) -> dict:
-        if "://" not in where:
-            return {"unix_socket": where, "user": getpass.getuser()}
-        u = urlsplit(where)
-        if u.scheme not in ("mysql", "mariadb") or not u.hostname:
-            raise BadInputError(f"--schema-from takes a socket path or mysql://user:password@host:port, "
-                                f"not {where!r}")
-        try:
-            port = u.port or 3306
-        except ValueError:
-            raise BadInputError(f"--schema-from: bad port in {where!r}") from None
-        return {"host": u.hostname, "port": port, "user": unquote(u.username or ""),
-                "password": unquote(u.password or "")}
-
-    def columns(self, db: str, table: str, count: int) -> list | None:
-        """The column names of ``db.table`` on the server, or None (no such
-        table, or not ``count`` columns)."""
-        key = (db, table)
-        if key not in self._cache:
-            self._cache[key] = self._query(db, table)
-        names = self._cache[key]
-        return names if names is not None and len(names) == count else None
-
-    def _query(self, db: str, table: str) -> list | None:
-        import pymysql
-        shown = self.where.split("@")[-1] if "://" in self.where else self.where    # no password in messages
-        try:
-            if self._conn is None:
-                self._conn = pymysql.connect(connect_timeout=10, charset="utf8mb4", **self.settings)
-            with self._conn.cursor() as cur:
-                cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
-                            "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (db, table))
-                names = [r[0] for r in cur.fetchall()]
-        except pymysql.MySQLError as e:
-            raise GtidxIOError(f"--schema-from {shown}: {e.args[-1] if e.args else e}",
-                               hint="a socket path or mysql://user:password@host:port of a server "
-                                    "that has the binlog's tables") from None
-        return names or None
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
 
 # -- compressed events (log_bin_compress) ---------------------------------------
@@ -365,124 +234,6 @@ def _plain_rows_event(ev: events.Event, path) -> tuple[int, bytes]:
     except (IndexError, ValueError, struct.error):
         raise CorruptBinlogError("compressed rows event too short", path=path, offset=ev.offset) from None
     return _UNCOMPRESSED[ev.type], head + _uncompress(body[at:], path=path, offset=ev.offset)
-
-
-# -- values ----------------------------------------------------------------------
-
-def _value(v, t: _Table, i: int, lib: _Lib):
-    """One column value as the output shows it (see the module docstring)."""
-    temporal = _temporal(v, t.types[i], t.fsp[i] or 0, lib.FIELD_TYPE)
-    if temporal is not None:
-        return temporal
-    if isinstance(v, (bytes, bytearray)):
-        enc = t.encodings[i]
-        if enc == "binary":
-            return bytes(v)
-        try:
-            return bytes(v).decode(enc or "utf-8")
-        except (UnicodeDecodeError, LookupError):
-            return bytes(v)
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int):
-        bits = lib.int_bits.get(t.types[i])
-        if bits and v < 0 and not t.signed_known[i]:
-            return f"{v} ({v + (1 << bits)})"
-        return v
-    if isinstance(v, decimal.Decimal):
-        return v                    # exact; JSON: its text
-    FT = lib.FIELD_TYPE
-    if isinstance(v, _dt.datetime):
-        digits = t.fsp[i] or 0
-        text = v.strftime("%Y-%m-%d %H:%M:%S") + (f".{v.microsecond:06d}"[:digits + 1] if digits else "")
-        if t.types[i] in (FT.TIMESTAMP2, FT.TIMESTAMP):
-            return text.replace(" ", "T") + "Z"
-        return text
-    if isinstance(v, set):
-        if t.set_mask[i]:
-            return sum(1 << n for n in v)
-        return ",".join(sorted(v))
-    if isinstance(v, float) and t.types[i] == FT.FLOAT:
-        return _float32(v)
-    return v
-
-
-DATETIME2_OFS = 0x8000000000       # the stored integer part of DATETIME2 (5 bytes) is offset by this
-TIME2_INT_OFS = 0x800000           # TIME2's 3-byte integer part
-TIME2_OFS = 0x800000000000         # TIME2 with 3 fraction bytes, read as one 6-byte number
-
-
-def _fraction(us: int, fsp: int) -> str:
-    return f".{us:06d}"[:fsp + 1] if fsp else ""
-
-
-def _temporal(v, typ: int, fsp: int, FT) -> str | None:
-    """DATE, DATETIME, TIME (both formats) from their stored bytes (see _Table), as
-    MySQL's my_datetime/my_time_packed_from_binary read them; None for other types."""
-    if typ == FT.DATE:
-        return f"{v >> 9:04d}-{v >> 5 & 15:02d}-{v & 31:02d}"
-    if typ == FT.DATETIME:                           # the old format: YYYYMMDDhhmmss as a number
-        d, t = divmod(v, 1_000_000)
-        return (f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} "
-                f"{t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}")
-    if typ == FT.TIME:                               # the old format: [-]HHMMSS as a signed number
-        a = abs(v)
-        return f"{'-' if v < 0 else ''}{a // 10000:02d}:{a // 100 % 100:02d}:{a % 100:02d}"
-    if typ not in (FT.DATETIME2, FT.TIME2):
-        return None
-    raw = int(v, 2)
-    fbytes = (fsp + 1) // 2
-    if typ == FT.DATETIME2:
-        frac = raw & ((1 << 8 * fbytes) - 1)
-        intpart = (raw >> 8 * fbytes) - DATETIME2_OFS
-        ymd, hms = intpart >> 17, intpart & 0x1FFFF
-        year, month = divmod(ymd >> 5, 13)
-        return (f"{year:04d}-{month:02d}-{ymd & 31:02d} {hms >> 12:02d}:{hms >> 6 & 63:02d}:{hms & 63:02d}"
-                + _fraction(frac * 100 ** (3 - fbytes), fsp))
-    if fbytes == 3:
-        packed = raw - TIME2_OFS
-    else:
-        unit = 1 << 8 * fbytes
-        intpart, frac = (raw >> 8 * fbytes) - TIME2_INT_OFS, raw & (unit - 1)
-        if intpart < 0 and frac:      # a negative value's fraction is stored as its complement
-            intpart, frac = intpart + 1, frac - unit
-        packed = (intpart << 24) + frac * 100 ** (3 - fbytes)
-    a = abs(packed)
-    hms, us = a >> 24, a & 0xFFFFFF
-    return (f"{'-' if packed < 0 else ''}{hms >> 12 & 0x3FF:02d}:{hms >> 6 & 63:02d}:{hms & 63:02d}"
-            + _fraction(us, fsp))
-
-
-_FLOAT32 = struct.Struct("<f")
-
-
-def _float32(v: float) -> float:
-    """A FLOAT column's value as its shortest decimal (0.1, not 0.10000000149011612)."""
-    packed = _FLOAT32.pack(v)
-    for digits in range(1, 10):
-        short = float(f"{v:.{digits}g}")
-        if _FLOAT32.pack(short) == packed:
-            return short
-    return v
-
-
-def _image(values: dict, nones: dict, t: _Table, lib: _Lib) -> tuple[dict, list]:
-    """(column -> value for the columns in the image, the columns absent from it)."""
-    out, absent = {}, []
-    for i, key in enumerate(t.keys):
-        v = values.get(key)
-        if v is None:
-            why = nones.get(key, lib.NONE_SOURCE.NULL)
-            if why == lib.NONE_SOURCE.COLS_BITMAP:
-                absent.append(key)
-                continue
-            if why == lib.NONE_SOURCE.EMPTY_SET:
-                v = 0 if t.set_mask[i] else ""
-            elif why != lib.NONE_SOURCE.NULL:     # a value mysql-replication did not return: not guessed
-                absent.append(key)
-                continue
-        out[key] = _value(v, t, i, lib) if v is not None else None
-    return out, absent
 
 
 # -- the group ---------------------------------------------------------------------
@@ -563,7 +314,7 @@ def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset |
     from when the binlog has none (``--schema-from``)."""
     lib = None
     table_map: dict = {}          # mysql-replication's, for this group only
-    tables_of: dict = {}          # table_id -> _Table
+    tables_of: dict = {}          # table_id -> Table
     skipped: set = set()          # table_ids of tables not asked for
     statements, annotations, rows = [], [], []
     path = b.path
@@ -616,7 +367,7 @@ def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset |
         if etype == TABLE_MAP:
             if e is None:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
-            tables_of[e.table_id] = _Table(e, lib, schema)
+            tables_of[e.table_id] = Table(e, lib, schema)
             continue
         table_id = _table_id(body)
         t = tables_of.get(table_id)
@@ -634,13 +385,13 @@ def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset |
             raise _undecodable(b, ev, f"cannot decode the rows of {ev.name} event on {t.name}", err) from None
         for r in decoded:
             if op == "update":
-                before, gone_b = _image(r["before_values"], r["before_none_sources"], t, lib)
-                after, gone_a = _image(r["after_values"], r["after_none_sources"], t, lib)
+                before, gone_b = row_image(r["before_values"], r["before_none_sources"], t, lib)
+                after, gone_a = row_image(r["after_values"], r["after_none_sources"], t, lib)
                 changed = [k for k in t.keys if k in before and k in after and before[k] != after[k]]
                 unknown = [k for k in t.keys if k in gone_b or k in gone_a]
                 rows.append(RowChange(t.name, op, before, after, changed, unknown, ev.offset))
             else:
-                image, gone = _image(r["values"], r["none_sources"], t, lib)
+                image, gone = row_image(r["values"], r["none_sources"], t, lib)
                 rows.append(RowChange(t.name, op, None if op == "insert" else image,
                                       image if op == "insert" else None, None, gone, ev.offset))
     named = {t.names_from for t in tables_of.values()}

@@ -1,9 +1,9 @@
 """``Binlog.group_records`` (the compiled group walk, gtidx/_skip.c ``groups``)
-against its definition, ``Binlog._walk`` (``group_spans``).
+against its definition, ``walk.group_walk`` (``group_spans``).
 
 ``group_records`` packs every group of ``group_spans`` as a GROUP_RECORD;
 where ``gtidx._skip`` is built, C walks the groups while nothing is unusual
-and ``_walk`` takes over where something is. These tests hold the records
+and ``group_walk`` takes over where something is. These tests hold the records
 (or the error) equal to ``group_spans`` packed, with and without the C walk,
 on every fixture binlog, from any group boundary, through tiny windows
 (groups longer than the largest window), with C's buffer filling up after a
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gtidx.filebuf
-from gtidx.binlog import mariadb as binlog
+from gtidx.binlog import walk
 from gtidx.binlog.mariadb import GROUP_RECORD, Binlog
 from gtidx.errors import GtidxError
 
@@ -45,17 +45,17 @@ def _records(path, start=None):
 def _both(monkeypatch, path, start=None):
     """group_records with the compiled walk and without it, and the definition."""
     import gtidx._skip
-    monkeypatch.setattr(binlog, "_groups", gtidx._skip.groups)
+    monkeypatch.setattr(walk, "_groups", gtidx._skip.groups)
     compiled = _records(path, start)
-    monkeypatch.setattr(binlog, "_groups", None)
+    monkeypatch.setattr(walk, "_groups", None)
     pure = _records(path, start)
-    monkeypatch.setattr(binlog, "_groups", gtidx._skip.groups)
+    monkeypatch.setattr(walk, "_groups", gtidx._skip.groups)
     return compiled, pure, _spans_packed(path, start)
 
 
 def test_the_compiled_group_walk_is_built():
     import gtidx._skip
-    assert binlog._groups is gtidx._skip.groups
+    assert walk._groups is gtidx._skip.groups
 
 
 @pytest.mark.parametrize("path", [p for p, _ in fixture_files()], ids=lambda p: fixture_id(p))
@@ -78,7 +78,7 @@ def test_group_records_from_any_group_boundary(monkeypatch):
 def test_group_records_through_tiny_windows(monkeypatch, window):
     """Windows smaller than most groups: C stops where a header or a GTID
     head does not fit, the window moves; where no group ends in the largest
-    window, ``_walk`` walks that group and C goes on after it."""
+    window, ``group_walk`` walks that group and C goes on after it."""
     monkeypatch.setattr(gtidx.filebuf, "WINDOW_FIRST", window)
     monkeypatch.setattr(gtidx.filebuf, "WINDOW", window)
     for path, _ in fixture_files()[::2]:
@@ -88,7 +88,7 @@ def test_group_records_through_tiny_windows(monkeypatch, window):
 
 @pytest.mark.parametrize("chunk", [1, 2, 7])
 def test_group_records_when_the_buffer_fills(monkeypatch, chunk):
-    monkeypatch.setattr(binlog, "_GROUP_CHUNK", chunk)
+    monkeypatch.setattr(walk, "_GROUP_CHUNK", chunk)
     for path, _ in fixture_files()[::3]:
         compiled, pure, definition = _both(monkeypatch, path)
         assert compiled == definition == pure, path
@@ -119,7 +119,7 @@ def test_damaged_binlogs_give_the_same_records(monkeypatch, tmp_path_factory, fl
 @given(at=st.floats(0, 1))
 def test_growing_binlogs_give_the_same_records(monkeypatch, tmp_path_factory, at):
     """A file as its server has it while writing (IN_USE, cut anywhere): the
-    tail is ``_walk``'s, the last group only once it is complete."""
+    tail is ``group_walk``'s, the last group only once it is complete."""
     whole = MIXED.read_bytes()
     path = tmp_path_factory.mktemp("grow") / MIXED.name
     path.write_bytes(growing_copy(whole, max(4, int(at * len(whole)))))

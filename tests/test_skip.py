@@ -1,6 +1,6 @@
 """The optional compiled skip (gtidx/_skip.c) against its definition.
 
-``Binlog._walk`` and ``apply_until`` hand the events between two cold ones
+``walk.group_walk`` and ``walk.apply_until`` hand the events between two cold ones
 to ``gtidx._skip.skip`` where it is built. The pure-Python loops are the
 definition: these tests hold the C function equal to a brute-force Python
 ``skip`` on arbitrary bytes, and the walks with and without it equal on
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gtidx.filebuf
-from gtidx.binlog import mariadb as binlog
+from gtidx.binlog import walk
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import GtidxError
 
@@ -29,7 +29,7 @@ def test_the_compiled_skip_is_built():
     test command installs them on a fresh machine): a walk without it is
     right but about 1.5x slower."""
     import gtidx._skip  # noqa: F401
-    assert binlog._skip is not None
+    assert walk._skip is not None
 
 
 def py_skip(buf, off: int, cold: bytes, limit: int | None = None) -> int:
@@ -111,9 +111,9 @@ def _everything(path, spans=(1, 4096, 65536)) -> dict:
 def _both(monkeypatch, fn):
     """``fn()`` with the compiled skip and with the pure-Python loops."""
     import gtidx._skip
-    monkeypatch.setattr(binlog, "_skip", gtidx._skip.skip)
+    monkeypatch.setattr(walk, "_skip", gtidx._skip.skip)
     compiled = fn()
-    monkeypatch.setattr(binlog, "_skip", None)
+    monkeypatch.setattr(walk, "_skip", None)
     pure = fn()
     return compiled, pure
 

@@ -21,7 +21,7 @@ No binlog is mapped: any binlog can shrink under us, a closed one too
 the new end kills the process with SIGBUS. The bytes are read with
 ``pread`` (``filebuf``), two ways:
 
-* the walks (``_walk``, ``apply_until``, ``complete_end``,
+* the walks (``walk.group_walk``, ``walk.apply_until``, ``complete_end``,
   ``_headers_between``) run over a ``filebuf.Window``: one reused buffer
   moved along the file, at most ``filebuf.WINDOW`` bytes, with offsets
   relative to the window's ``base``; the file offset is ``base + off``,
@@ -33,18 +33,13 @@ the new end kills the process with SIGBUS. The bytes are read with
 A file that shrank below what is read gives a GtidxIOError ("shrank"),
 never a signal.
 
-The group walk is the hot loop of the whole project (indexing is one walk):
-it unpacks only (type, length) per event, handles the rare event types in a
-branch, and lets ``unpack_from`` raising at the end of the window replace a
-per-event bounds check (see ``_walk``). Where the optional compiled
-``gtidx._skip`` is built, the events between two cold ones are followed in
-C; the Python loop visits the same offsets without it (the tests hold the
-two equal).
+The group walk and the state walk, the hot loops of the whole project, are
+``binlog.walk``'s: this class opens the file, reads its preamble and format
+description, checks framing and checksums, and hands the walks itself.
 """
 from __future__ import annotations
 
 import os
-import struct
 import zlib
 from typing import Iterator
 
@@ -53,32 +48,15 @@ from ..errors import (BadInputError, CorruptBinlogError, EncryptedBinlogError, G
                      MySQLBinlogError, UnsupportedBinlogError, quoted)
 from ..gtid import BinlogState, Gtid
 
-from .events import (BOUNDARY_TYPES, CHECKSUM_CRC32, CHECKSUM_NONE, CHECKSUM_UNDEF, CRC_LEN,
-                     EVENT_HEADER, EVENT_NAMES, FDE_FIXED, FL_STANDALONE, FORMAT_DESCRIPTION, GROUP_RECORD, GTID,
-                     GTID_BODY_LEN, GTID_HEAD, GTID_LIST, HEADER_LEN, IN_USE_FLAG, MAGIC, MYSQL_ANONYMOUS_GTID,
+from . import walk
+from .events import (CHECKSUM_CRC32, CHECKSUM_NONE, CHECKSUM_UNDEF, CRC_LEN,
+                     EVENT_HEADER, EVENT_NAMES, FDE_FIXED, FL_STANDALONE, FORMAT_DESCRIPTION, GTID,
+                     GTID_LIST, HEADER_LEN, IN_USE_FLAG, MAGIC, MYSQL_ANONYMOUS_GTID,
                      MYSQL_GTID, MYSQL_PREVIOUS_GTIDS, ROTATE, START_ENCRYPTION, START_EVENT_V3, STOP, TYPE_LENGTH,
                      TYPE_SERVER_LENGTH, U32, Event, FormatDescription, Group, decode_gtid_list, event_crcs,
                      has_checksum_alg, is_group_terminator, is_mariadb)
+from .events import GROUP_RECORD  # noqa: F401 - re-exported: callers unpack group_records with it
 
-# What the group walk must look at: GTID starts a group, the rest end one.
-# A tuple indexed by event type: CPython specializes tuple[int] subscripts,
-# which makes this test ~30% cheaper per event than `etype in frozenset`.
-_COLD_TYPE = tuple(t in BOUNDARY_TYPES or t == GTID for t in range(256))
-# The same set for the compiled skip (gtidx/_skip.c): past a cold event,
-# ``_walk`` lets C follow the lengths to the next one. Optional: without a
-# compiler at install time the pure-Python loop does it all (same offsets).
-_COLD_BYTES = bytes(_COLD_TYPE)
-_GTID_BYTES = bytes(t == GTID for t in range(256))    # apply_until's: only GTIDs count
-try:
-    from .._skip import skip as _skip
-except ImportError:                    # pragma: no cover - depends on the install
-    _skip = None
-try:                                   # the compiled group walk behind group_records (same module)
-    from .._skip import groups as _groups
-except ImportError:                    # pragma: no cover - depends on the install
-    _groups = None
-
-_GROUP_CHUNK = 65536                      # records group_records has C write per buffer
 
 
 # -- the file ----------------------------------------------------------------
@@ -128,7 +106,7 @@ class Binlog:
     def _read_after_close(self, lo: int, hi: int = 0) -> None:
         raise GtidxIOError("read after close", path=self.path, offset=lo)
 
-    def _window(self, start: int, end: int) -> filebuf.Window:
+    def window(self, start: int, end: int) -> filebuf.Window:
         """A walk's moving view of [start, end) (see filebuf.Window)."""
         if self._file is None:
             self._read_after_close(start)
@@ -277,7 +255,8 @@ class Binlog:
         self.body_start = self.gtid_list_end if self.gtid_list_end is not None else 4 + length
 
     # -- event walks ---------------------------------------------------------
-    def _corrupt(self, message: str, offset: int) -> CorruptBinlogError:
+    def corrupt(self, message: str, offset: int) -> CorruptBinlogError:
+        """The error for damage at ``offset`` of this file (what a walk raises)."""
         return CorruptBinlogError(message, path=self.path, offset=offset)
 
     def complete_end(self, start: int = 4, *, closed_check: bool = True) -> int:
@@ -286,7 +265,7 @@ class Binlog:
         event in a closed file, and (``closed_check``) for a closed file whose
         last event is not ROTATE or STOP (``truncation``)."""
         size = self.size
-        w = self._window(start, size)
+        w = self.window(start, size)
         mm, base = w.view, start
         unpack = TYPE_LENGTH.unpack_from
         off = start
@@ -296,7 +275,7 @@ class Binlog:
                 mm, base = w.move(off), off
             ln = unpack(mm, off - base)[1]
             if ln < HEADER_LEN:
-                raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+                raise self.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
             if off + ln > size:
                 break
             last = off
@@ -314,10 +293,10 @@ class Binlog:
         its size is (``ln``: the length the partial event there states, None
         when not even its header is there): truncated."""
         if ln is None:
-            return self._corrupt(f"{self.size - off} trailing bytes after the last event "
-                                 "of a closed binlog (truncated?)", off)
-        return self._corrupt(f"event of length {ln} runs past the end of the closed binlog "
-                             f"(file size {self.size})", off)
+            return self.corrupt(f"{self.size - off} trailing bytes after the last event "
+                                "of a closed binlog (truncated?)", off)
+        return self.corrupt(f"event of length {ln} runs past the end of the closed binlog "
+                            f"(file size {self.size})", off)
 
     def checked_headers(self, start: int) -> Iterator[tuple[int, int, int, int]]:
         """(offset, type, server_id, length) of every complete event from the
@@ -327,7 +306,7 @@ class Binlog:
         is, after the events before it were yielded. A walk that stops early
         (it found what it wanted) reads no further."""
         size = self.size
-        w = self._window(start, size)
+        w = self.window(start, size)
         mm, base = w.view, start
         unpack = TYPE_SERVER_LENGTH.unpack_from
         off = start
@@ -336,7 +315,7 @@ class Binlog:
                 mm, base = w.move(off), off
             etype, server_id, ln = unpack(mm, off - base)
             if ln < HEADER_LEN:
-                raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+                raise self.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
             if off + ln > size:
                 break
             yield off, etype, server_id, ln
@@ -368,7 +347,7 @@ class Binlog:
             ts, _, _, _, _, flags = EVENT_HEADER.unpack_from(mm, off)
             body_end = off + ln - crc
             if body_end < off + HEADER_LEN:
-                raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
+                raise self.corrupt(f"event length {ln} leaves no room for its checksum", off)
             yield Event(off, etype, server_id, ln, ts, flags, memoryview(mm)[off + HEADER_LEN:body_end])
 
     def events_between(self, start: int, end: int) -> Iterator[Event]:
@@ -378,7 +357,7 @@ class Binlog:
         mm, crc, fill = self._mm, self.checksum_len, self._fill
         for off, etype, server_id, ln in self._headers_between(start, end):
             if ln < HEADER_LEN + crc or off + ln > end:
-                raise self._corrupt(f"event length {ln} does not fit in [{start}, {end})", off)
+                raise self.corrupt(f"event length {ln} does not fit in [{start}, {end})", off)
             fill(off, off + ln)
             if crc:
                 self._verify_crc(off, ln, etype)
@@ -389,11 +368,11 @@ class Binlog:
         mm = self._mm
         self._fill(off, off + ln)
         if ln < HEADER_LEN + CRC_LEN:
-            raise self._corrupt(f"event length {ln} leaves no room for its checksum", off)
+            raise self.corrupt(f"event length {ln} leaves no room for its checksum", off)
         stored, computed = event_crcs(memoryview(mm)[off:off + ln], etype)
         if computed != stored:
-            raise self._corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
-                                f"(stored {stored:08x}, computed {computed:08x})", off)
+            raise self.corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
+                               f"(stored {stored:08x}, computed {computed:08x})", off)
 
     def event_ok(self, offset: int) -> bool:
         """Is there a complete event at ``offset`` (and does its CRC32 check
@@ -434,7 +413,7 @@ class Binlog:
     def group_spans(self, start: int | None = None) -> Iterator[tuple[int, int, tuple]]:
         """The raw group walk: ``(start, end, (timestamp, server_id, seq,
         domain, flags2))`` per group, no objects."""
-        return self._walk(self.body_start if start is None else start, None, 0)
+        return walk.group_walk(self, self.body_start if start is None else start, None, 0)
 
     def group_batches(self, span: int, start: int | None = None, previous: int = 0):
         """The walk an index build needs, without per-group yields: yields
@@ -445,180 +424,24 @@ class Binlog:
         Last it yields ``(end, gtids, False)``: the groups that did not reach
         a span, and where the walk stopped (the end of the last complete group,
         or ``start``): where a later walk of a growing file resumes."""
-        return self._walk(self.body_start if start is None else start, span, previous)
+        return walk.group_walk(self, self.body_start if start is None else start, span, previous)
 
     def group_records(self, start: int | None = None) -> bytes:
         """``group_spans`` packed, for many groups at once: one GROUP_RECORD
         (start, end, seq_no, timestamp, server_id, domain_id, flags2) per
         group, in file order; the same groups, and the same error where that
-        walk raises (then no records). Where the compiled ``gtidx._skip`` is
-        built, the groups are walked in C (``groups``) as long as nothing is
-        unusual, and ``_walk`` (the definition) takes over from the last
-        group start where something is: the file's tail, a damaged event, a
-        group longer than the walk's largest window (``_walk`` walks that
-        one group, then C goes on); without it, ``_walk`` walks it all."""
-        off = self.body_start if start is None else start
-        pack = GROUP_RECORD.pack
+        walk raises (then no records). Compiled where it can be
+        (``walk.group_records``)."""
+        return walk.group_records(self, start)
 
-        def walked(at: int, one: bool = False) -> tuple[bytes, int | None]:
-            # _walk from a point where a walk may start: all its groups, or
-            # (one) its first group only where C can go on after it (its end
-            # is an event that is complete, so no tail yield): then also that end
-            out = []
-            walk = self._walk(at, None, 0)
-            try:
-                for b, e, (ts, server, seq, domain, flags2) in walk:
-                    out.append(pack(b, e, seq, ts, server, domain, flags2))
-                    if one and self._complete_at(e):
-                        return b"".join(out), e
-            finally:
-                walk.close()
-            return b"".join(out), None
-
-        if _groups is None:
-            return walked(off)[0]
-        size = self.size
-        body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
-        rec = GROUP_RECORD.size
-        chunks = []
-        out = bytearray(rec * _GROUP_CHUNK)
-        used = 0                            # bytes of out written
-        w = self._window(off, size)
-        while True:
-            n, off, why = _groups(w.view, off - w.base, w.base, size, _COLD_BYTES, GTID, body_min,
-                                  memoryview(out)[used:])
-            used += n * rec
-            if why == 2:                    # out is full: keep it, go on in a fresh one
-                chunks.append(bytes(out[:used]))
-                used = 0
-                continue
-            if why == 1 or w.base + len(w.view) >= w.end:
-                break                       # something unusual, or the end of the file: _walk's
-            base, have = w.base, len(w.view)
-            w.move(off)
-            if off == base and len(w.view) <= have:      # no group ends in the largest window
-                chunks.append(bytes(out[:used]))
-                used = 0
-                part, off = walked(off, one=True)
-                chunks.append(part)
-                if off is None:
-                    return b"".join(chunks)
-                w.move(off)
-        chunks.append(bytes(out[:used]))
-        chunks.append(walked(off)[0])
-        return b"".join(chunks)
-
-    def _complete_at(self, off: int) -> bool:
-        """Is there a whole event at ``off`` (header length and all)?"""
+    def complete_at(self, off: int) -> bool:
+        """Is there a whole event at ``off`` (header length and all)? Where
+        ``walk.group_records`` may hand a walk back to C."""
         if off + HEADER_LEN > self.size:
             return False
         self._fill(off, off + HEADER_LEN)
         ln = TYPE_LENGTH.unpack_from(self._mm, off)[1]
         return ln >= HEADER_LEN and off + ln <= self.size
-
-    def _walk(self, off: int, span: int | None, previous: int):
-        """The one event walk behind ``group_spans`` (``span`` None: a yield
-        per group) and ``group_batches`` (a yield per ``span`` bytes).
-
-        It runs over a moving ``filebuf.Window``: ``off`` and every offset
-        the loop keeps (``mark``, ``cur_start``, ``last_end``, ``due``,
-        ``rsize``) are relative to the window's ``base``; file offsets are
-        ``base + ...`` where they leave the loop (yields, errors), so the cold
-        branch does what it did over a mapping. Where ``unpack`` (or
-        ``gtid_head``) does not fit in the window it raises struct.error with
-        ``off`` not yet advanced: the window moves to ``base + off``, the kept
-        offsets shift by the move, and the same iteration runs again. That
-        re-run is exact: before the only raise after state changes
-        (``gtid_head``), the open group was yielded or added and ``cur`` set
-        to None, so the re-run skips that part, and ``mark = off`` is the same
-        assignment again."""
-        w = self._window(off, self.size)    # the walk reads to the end
-        mm, base, off = w.view, off, 0
-        rsize = self.size - base            # the file's size, relative to base
-        unpack = TYPE_LENGTH.unpack_from
-        gtid_head = GTID_HEAD.unpack_from
-        cold = _COLD_TYPE
-        skip, cold_bytes = _skip, _COLD_BYTES
-        body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
-        per_group = span is None
-        due = 0 if per_group else previous + span - base   # the group end that closes a batch
-        batch = []
-        add = batch.append
-        last_end = 0        # end of the last complete group walked
-        cur = None          # GTID_HEAD fields of the open group
-        cur_start = 0
-        mark = 0            # a boundary we know is good: the tail check restarts here
-        while True:
-            try:
-                while True:
-                    # Hot path: one unpack, two tests, one add per event. At
-                    # the end of the window unpack_from raises struct.error:
-                    # that is the loop's exit, no per-event bounds check.
-                    etype, ln = unpack(mm, off)
-                    if ln < 19 or cold[etype]:            # 19 = HEADER_LEN (a literal: no global lookup)
-                        if ln < HEADER_LEN:
-                            raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header",
-                                                base + off)
-                        if cur is not None:
-                            if per_group:
-                                yield base + cur_start, base + off, cur
-                            else:
-                                add(cur)
-                                last_end = off
-                                if off >= due:
-                                    yield base + off, batch, True
-                                    batch = []
-                                    add = batch.append
-                                    due = off + span
-                            cur = None
-                        mark = off
-                        if etype == GTID:
-                            if off + ln > rsize:
-                                break              # partial GTID event at the end
-                            if ln < body_min:
-                                raise self._corrupt(f"GTID event length {ln} is below {body_min}", base + off)
-                            cur = gtid_head(mm, off)
-                            if not cur[2]:
-                                raise self._corrupt("GTID event with seq_no 0", base + off)
-                            cur_start = off
-                        if skip is not None:       # compiled: straight to the next cold event
-                            off = skip(mm, off + ln, cold_bytes)
-                            continue
-                    off += ln
-                break
-            except struct.error:                   # the end of the window: move it, or the end
-                mm = w.advance(base + off)
-                if mm is None:
-                    break
-                shift = base - w.base
-                base = w.base
-                off += shift                        # 0
-                mark += shift
-                cur_start += shift
-                last_end += shift
-                due += shift
-                rsize += shift
-        mark += base                                # file offsets again
-        cur_start += base
-        last_end += base
-        due += base
-        # Cold tail: where do complete events end, and is the open group done?
-        end, cut = self._tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
-        if per_group:
-            if end is not None:
-                yield cur_start, end, cur
-            if cut is not None:
-                raise cut
-            return
-        if cut is not None:
-            raise cut
-        if end is not None:
-            add(cur)
-            last_end = end
-            if end >= due:
-                yield end, batch, True
-                batch = []
-        yield last_end, batch, False
 
     def truncation(self, last: int, open_start: int | None) -> CorruptBinlogError | None:
         """The error for a closed binlog (IN_USE clear) that was cut short, or
@@ -634,11 +457,11 @@ class Binlog:
             return None
         where = "inside the event group at offset %d" % open_start if open_start is not None else \
             f"with a {EVENT_NAMES.get(etype, f'type {etype}')} event"
-        return self._corrupt(
+        return self.corrupt(
             f"truncated binlog: a closed binlog ends with ROTATE or STOP, this one ends {where} "
             f"(a partial copy?)", self.size)
 
-    def _tail_end(self, mark: int, open_start: int | None, flags2: int):
+    def tail_end(self, mark: int, open_start: int | None, flags2: int):
         """After a walk: check the framing from ``mark`` to the end. Returns
         (where the open group started at ``open_start`` ends, or None when there
         is none or it is not complete; the truncation error of a closed file
@@ -673,7 +496,7 @@ class Binlog:
 
     def _headers_between(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
         """Headers from ``start`` to ``end``, both boundaries of a checked walk."""
-        w = self._window(start, end)
+        w = self.window(start, end)
         mm, base = w.view, start
         unpack = TYPE_SERVER_LENGTH.unpack_from
         off = start
@@ -688,45 +511,9 @@ class Binlog:
     def apply_until(self, state: BinlogState, start: int, target: int) -> bool:
         """Apply to ``state`` every GTID whose event lies in [start, target),
         walking from the event boundary ``start``. True when ``target`` is an
-        event boundary (then ``state`` is the state there), else False."""
-        if target > self.size:
-            return False
-        unpack = TYPE_LENGTH.unpack_from
-        gtid_head = GTID_HEAD.unpack_from
-        apply = state.apply
-        skip, gtid_bytes = _skip, _GTID_BYTES
-        body_min = HEADER_LEN + GTID_BODY_LEN + self.checksum_len
-        w = self._window(start, target)   # a moving window: offsets in it are relative to base
-        mm, pos = w.view, start
-        while True:
-            base = pos
-            tgt = target - base
-            final = base + len(mm) >= target
-            # An event starting past `last` cannot end at target (the last
-            # window), or its header and GTID head may not fit (the others).
-            last = tgt - HEADER_LEN if final else len(mm) - GTID_HEAD.size
-            off = 0
-            while off <= last:
-                etype, ln = unpack(mm, off)
-                if ln < 19 or etype == 162:               # HEADER_LEN, GTID as literals: no global lookups
-                    if ln < HEADER_LEN:
-                        raise self._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", base + off)
-                    if off + ln <= tgt:             # a GTID counts once its event is complete
-                        if ln < body_min:
-                            raise self._corrupt(f"GTID event length {ln} is below {body_min}", base + off)
-                        _, server_id, seq, domain, _ = gtid_head(mm, off)
-                        if not seq:
-                            # as the group walk says: no state may hold a seq_no 0
-                            raise self._corrupt("GTID event with seq_no 0", base + off)
-                        apply(domain, server_id, seq)
-                    if skip is not None:           # compiled: straight to the next GTID (or short event)
-                        off = skip(mm, off + ln, gtid_bytes, last)
-                        continue
-                off += ln
-            pos = base + off
-            if final or pos > target - HEADER_LEN:
-                return pos == target
-            mm = w.move(pos)
+        event boundary (then ``state`` is the state there), else False
+        (``walk.apply_until``)."""
+        return walk.apply_until(self, state, start, target)
 
     def state_at(self, offset: int) -> BinlogState | None:
         """The binlog state at ``offset``, as ``BINLOG_GTID_POS(file, offset)``:

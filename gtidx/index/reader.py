@@ -18,13 +18,14 @@ Searches follow the server's algorithm (Gtid_index_reader): a root descent
 keeping the state of the keys passed, then a search of the one leaf it
 reaches (in a leaf reached through a separator the first key repeats that
 separator and is checked, not applied). Every loop over a node's keys is
-``_keys``: the format's "next key or stop" rule and the checks on each key.
+``search.node_keys``: the format's "next key or stop" rule and the checks on each key.
 """
 from __future__ import annotations
 
 from typing import Callable, Iterator
 
 from . import format as fmt
+from .search import accepted, child_pointer, corrupt, node_keys
 from ..errors import CorruptIndexError, GtidxError
 from ..filebuf import Source
 from ..gtid import BinlogState, Position
@@ -65,111 +66,6 @@ def _read(src: Source, offset: int, n: int, path, page=None) -> bytes:
         err = CorruptIndexError(f"out of memory reading {n} bytes of the index", path=path, page=page)
         err.incomplete = False
     raise err
-
-
-def _corrupt(message: str, path, page: int | None = None, incomplete: bool = False) -> CorruptIndexError:
-    e = CorruptIndexError(message, path=path, page=page)
-    e.incomplete = incomplete
-    return e
-
-
-def _child(cur: fmt.NodeCursor, page: int, path) -> int:
-    """The child pointer at ``cur`` in the interior node at ``page``.
-
-    It must point back into the file, before ``page``: a child is always
-    written before its parent (append-only, bottom-up), so every descent
-    ends. Raises CorruptIndexError otherwise, or when the node ends first.
-    """
-    child = cur.child()
-    if child is None:
-        raise _corrupt("interior node ends without its child pointer", path, page)
-    if not 1 <= child < page:
-        raise _corrupt(f"child pointer {child} does not point back into the file", path, page)
-    return child
-
-
-def _keys(cur: fmt.NodeCursor, page: int, path, lo: int | None = None, hi: int | None = None,
-          children: bool = False, ordered: bool = True,
-          codec: fmt.KeyCodec = fmt.MARIADB) -> Iterator[tuple[int, list, int | None]]:
-    """Iterate the keys of the node at ``page``, from ``cur`` on, left to right.
-
-    Yields ``(offset, gtids, child)``: the key's binlog offset, its GTIDs as
-    stored, and in an interior node (``children=True``) the child pointer
-    right of the key, else None. Stops at the end of the node (a zero GTID
-    count, or no room left for a key header): the format's "next key or
-    stop" rule, in one place.
-
-    Every key is checked before it is yielded: its GTID count against the
-    bytes left in the node (nothing is allocated by a count read from the
-    file), and, with ``ordered``, its offset against the range the descent
-    allows: above the previous key (the node's first key: above ``lo``, the
-    separator left of the node) and below ``hi`` (the separator right of
-    it); None is no bound. Raises CorruptIndexError, with ``page``, on the
-    first broken rule. ``codec`` reads a key's value (``KeyCodec.read``;
-    bytes that do not decode are corrupt too).
-
-    Runtime complexity: O(k) for a node of k keys, each GTID read once.
-    """
-    prev = lo
-    next_key = cur.key
-    read = codec.read
-    while True:
-        head = next_key()
-        if head is None:
-            return
-        count, offset = head
-        try:
-            gtids = read(cur, count)
-        except ValueError as e:
-            raise _corrupt(f"key at offset {offset} does not decode: {e}", path, page) from None
-        if gtids is None:
-            raise _corrupt(f"key claims {count} units, more than its node holds", path, page)
-        if ordered:
-            if prev is not None and offset <= prev:
-                raise _corrupt(f"key offsets out of order ({offset} after {prev})", path, page)
-            if hi is not None and offset >= hi:
-                raise _corrupt(f"key offset {offset} is not below the next separator ({hi})", path, page)
-            prev = offset
-        yield offset, gtids, _child(cur, page, path) if children else None
-
-
-def _accepted(keys: Iterator[tuple[int, list, int | None]], state: BinlogState,
-              accept: Callable[[int, BinlogState | None], bool], needs_state: bool, states: bool = True,
-              codec: fmt.KeyCodec = fmt.MARIADB):
-    """Apply ``keys`` to ``state`` while ``accept(offset, state with the
-    key)`` holds: the step shared by the root descent and the leaf search.
-
-    Returns ``(state, last, child, stop)``: the state after the accepted
-    keys, the last accepted key's offset and the child pointer right of it
-    (None: no key was accepted) and the first rejected key's offset (None:
-    every key was accepted). With ``needs_state=False`` ``accept`` gets
-    None for the state, a rejected key costs no state work, and ``state``
-    is updated in place once, with the accepted keys' GTIDs in order
-    (not at all with ``states=False``: the caller wants offsets only);
-    otherwise ``accept`` gets a new state it may keep, which becomes
-    ``state``.
-
-    Runtime complexity: O(k) calls of ``accept`` for k keys, plus a state
-    copy per key when ``needs_state``.
-    """
-    last = child = stop = None
-    if needs_state:
-        for offset, gtids, right in keys:
-            trial = state.copy().update(gtids)
-            if not accept(offset, trial):
-                return state, last, child, offset
-            state, last, child = trial, offset, right
-        return state, last, child, None
-    accepted = []               # applied at the end, in order: one update call
-    for offset, gtids, right in keys:
-        if not accept(offset, None):
-            stop = offset
-            break
-        accepted.append(gtids)
-        last, child = offset, right
-    if states:
-        codec.apply_all(state, accepted)
-    return state, last, child, stop
 
 
 class _Lookups:
@@ -234,7 +130,7 @@ class IndexReader(_Lookups):
 
     # -- structure -------------------------------------------------------------
     def _corrupt(self, message: str, page: int | None = None, incomplete: bool = False) -> CorruptIndexError:
-        return _corrupt(message, self.path, page, incomplete)
+        return corrupt(message, self.path, page, incomplete)
 
     def _flags(self, page_no: int) -> int:
         return self._page(page_no)[fmt.flags_at(page_no)]
@@ -330,12 +226,12 @@ class IndexReader(_Lookups):
         position not yet reached). The search follows the server's
         (``Gtid_index_reader``): a root descent to the one leaf that can hold
         the answer (``_descend``), then a scan of that leaf (``_leaf_start``
-        and the keys after it, ``_accepted``). With ``needs_state=False`` the predicate is
+        and the keys after it, ``search.accepted``). With ``needs_state=False`` the predicate is
         given None for the state (it looks at offsets only) and rejected
         keys cost no state work.
 
         Every key met is checked against the range the descent allows (see
-        ``_keys``), and a leaf reached through a separator must start with
+        ``search.node_keys``), and a leaf reached through a separator must start with
         that separator's key: pages with valid CRCs in the wrong place (a
         spliced or shifted file, a child pointer to another node) raise
         CorruptIndexError instead of giving a wrong record.
@@ -355,11 +251,11 @@ class IndexReader(_Lookups):
         True
         """
         page, cur, state, lo, hi = self._descend(accept, needs_state, states)
-        keys = _keys(cur, page, self.path, None, hi, codec=self.codec)  # the first key is checked against lo
+        keys = node_keys(cur, page, self.path, None, hi, codec=self.codec)  # the first key is checked against lo
         offset = self._leaf_start(page, keys, state, lo, apply=states)
         if not accept(offset, state if needs_state else None):
             return None
-        state, last, _, _ = _accepted(keys, state, accept, needs_state, states, self.codec)
+        state, last, _, _ = accepted(keys, state, accept, needs_state, states, self.codec)
         return Record(offset if last is None else last, state if states else None)
 
     def _descend(self, accept: Callable[[int, BinlogState | None], bool], needs_state: bool,
@@ -384,9 +280,9 @@ class IndexReader(_Lookups):
         page = self.root_page
         leaf, cur = self._node(page)
         while not leaf:
-            child = _child(cur, page, path)             # left of the node's first key
-            state, last, right, stop = _accepted(_keys(cur, page, path, lo, hi, True, codec=codec),
-                                                 state, accept, needs_state, states, codec)
+            child = child_pointer(cur, page, path)             # left of the node's first key
+            state, last, right, stop = accepted(node_keys(cur, page, path, lo, hi, True, codec=codec),
+                                                state, accept, needs_state, states, codec)
             if last is not None:
                 lo, child = last, right
             if stop is not None:
@@ -398,7 +294,7 @@ class IndexReader(_Lookups):
     def _leaf_start(self, page: int, keys: Iterator, state: BinlogState, sep: int | None,
                     check: bool = True, exact: bool = False, apply: bool = True) -> int:
         """Read the first record of the leaf at ``page`` from ``keys`` (its
-        ``_keys``); return its offset (its state is then ``state``).
+        ``search.node_keys``); return its offset (its state is then ``state``).
 
         A leaf reached through a separator (``sep``) starts with that
         separator's key, which ``state`` already holds: it is checked
@@ -444,10 +340,10 @@ class IndexReader(_Lookups):
         page = self.root_page
         leaf, cur = self._node(page)
         while not leaf:
-            page = _child(cur, page, self.path)
+            page = child_pointer(cur, page, self.path)
             leaf, cur = self._node(page)
         state = self.codec.state()
-        return Record(self._leaf_start(page, _keys(cur, page, self.path, codec=self.codec), state, None), state)
+        return Record(self._leaf_start(page, node_keys(cur, page, self.path, codec=self.codec), state, None), state)
 
     def last_record(self) -> Record:
         """Return the last record of the index.
@@ -503,7 +399,7 @@ class IndexReader(_Lookups):
         if check is not None:
             check["nodes"] += 1
             check["levels"] = max(check["levels"], depth)
-        keys = _keys(cur, page, self.path, children=not leaf, ordered=False, codec=self.codec)
+        keys = node_keys(cur, page, self.path, children=not leaf, ordered=False, codec=self.codec)
         if leaf:
             offset = self._leaf_start(page, keys, state, sep, check is not None, exact=True)
             yield Record(offset, state.copy())
@@ -511,7 +407,7 @@ class IndexReader(_Lookups):
                 state.update(gtids)
                 yield Record(offset, state.copy())
             return
-        children = [(_child(cur, page, self.path), state.copy(), sep)]
+        children = [(child_pointer(cur, page, self.path), state.copy(), sep)]
         for offset, gtids, child in keys:
             state.update(gtids)
             children.append((child, state.copy(), offset))
@@ -600,7 +496,7 @@ class PartialIndex:
             if first_flags & fmt.IS_LEAF:
                 # records() checks their order, across leaves
                 self.keys.extend((offset, gtids) for offset, gtids, _ in
-                                 _keys(fmt.NodeCursor(pages), first, path, ordered=False, codec=codec))
+                                 node_keys(fmt.NodeCursor(pages), first, path, ordered=False, codec=codec))
 
     def records(self) -> list[Record]:
         state, out, last = self.codec.state(), [], -1

@@ -299,25 +299,25 @@ class MysqlSeries(SeriesShell):
         events); a length below a header, or a closed file's event running
         past its end, is corruption."""
         size = b.size
-        w = b._window(start, size)
+        w = b.window(start, size)
         mm, base = w.view, start
         off = start
         while off < target:
             if off + HEADER_LEN > size:
                 if b.growing:
                     return False
-                raise b._corrupt(f"{size - off} trailing bytes after the last event of a closed binlog "
-                                 "(truncated?)", off)
+                raise b.corrupt(f"{size - off} trailing bytes after the last event of a closed binlog "
+                                "(truncated?)", off)
             if off + HEADER_LEN > base + len(mm):
                 mm, base = w.move(off), off
             etype, ln = TYPE_LENGTH.unpack_from(mm, off - base)
             if ln < HEADER_LEN:
-                raise b._corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+                raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
             if off + ln > size:
                 if b.growing:
                     return False          # the event being written
-                raise b._corrupt(f"event of length {ln} runs past the end of the closed binlog "
-                                 f"(file size {size})", off)
+                raise b.corrupt(f"event of length {ln} runs past the end of the closed binlog "
+                                f"(file size {size})", off)
             if etype in _GTID_EVENTS and off + ln <= target:
                 cur.add(*b._gtid_at(off, etype, ln).gtid)
             off += ln

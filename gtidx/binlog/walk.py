@@ -1,0 +1,259 @@
+"""The MariaDB binlog walks: the group walk and the state walk.
+
+These are the hot loops of the whole project (indexing is one group walk,
+a lookup's answer one state walk), kept apart from the file class
+(``binlog.mariadb.Binlog``) that calls them with itself as ``b``:
+
+* ``group_walk``: the pure-Python group walk, the definition of every group
+  answer. It unpacks only (type, length) per event, handles the rare event
+  types in a branch, and lets ``unpack_from`` raising at the end of the
+  window replace a per-event bounds check.
+* ``group_records``: the same groups packed as GROUP_RECORDs, walked by the
+  compiled ``gtidx._skip.groups`` where it is built and by ``group_walk``
+  wherever something is unusual.
+* ``apply_until``: the GTIDs of a range applied to a state.
+
+Where the optional compiled ``gtidx._skip`` is built, the events between
+two cold ones are followed in C; the Python loops visit the same offsets
+without it (tests/test_skip.py holds the two equal). Every walk runs over a
+``filebuf.Window`` from ``b.window``; what it reports goes through
+``b.corrupt`` (an error with the file's path and the event's offset).
+"""
+from __future__ import annotations
+
+import struct
+
+from ..gtid import BinlogState
+from .events import BOUNDARY_TYPES, GROUP_RECORD, GTID, GTID_BODY_LEN, GTID_HEAD, HEADER_LEN, TYPE_LENGTH
+
+# What the group walk must look at: GTID starts a group, the rest end one.
+# A tuple indexed by event type: CPython specializes tuple[int] subscripts,
+# which makes this test ~30% cheaper per event than `etype in frozenset`.
+_COLD_TYPE = tuple(t in BOUNDARY_TYPES or t == GTID for t in range(256))
+# The same set for the compiled skip (gtidx/_skip.c): past a cold event,
+# ``group_walk`` lets C follow the lengths to the next one. Optional: without a
+# compiler at install time the pure-Python loop does it all (same offsets).
+_COLD_BYTES = bytes(_COLD_TYPE)
+_GTID_BYTES = bytes(t == GTID for t in range(256))    # apply_until's: only GTIDs count
+try:
+    from .._skip import skip as _skip
+except ImportError:                    # pragma: no cover - depends on the install
+    _skip = None
+try:                                   # the compiled group walk behind group_records (same module)
+    from .._skip import groups as _groups
+except ImportError:                    # pragma: no cover - depends on the install
+    _groups = None
+
+_GROUP_CHUNK = 65536                      # records group_records has C write per buffer
+
+
+def group_walk(b, off: int, span: int | None, previous: int):
+    """The one event walk behind ``Binlog.group_spans`` (``span`` None: a
+    yield per group) and ``Binlog.group_batches`` (a yield per ``span``
+    bytes), over ``b`` (a ``Binlog``) from the event boundary ``off``.
+
+    It runs over a moving ``filebuf.Window``: ``off`` and every offset
+    the loop keeps (``mark``, ``cur_start``, ``last_end``, ``due``,
+    ``rsize``) are relative to the window's ``base``; file offsets are
+    ``base + ...`` where they leave the loop (yields, errors), so the cold
+    branch does what it did over a mapping. Where ``unpack`` (or
+    ``gtid_head``) does not fit in the window it raises struct.error with
+    ``off`` not yet advanced: the window moves to ``base + off``, the kept
+    offsets shift by the move, and the same iteration runs again. That
+    re-run is exact: before the only raise after state changes
+    (``gtid_head``), the open group was yielded or added and ``cur`` set
+    to None, so the re-run skips that part, and ``mark = off`` is the same
+    assignment again."""
+    w = b.window(off, b.size)    # the walk reads to the end
+    mm, base, off = w.view, off, 0
+    rsize = b.size - base            # the file's size, relative to base
+    unpack = TYPE_LENGTH.unpack_from
+    gtid_head = GTID_HEAD.unpack_from
+    cold = _COLD_TYPE
+    skip, cold_bytes = _skip, _COLD_BYTES
+    body_min = HEADER_LEN + GTID_BODY_LEN + b.checksum_len
+    per_group = span is None
+    due = 0 if per_group else previous + span - base   # the group end that closes a batch
+    batch = []
+    add = batch.append
+    last_end = 0        # end of the last complete group walked
+    cur = None          # GTID_HEAD fields of the open group
+    cur_start = 0
+    mark = 0            # a boundary we know is good: the tail check restarts here
+    while True:
+        try:
+            while True:
+                # Hot path: one unpack, two tests, one add per event. At
+                # the end of the window unpack_from raises struct.error:
+                # that is the loop's exit, no per-event bounds check.
+                etype, ln = unpack(mm, off)
+                if ln < 19 or cold[etype]:            # 19 = HEADER_LEN (a literal: no global lookup)
+                    if ln < HEADER_LEN:
+                        raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header",
+                                        base + off)
+                    if cur is not None:
+                        if per_group:
+                            yield base + cur_start, base + off, cur
+                        else:
+                            add(cur)
+                            last_end = off
+                            if off >= due:
+                                yield base + off, batch, True
+                                batch = []
+                                add = batch.append
+                                due = off + span
+                        cur = None
+                    mark = off
+                    if etype == GTID:
+                        if off + ln > rsize:
+                            break              # partial GTID event at the end
+                        if ln < body_min:
+                            raise b.corrupt(f"GTID event length {ln} is below {body_min}", base + off)
+                        cur = gtid_head(mm, off)
+                        if not cur[2]:
+                            raise b.corrupt("GTID event with seq_no 0", base + off)
+                        cur_start = off
+                    if skip is not None:       # compiled: straight to the next cold event
+                        off = skip(mm, off + ln, cold_bytes)
+                        continue
+                off += ln
+            break
+        except struct.error:                   # the end of the window: move it, or the end
+            mm = w.advance(base + off)
+            if mm is None:
+                break
+            shift = base - w.base
+            base = w.base
+            off += shift                        # 0
+            mark += shift
+            cur_start += shift
+            last_end += shift
+            due += shift
+            rsize += shift
+    mark += base                                # file offsets again
+    cur_start += base
+    last_end += base
+    due += base
+    # Cold tail: where do complete events end, and is the open group done?
+    end, cut = b.tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
+    if per_group:
+        if end is not None:
+            yield cur_start, end, cur
+        if cut is not None:
+            raise cut
+        return
+    if cut is not None:
+        raise cut
+    if end is not None:
+        add(cur)
+        last_end = end
+        if end >= due:
+            yield end, batch, True
+            batch = []
+    yield last_end, batch, False
+
+
+def group_records(b, start: int | None = None) -> bytes:
+    """``Binlog.group_spans`` of ``b`` packed, for many groups at once: one GROUP_RECORD
+    (start, end, seq_no, timestamp, server_id, domain_id, flags2) per
+    group, in file order; the same groups, and the same error where that
+    walk raises (then no records). Where the compiled ``gtidx._skip`` is
+    built, the groups are walked in C (``groups``) as long as nothing is
+    unusual, and ``group_walk`` (the definition) takes over from the last
+    group start where something is: the file's tail, a damaged event, a
+    group longer than the walk's largest window (``group_walk`` walks that
+    one group, then C goes on); without it, ``group_walk`` walks it all."""
+    off = b.body_start if start is None else start
+    pack = GROUP_RECORD.pack
+
+    def walked(at: int, one: bool = False) -> tuple[bytes, int | None]:
+        # group_walk from a point where a walk may start: all its groups, or
+        # (one) its first group only where C can go on after it (its end
+        # is an event that is complete, so no tail yield): then also that end
+        out = []
+        walk = group_walk(b, at, None, 0)
+        try:
+            for gs, e, (ts, server, seq, domain, flags2) in walk:
+                out.append(pack(gs, e, seq, ts, server, domain, flags2))
+                if one and b.complete_at(e):
+                    return b"".join(out), e
+        finally:
+            walk.close()
+        return b"".join(out), None
+
+    if _groups is None:
+        return walked(off)[0]
+    size = b.size
+    body_min = HEADER_LEN + GTID_BODY_LEN + b.checksum_len
+    rec = GROUP_RECORD.size
+    chunks = []
+    out = bytearray(rec * _GROUP_CHUNK)
+    used = 0                            # bytes of out written
+    w = b.window(off, size)
+    while True:
+        n, off, why = _groups(w.view, off - w.base, w.base, size, _COLD_BYTES, GTID, body_min,
+                              memoryview(out)[used:])
+        used += n * rec
+        if why == 2:                    # out is full: keep it, go on in a fresh one
+            chunks.append(bytes(out[:used]))
+            used = 0
+            continue
+        if why == 1 or w.base + len(w.view) >= w.end:
+            break                       # something unusual, or the end of the file: group_walk's
+        base, have = w.base, len(w.view)
+        w.move(off)
+        if off == base and len(w.view) <= have:      # no group ends in the largest window
+            chunks.append(bytes(out[:used]))
+            used = 0
+            part, off = walked(off, one=True)
+            chunks.append(part)
+            if off is None:
+                return b"".join(chunks)
+            w.move(off)
+    chunks.append(bytes(out[:used]))
+    chunks.append(walked(off)[0])
+    return b"".join(chunks)
+
+
+def apply_until(b, state: BinlogState, start: int, target: int) -> bool:
+    """Apply to ``state`` every GTID whose event in ``b`` lies in [start, target),
+    walking from the event boundary ``start``. True when ``target`` is an
+    event boundary (then ``state`` is the state there), else False."""
+    if target > b.size:
+        return False
+    unpack = TYPE_LENGTH.unpack_from
+    gtid_head = GTID_HEAD.unpack_from
+    apply = state.apply
+    skip, gtid_bytes = _skip, _GTID_BYTES
+    body_min = HEADER_LEN + GTID_BODY_LEN + b.checksum_len
+    w = b.window(start, target)   # a moving window: offsets in it are relative to base
+    mm, pos = w.view, start
+    while True:
+        base = pos
+        tgt = target - base
+        final = base + len(mm) >= target
+        # An event starting past `last` cannot end at target (the last
+        # window), or its header and GTID head may not fit (the others).
+        last = tgt - HEADER_LEN if final else len(mm) - GTID_HEAD.size
+        off = 0
+        while off <= last:
+            etype, ln = unpack(mm, off)
+            if ln < 19 or etype == 162:               # HEADER_LEN, GTID as literals: no global lookups
+                if ln < HEADER_LEN:
+                    raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", base + off)
+                if off + ln <= tgt:             # a GTID counts once its event is complete
+                    if ln < body_min:
+                        raise b.corrupt(f"GTID event length {ln} is below {body_min}", base + off)
+                    _, server_id, seq, domain, _ = gtid_head(mm, off)
+                    if not seq:
+                        # as the group walk says: no state may hold a seq_no 0
+                        raise b.corrupt("GTID event with seq_no 0", base + off)
+                    apply(domain, server_id, seq)
+                if skip is not None:           # compiled: straight to the next GTID (or short event)
+                    off = skip(mm, off + ln, gtid_bytes, last)
+                    continue
+            off += ln
+        pos = base + off
+        if final or pos > target - HEADER_LEN:
+            return pos == target
+        mm = w.move(pos)
