@@ -145,6 +145,18 @@ class Position:
     STATE_WORDS = "state"
     SKIP_WORDS = "skips, per domain, groups up to and including"
 
+    def skipped_from(self, state: "BinlogState") -> dict:
+        """{domain: GTID}: what a replica at this position skips, per domain,
+        when the server reads on from a place whose state is ``state``: a
+        domain whose GTID ``state`` already holds (any server's entry, as
+        MariaDB's gtid_find_binlog_file takes it from the replica's state)
+        skips nothing."""
+        skip = {g.domain: g for g in self}
+        for g in state:
+            if skip.get(g.domain) == g:
+                del skip[g.domain]
+        return skip
+
     def one_line(self) -> str:
         """The position's text, which is one line already: the same method
         as a MySQL ``GtidSet.one_line``, so that a caller prints either."""
@@ -451,6 +463,12 @@ class BinlogState:
             server = next(reversed(servers))
             by_domain[domain] = Gtid(domain, server, servers[server])
         return pos
+
+    def has_logged(self, g: Gtid) -> bool:
+        """Has the binlog logged ``g`` by this state (the seq_nos of a
+        (domain, server) grow)?"""
+        seq = self.get(g.domain, g.server)
+        return seq is not None and seq >= g.seq
 
     def is_before(self, pos: Position) -> bool:
         """MariaDB's "state is before position" (rpl_binlog_state is_before_pos).

@@ -127,7 +127,9 @@ class MysqlBinlog(Binlog):
         raise self._not_yet("the GTID state at an offset")
 
     # -- transactions ---------------------------------------------------------
-    def _gtid_at(self, off: int, etype: int, ln: int) -> GtidFields:
+    def gtid_at(self, off: int, etype: int, ln: int) -> GtidFields:
+        """The fields of the GTID event at ``off`` (type ``etype``, ``ln``
+        bytes long); a damaged body is a CorruptBinlogError there."""
         self._fill(off, off + ln)
         body = memoryview(self._mm)[off + HEADER_LEN:off + ln - self.checksum_len]
         try:
@@ -441,7 +443,7 @@ class MysqlBinlog(Binlog):
                 if cur is not None:
                     yield close(off)             # no terminator: the next GTID ends it
                 self._fill(off, off + HEADER_LEN)
-                cur = (self._gtid_at(off, etype, ln), off, U32.unpack_from(mm, off)[0])
+                cur = (self.gtid_at(off, etype, ln), off, U32.unpack_from(mm, off)[0])
                 state = "gtid"
                 continue
             if etype in BOUNDARY or etype in IGNORED:

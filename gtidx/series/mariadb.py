@@ -36,22 +36,6 @@ PASS_PER_BYTE = 1 / 131072
 # than from the index record before the offset.
 _WALK_ON = 16384
 
-def _skipping(pos: Position, state: BinlogState) -> dict:
-    """Per domain, the GTID of ``pos`` a replica start skips up to when the
-    server reads on from a place whose state is ``state``: a domain whose
-    GTID ``state`` already holds (any server's entry, as MariaDB's
-    gtid_find_binlog_file takes it from the replica's state) skips nothing."""
-    skip = {g.domain: g for g in pos}
-    for g in state:
-        if skip.get(g.domain) == g:
-            del skip[g.domain]
-    return skip
-
-def _contains(state: BinlogState, g: Gtid) -> bool:
-    """Has the binlog logged ``g`` by this state (seq per (domain, server) grows)?"""
-    seq = state.get(g.domain, g.server)
-    return seq is not None and seq >= g.seq
-
 # what _find_group answers when its walk sees the GTID's (domain, server) go
 # down where the plan assumed it grows: locate plans again with that
 _DIPPED = object()
@@ -325,7 +309,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             path = self.files[i]
             try:
                 f = self.opened(path)
-                start, _, via = f.record(lambda r: r.search(lambda _, st: not _contains(st, g)))
+                start, _, via = f.record(lambda r: r.search(lambda _, st: not st.has_logged(g)))
                 loc = self._find_group(f, g, start, None, via)
                 if loc is None and start > f.binlog.body_start:
                     # the descent may have passed the group if the seq dipped
@@ -449,9 +433,9 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         if offset > f.binlog.body_start and not self._skip_safe(f, path, pos, offset):
             # seq_no went back in this file: the record's state hides where to stop
             offset, state, via = (*f.start_record(), "scan")
-        first = self._first_sent(path, offset, _skipping(pos, state), strict, via)
+        first = self._first_sent(path, offset, pos.skipped_from(state), strict, via)
         start = f.binlog.start_state.copy()
-        return ReplicaStart(pos, path, len(MAGIC), start, Position(_skipping(pos, start).values()), first, via)
+        return ReplicaStart(pos, path, len(MAGIC), start, Position(pos.skipped_from(start).values()), first, via)
 
     def _start_before(self, path: str, pos: Position) -> bool:
         """Is the file's start state before ``pos``? For a binlog whose start

@@ -319,7 +319,7 @@ class MysqlSeries(SeriesShell):
                 raise b.corrupt(f"event of length {ln} runs past the end of the closed binlog "
                                 f"(file size {size})", off)
             if etype in _GTID_EVENTS and off + ln <= target:
-                cur.add(*b._gtid_at(off, etype, ln).gtid)
+                cur.add(*b.gtid_at(off, etype, ln).gtid)
             off += ln
         return off == target
 
