@@ -13,6 +13,7 @@ import pytest
 
 from gtidx import api
 from gtidx.binlog import mariadb as binlog
+from gtidx.binlog import walk
 from gtidx.binlog.mariadb import Binlog
 from gtidx.gtid import Gtid
 
@@ -73,7 +74,7 @@ def test_locate_columns_without_the_compiled_walk(tmp_path, monkeypatch):
     wanted = _wanted(files)
     with api.BinlogSeries(files) as logs:
         compiled = _columns(logs, wanted, PASS)
-    monkeypatch.setattr(binlog, "_groups", None)
+    monkeypatch.setattr(walk, "_groups", None)
     with api.BinlogSeries(files) as logs:
         pure = _columns(logs, wanted, PASS)
     for a, b in zip(compiled, pure):

@@ -77,14 +77,15 @@ class _Watch:
             done = total = 0
             if self.sc is not None and self.group is not None:
                 try:
-                    done, total = self._tasks(self.sc.statusTracker(), self.group)
+                    done, total = self.tasks_of(self.sc.statusTracker(), self.group)
                 except Exception:     # the context is stopping: no count, the work goes on
                     pass
             if self.phase:
                 self.progress(SparkProgress(self.phase, done, total, time.monotonic() - self.t0))
 
     @staticmethod
-    def task_count(tracker, group: str) -> tuple[int, int]:
+    def tasks_of(tracker, group: str) -> tuple[int, int]:
+        """(done, total) tasks of the stages of the jobs of ``group`` planned so far."""
         done = total = 0
         for job_id in tracker.getJobIdsForGroup(group):
             job = tracker.getJobInfo(job_id)
