@@ -11,8 +11,9 @@ The one-shot entry points (``open_binlogs``, ``seek``, ``seek_many``,
 the binlogs they are given once (``series.listing.list_series``) and pick the
 series by their flavor (``series_class``): ``series.mariadb.BinlogSeries`` or
 ``series.mysql.MysqlSeries``. Administration (``build``, catalogs, index
-facts, ``binlog_status``) is ``gtidx.admin``'s; this module exports the
-library's public names of both, and of ``series`` and ``inputs``.
+facts, ``binlog_status``) is ``gtidx.admin``'s, not imported here: a lookup
+never loads it. This module exports the library's public names of the
+lookups, of ``series`` and of ``inputs``.
 
 Every lookup uses the file's ``.idx`` when it is usable (complete, intact,
 current) and otherwise answers by a sequential scan, logging one warning
@@ -28,8 +29,6 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from .admin import (BuildProgress, FileStatus, IndexInfo, binlog_status, build, build_catalog, index_info,
-                    index_records, load_catalog, verify)
 from .binlog.mariadb import CHECKSUM_CRC32, Binlog, Group
 from .errors import BadInputError, GtidxError, MySQLBinlogError, NotFoundError
 from .gtid import Gtid
@@ -357,10 +356,9 @@ def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, 
         hint="pick one: --history N (history=N); gtidx catalog show lists them")
 
 
-__all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info", "build",
+__all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
-           "BinlogInfo", "IndexInfo", "index_info", "index_records", "verify", "seek", "binlog_status",
-           "FileStatus", "BuildProgress", "parse_offset", "build_catalog", "load_catalog", "SeveralHistories",
+           "BinlogInfo", "seek", "parse_offset", "SeveralHistories",
            "DEFAULT_MAX_RATIO", "fmt", "binlogs_flavor", "first_second", "series_class", "probe", "seek_many",
            "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile"]

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import FIXTURES, ROOT, forge_catalog
 
 import gtidx
-from gtidx import api, catalog
+from gtidx import admin, api, catalog
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 
@@ -288,8 +288,8 @@ def test_a_binlog_of_another_size_than_its_entry_is_read_not_taken_from_it(tmp_p
     with Binlog(MULTI / name) as b:
         ends = [g.end for g in b.groups()]
     (d / name).write_bytes(growing_copy(whole, ends[len(ends) // 2]))
-    api.build(str(d))
-    api.build_catalog(str(d))
+    admin.build(str(d))
+    admin.build_catalog(str(d))
     (d / name).write_bytes(whole)
     caplog.set_level(logging.WARNING, logger="gtidx")
     files = api.list_binlogs(str(d))

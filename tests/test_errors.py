@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from gtidx import api
+from gtidx import admin, api
 from gtidx.errors import BadInputError, GtidSyntaxError, GtidxError, GtidxIOError, NotFoundError
 from gtidx.gtid import Gtid, Position
 
@@ -114,12 +114,12 @@ BAD_OFFSETS = [None, 4.0, b"4", True, [4], "4.0"]
     lambda p: api.scan(p),
     lambda p: api.open_binlogs(p),
     lambda p: api.list_binlogs(p),
-    lambda p: api.binlog_status(p),
-    lambda p: api.index_info(p),
-    lambda p: api.index_records(p),
-    lambda p: api.verify(p),
+    lambda p: admin.binlog_status(p),
+    lambda p: admin.index_info(p),
+    lambda p: admin.index_records(p),
+    lambda p: admin.verify(p),
     lambda p: api.seek("0-1-1", p),
-    lambda p: list(api.build([p])),
+    lambda p: list(admin.build([p])),
     lambda p: api.BinlogSeries([p]),
 ], ids=["state_at", "binlog_info", "scan", "open_binlogs", "list_binlogs", "binlog_status", "index_info",
         "index_records", "verify", "seek", "build", "BinlogSeries"])
@@ -170,7 +170,7 @@ def test_bad_build_settings(kw, tmp_path):
     p = tmp_path / XA.name
     shutil.copy(XA, p)
     with pytest.raises(BadInputError):
-        list(api.build(p, **kw))
+        list(admin.build(p, **kw))
 
 
 def test_binlogs_cache_must_be_a_positive_int():
@@ -193,7 +193,7 @@ def test_state_at_on_a_missing_file(multifile, tmp_path):
 def test_build_goes_on_past_a_missing_path(multifile, tmp_path):
     a, b = multifile / "master-bin.000018", multifile / "master-bin.000019"
     missing = tmp_path / "nope" / "master-bin.000001"
-    out = list(api.build([a, missing, b]))
+    out = list(admin.build([a, missing, b]))
     assert [type(r).__name__ for r in out] == ["BuildResult", "GtidxIOError", "BuildResult"]
     assert out[0].action == out[2].action == "built"
     assert out[1].binlog == str(missing) and out[1].exit_code == 3
@@ -202,7 +202,7 @@ def test_build_goes_on_past_a_missing_path(multifile, tmp_path):
 
 def test_build_error_names_its_binlog(multifile):
     (multifile / "master-bin.000020").write_bytes(b"")
-    out = list(api.build(multifile))
+    out = list(admin.build(multifile))
     bad = [r for r in out if isinstance(r, GtidxError)]
     assert len(out) == 5 and len(bad) == 1
     assert bad[0].binlog == str(multifile / "master-bin.000020")
@@ -217,7 +217,7 @@ def test_status_isolates_missing_and_damaged_binlogs(multifile):
     files[2].write_bytes(ENCRYPTED.read_bytes())            # encrypted (by a real 10.11)
     data = files[4].read_bytes()
     files[4].write_bytes(data[:len(data) // 2])             # cut in the middle
-    rows = api.binlog_status(multifile)
+    rows = admin.binlog_status(multifile)
     assert [r.file for r in rows] == [str(f) for f in files]
     assert [r.state for r in rows[:3]] == ["error"] * 3
     assert rows[3].state == "missing" and rows[3].error is None   # no index yet: fine

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, answers_equal, fixture_files, fixture_id
-from gtidx import api
+from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import BadInputError, NotFoundError
 from gtidx.gtid import BinlogState, Position
@@ -306,7 +306,7 @@ def test_budget_for_a_tiny_binlog_writes_the_smallest_valid_index(tmp_path):
 def test_build_skips_a_current_index_and_force_rebuilds(tmp_path):
     binlogs = copy_set(tmp_path, M118 / "multifile", keep_idx=True)
     before = {p: (p.parent / (p.name + ".idx")).read_bytes() for p in binlogs}
-    results = list(api.build(str(binlogs[0].parent)))
+    results = list(admin.build(str(binlogs[0].parent)))
     assert [r.action for r in results] == ["skipped"] * 5
     assert all((p.parent / (p.name + ".idx")).read_bytes() == before[p] for p in binlogs)
     forced = build_index(binlogs[1], force=True, max_ratio=None)
@@ -766,7 +766,7 @@ def test_a_cold_lookup_opens_each_binlog_once(tmp_path, monkeypatch):
     import gtidx.series.trust as trust_mod
     d = tmp_path / "multifile"
     shutil.copytree(M1011 / "multifile", d)
-    list(api.build(d))
+    list(admin.build(d))
     files = api.list_binlogs(d)
     with api.BinlogSeries(files) as logs:
         gtids = [str(g.gtid) for f in files[1:] for g in logs.binlog(f).groups()][::7]

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, ROOT
-from gtidx import api
+from gtidx import admin, api
 from gtidx.cli import cli
 from gtidx.errors import BadInputError, redact, shown
 
@@ -149,7 +149,7 @@ def test_a_fraction_past_a_groups_second_is_later_than_it(src, how, tmp_path):
     if how != "scan":
         run("build", "-q", d)
     if how == "catalog":
-        api.build_catalog(str(d))
+        admin.build_catalog(str(d))
     with api.open_binlogs(str(d)) as logs:
         stamps = sorted({g.timestamp for f in logs.files for g in api.scan(f)[1]})
         for s in stamps[:: max(1, len(stamps) // 25)] + stamps[-2:]:

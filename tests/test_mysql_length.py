@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, damaged, growing_copy, mysql_events, set_trx_length, trx_length_field
-from gtidx import api, filebuf
+from gtidx import admin, api, filebuf
 from gtidx.binlog import mysql as mysqlbinlog
 from gtidx.errors import CorruptBinlogError, GtidxError
 from gtidx.index.files import index_path
@@ -111,7 +111,7 @@ def test_a_length_covering_the_next_transaction_hides_nothing(tmp_path, build_wa
     after = f.good[f.good.index(f.hidden) + 1]
     assert f.hidden.gtid in api.state_at(f.path, after.end).position
     assert api.state_at(f.path, after.end).position.one_line() == scan_set(f, after.end)
-    results = list(api.build(f.dir, force=True))
+    results = list(admin.build(f.dir, force=True))
     assert len(results) == 1 and isinstance(results[0], CorruptBinlogError), results
     assert results[0].offset == f.liar.start
     assert not os.path.exists(index_path(f.path))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, growing_copy
-from gtidx import api, catalog
+from gtidx import admin, catalog
 from gtidx.index.build import build_index
 from gtidx.index.files import IndexMeta, open_index
 from gtidx.index.files import flavor_of
@@ -26,7 +26,7 @@ ROTATED = FIXTURES / "mysql-9.7" / "rotated"
 
 
 def records(path) -> list:
-    _, recs = api.index_records(path)
+    _, recs = admin.index_records(path)
     return [(r.offset, r.state) for r in recs]
 
 

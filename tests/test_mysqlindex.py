@@ -646,11 +646,11 @@ def test_status_of_an_index_without_its_fingerprint(tmp_path):
     """No MySQL server writes an index: one whose fingerprint is gone
     (copied without its xattr) is gtidx's, complete when it matches its
     binlog (judged as a server's: record 0, the tail), not "server-owned"."""
-    from gtidx import api
+    from gtidx import admin, api
     from gtidx.index.meta import IndexMeta
     d = tmp_path / "logs"
     shutil.copytree(MYSQL_FIXTURES / "rotated", d)
-    for r in api.build(d, max_ratio=None):
+    for r in admin.build(d, max_ratio=None):
         assert r.action == "built"
     idx = Path(index_path(d / "binlog.000015"))
     raw = idx.read_bytes()
@@ -658,5 +658,5 @@ def test_status_of_an_index_without_its_fingerprint(tmp_path):
     IndexMeta.remove(str(idx))
     idx.write_bytes(raw)
     assert IndexMeta.read(index_path(d / "binlog.000015")) is None
-    rows = {Path(r.file).name: r.state for r in api.binlog_status(d)}
+    rows = {Path(r.file).name: r.state for r in admin.binlog_status(d)}
     assert rows == {f"binlog.0000{n}": "complete" for n in (14, 15, 16, 17)}

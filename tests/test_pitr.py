@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import gtidx
 from conftest import FIXTURES
-from gtidx import api
+from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError
@@ -91,7 +91,7 @@ def series(request, tmp_path_factory):
     files = _copies(src, d, index)
     stamps = sorted({g.timestamp for f in files for g in api.scan(f)[1]})
     if index == "catalog":
-        api.build_catalog(str(d))
+        admin.build_catalog(str(d))
     with (api.open_binlogs(str(d)) if index == "catalog" else api.BinlogSeries(files, use_index=index)) as logs:
         assert logs.files == files
         yield files, stamps, logs
@@ -192,7 +192,7 @@ def test_the_catalog_spares_the_walk_of_older_binlogs(tmp_path, monkeypatch):
     everything. (Starting inside a binlog at an index record: the live test,
     whose timestamps vary inside a binlog.)"""
     files = _copies(SETS[0], tmp_path, True)
-    api.build_catalog(str(tmp_path))
+    admin.build_catalog(str(tmp_path))
     groups = [(f, g) for f in files for g in api.scan(f)[1]]
     f, g = groups[-3]                             # late in the newest binlog
     expected = _brute(files, g.timestamp)[:3]

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from gtidx import api
+from gtidx import admin, api
 from gtidx.index.build import build_index
 from tools.mariadb import MariaDB
 
@@ -121,7 +121,7 @@ def test_at_time_is_where_stop_datetime_stops(binlogs, tmp_path, use_index):
             files.append(str(shutil.copy(f, tmp_path / os.path.basename(f))))
             build_index(files[-1], page_size=64, span_min=1, max_ratio=None, force=True)
     if use_index == "catalog":
-        api.build_catalog(str(tmp_path))
+        admin.build_catalog(str(tmp_path))
     wrong, vias = [], set()
     with (api.open_binlogs(str(tmp_path)) if use_index == "catalog" else
           api.BinlogSeries(files, use_index=bool(use_index))) as logs:

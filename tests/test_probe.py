@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, growing_copy
-from gtidx import api
+from gtidx import admin, api
 from gtidx.binlog.mariadb import GTID, Binlog
 from gtidx.cli import cli
 from gtidx.errors import BadInputError, CorruptBinlogError
@@ -73,7 +73,7 @@ def copy_with_index(src, tmp_path, span: int = 4096):
 
 
 def record_offsets(binlog) -> list[int]:
-    _, records = api.index_records(index_path(str(binlog)))
+    _, records = admin.index_records(index_path(str(binlog)))
     return [r.offset for r in records]
 
 

@@ -1,5 +1,5 @@
 """Progress display of long work: `gtidx build` on a terminal (a real pseudo-terminal),
-silent in pipes, CliRunner and with --quiet; api.build's progress hook."""
+silent in pipes, CliRunner and with --quiet; admin.build's progress hook."""
 import json
 import os
 import pty
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, ROOT
-from gtidx import api
+from gtidx import admin, api
 from gtidx.cli import cli
 
 MULTIFILE = FIXTURES / "mariadb-10.11" / "multifile"
@@ -147,9 +147,9 @@ def test_api_build_progress_counts_files_and_bytes(binlogs, tmp_path):
     missing = tmp_path / "missing"
     files = api.list_binlogs(binlogs)
     total = sum(os.path.getsize(f) for f in files)
-    results = list(api.build([binlogs, missing, files[0]], progress=seen.append, force=True))
+    results = list(admin.build([binlogs, missing, files[0]], progress=seen.append, force=True))
     assert len(results) == 7 and isinstance(results[5], api.GtidxError)
-    assert seen[0] == api.BuildProgress(None, 0, 6, 0, total + os.path.getsize(files[0]))
+    assert seen[0] == admin.BuildProgress(None, 0, 6, 0, total + os.path.getsize(files[0]))
     ends = [p for p in seen[1:]]
     assert [p.files_done for p in ends] == [1, 2, 3, 4, 5, 6]        # small files: one call as each ends
     assert [p.file for p in ends] == [*files, files[0]]
@@ -159,7 +159,7 @@ def test_api_build_progress_counts_files_and_bytes(binlogs, tmp_path):
 
 def test_api_build_progress_must_be_callable(binlogs):
     with pytest.raises(api.BadInputError):
-        list(api.build(binlogs, progress=5))
+        list(admin.build(binlogs, progress=5))
 
 
 # -- spark: the phase and its Spark tasks, as the driver's status tracker sees them --------------
@@ -207,9 +207,9 @@ def test_api_build_progress_inside_a_big_binlog(live_server, tmp_path):
     size = binlog.stat().st_size
     assert size > 40 << 20
     seen = []
-    [result] = api.build(binlog, progress=seen.append)
+    [result] = admin.build(binlog, progress=seen.append)
     assert result.action == "built"
-    assert seen[0] == api.BuildProgress(None, 0, 1, 0, size) and seen[-1] == api.BuildProgress(str(binlog), 1, 1, size, size)
+    assert seen[0] == admin.BuildProgress(None, 0, 1, 0, size) and seen[-1] == admin.BuildProgress(str(binlog), 1, 1, size, size)
     inside = seen[1:-1]
     assert len(inside) >= 2 and all(p.files_done == 0 and p.file == str(binlog) for p in inside)
     assert all(0 < p.bytes_done < size for p in inside)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gtidx import api
+from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.show import decode_group
 from showoracle import binlog_rows, differences
@@ -419,7 +419,7 @@ def test_show_at_an_offset_walks_from_the_index_record_before_it(tmp_path):
     data = bytearray(MIXED.read_bytes())
     copy.write_bytes(bytes(data))
     build_index(copy, span_min=4096)
-    records = [r.offset for r in api.index_records(str(copy) + ".idx")[1]]
+    records = [r.offset for r in admin.index_records(str(copy) + ".idx")[1]]
     far = next(r for r in records if r > 600_000)
     with Binlog(copy) as b:
         group = next(b.groups(far))

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, copy_set
-from gtidx import api
+from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
 
@@ -250,7 +250,7 @@ def test_build_one_task_per_file(spark, tmp_path):
     assert [r.action for r in rows] == ["built"] * 5 and all(r.records >= 1 for r in rows)
     assert [r.action for r in gs.build(spark, str(d), max_ratio=None).collect()] == ["skipped"] * 5
     for f in api.list_binlogs(d):
-        api.verify(f + ".idx")
+        admin.verify(f + ".idx")
 
 
 def test_data_source_lists_every_group_and_pushes_filters(spark, tmp_path):
@@ -348,7 +348,7 @@ def test_locate_with_a_catalog_plans_from_it_and_answers_as_the_library(spark, t
     timings = {}
     without = _rows(spark, d, values, timings=timings)
     assert timings["planning_read"] == 5
-    api.build_catalog(str(d))
+    admin.build_catalog(str(d))
     with api.open_binlogs(d) as logs:
         assert logs.history == 1
         assert without == _library_rows(logs, values)
@@ -360,7 +360,7 @@ def test_locate_with_a_catalog_plans_from_it_and_answers_as_the_library(spark, t
     with Binlog(d / name) as b:
         ends = [g.end for g in b.groups()]
     (d / name).write_bytes(growing_copy(whole, ends[len(ends) // 2]))
-    api.build_catalog(str(d))
+    admin.build_catalog(str(d))
     (d / name).write_bytes(whole)
     assert _rows(spark, d, values, timings=timings) == without
     assert timings["planning_read"] == 1
@@ -376,7 +376,7 @@ def test_locate_over_several_histories_needs_one(spark, tmp_path):
         n = int(Path(f).name.rsplit(".", 1)[1]) + 4
         shutil.copyfile(f, d / f"master-bin.{n:06d}")
     (d / "master-bin.index").unlink(missing_ok=True)
-    api.build_catalog(str(d))
+    admin.build_catalog(str(d))
     values = probes(copy_set(tmp_path / "plain", FIXTURES / "mariadb-10.11" / "multifile", build=False))[::3]
     df = spark.createDataFrame([(v,) for v in values], "gtid string")
     with pytest.raises(api.SeveralHistories, match="2 histories"):
@@ -413,7 +413,7 @@ def test_locate_on_s3_with_a_catalog_does_not_read_every_preamble(spark, moto, t
     for n in names:
         client.put_object(Bucket="sparkcat", Key=f"m/{n}", Body=(src / n).read_bytes())
     url = "s3://sparkcat/m/"
-    assert all(not isinstance(r, Exception) for r in api.build(url, storage_options=opts))
+    assert all(not isinstance(r, Exception) for r in admin.build(url, storage_options=opts))
     values = probes(copy_set(tmp_path / "plain", src, build=False))[::2]
     df = spark.createDataFrame([(v,) for v in values], "gtid string")
 
@@ -428,7 +428,7 @@ def test_locate_on_s3_with_a_catalog_does_not_read_every_preamble(spark, moto, t
 
     without = planning_gets()
     assert set(names) <= set(without), without
-    api.build_catalog(url, storage_options=opts)
+    admin.build_catalog(url, storage_options=opts)
     with_catalog = planning_gets()
     print(f"planning GETs on {url}: without a catalog {without}, with one {with_catalog}")
     assert set(with_catalog) == {"gtidx-catalog.json", names[-1]}, with_catalog

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, copy_set
-from gtidx import api, show
+from gtidx import admin, api, show
 from gtidx.binlog.mariadb import Binlog
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra)
@@ -228,7 +228,7 @@ def test_pruning_opens_fewer_files_and_decodes_fewer_groups(spark, tmp_path, mon
     assert n.decoded == in_range < sum(groups.values())
     assert sorted(set(n.opened)) == names
     # ... with a catalog: the files all older than the range are not opened (the newest always is)
-    api.build_catalog(str(d))
+    admin.build_catalog(str(d))
     rows = n.read(d, [GreaterThanOrEqual(("timestamp",), lo), LessThan(("timestamp",), math.inf)])
     assert rows == [r for r in full if r[3] >= lo]
     newer = {r[1] for r in full if r[3] >= lo}

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT
-from gtidx import api
+from gtidx import admin, api
 from gtidx.errors import GtidxError
 
 import gtidx.spark as gs  # noqa: E402
@@ -84,7 +84,7 @@ def test_build_on_mysql_binlogs(spark, tmp_path):
     names = sorted(p.name for p in a.glob("binlog.0*") if not p.name.endswith(".idx"))
     assert sorted(os.path.basename(r["binlog"]) for r in rows) == names
     assert all(r["action"] == "built" for r in rows), rows
-    list(api.build(str(b)))
+    list(admin.build(str(b)))
     for n in names:
         mine = (a / f"{n}.idx").read_bytes()
         assert mine[:4] == b"\xfe\xfe\x0c\x4d" and mine == (b / f"{n}.idx").read_bytes(), n

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gtidx import api
+from gtidx import admin
 from gtidx.binlog.mariadb import Binlog
 from gtidx.index.build import build_index
 from gtidx.index.files import IndexMeta, index_path, open_index
@@ -492,20 +492,20 @@ def test_tail_and_status_without_xattrs(tmp_path):
         assert victim.read_bytes() == VICTIM
         assert Path(sidecar_path(index_path(last))).is_file()
         assert not Path(sidecar_path(index_path(last))).is_symlink()
-        rows = {Path(r.file).name: r for r in api.binlog_status(d)}
+        rows = {Path(r.file).name: r for r in admin.binlog_status(d)}
         assert {r.state for r in rows.values()} == {"complete", "partial"}, rows
         assert rows[names[-1]].state == "partial"
         reached = rows[names[-1]].indexed_to
         last.write_bytes(growing_copy(data, len(data) - 2000))
         Tailer(str(d), settings).run(once=True)              # a restarted tail
-        row = {Path(r.file).name: r for r in api.binlog_status(d)}[names[-1]]
+        row = {Path(r.file).name: r for r in admin.binlog_status(d)}[names[-1]]
         assert row.state == "partial" and row.indexed_to > reached
         finish(last, data)
         Tailer(str(d), settings).run(once=True)
         for name in names:
             assert Path(index_path(d / name)).read_bytes() == clean(
                 d / name, tmp_path, page_size=256, span_min=1024, max_ratio=None), name
-        assert {r.state for r in api.binlog_status(d)} == {"complete"}
+        assert {r.state for r in admin.binlog_status(d)} == {"complete"}
         # a sidecar left from another file at that name is not believed
         idx = Path(index_path(d / names[0]))
         shutil.copyfile(idx, d / "copy")                    # same bytes, another inode

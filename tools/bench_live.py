@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from gtidx import api
+from gtidx import admin, api
 from tools.bench_common import HERE, machine, percentile
 
 
@@ -183,7 +183,7 @@ def bench_mysql(args) -> dict:
             i += 1
         sets[k] = executed.one_line()
     t0 = time.perf_counter()
-    built = list(api.build(path, force=True))
+    built = list(admin.build(path, force=True))
     build_s = time.perf_counter() - t0
     idx = path + ".idx"
     report = {"machine": machine(), "server": meta["server"], "file_bytes": size, "transactions": len(groups),

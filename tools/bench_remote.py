@@ -10,7 +10,7 @@ import statistics
 import time
 from pathlib import Path
 
-from gtidx import api
+from gtidx import admin, api
 from tools.bench_common import machine_date, ms_since, spread, spread_text, three_digits
 from tools.bench_rounds import build_one, pick_targets
 
@@ -95,7 +95,7 @@ def s3_section(files: list[str], args, tmp: str) -> dict:
             srv.requests()
             reads.take(url)
             t0 = time.perf_counter()
-            [res] = list(api.build(url, storage_options=opts, force=True))
+            [res] = list(admin.build(url, storage_options=opts, force=True))
             s3_s = time.perf_counter() - t0
             if isinstance(res, Exception):
                 raise res
@@ -233,7 +233,7 @@ def cluster_section(bench, files: list[str], args, tmp: str) -> dict:
     here.mkdir()
     for f in files:
         (here / os.path.basename(f)).symlink_to(f)
-    for r in api.build(str(here)):
+    for r in admin.build(str(here)):
         if isinstance(r, Exception):
             raise r
     t0 = time.perf_counter()

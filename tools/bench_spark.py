@@ -8,7 +8,7 @@ import statistics
 import tempfile
 import time
 
-from gtidx import api
+from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from tools.bench_common import big_workload, machine, sample_gtids, spark_split, tree_cpu
 
@@ -68,7 +68,7 @@ def bench_spark(args) -> dict:
     calling BinlogSeries.locate in a loop."""
     files, directory, total = big_workload()
     t0 = time.perf_counter()
-    list(api.build(directory))          # missing indexes only; current ones are skipped
+    list(admin.build(directory))          # missing indexes only; current ones are skipped
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     wanted, groups = sample_gtids(files, args.lookups, args.seed)
@@ -171,7 +171,7 @@ def bench_changes(args) -> dict:
     whole files go unread); and 1,000 GTIDs (located through the indexes).
     Beside it, one process decoding one file (rows per second of one core)."""
     files, directory, total = big_workload()
-    list(api.build(directory))          # missing indexes only
+    list(admin.build(directory))          # missing indexes only
     from gtidx.spark.changes import ChangesReader
     small = min(files, key=os.path.getsize)
     reader = ChangesReader(small)
@@ -192,7 +192,7 @@ def bench_changes(args) -> dict:
         src = spark.read.format("gtidx.changes")
         with tempfile.TemporaryDirectory(prefix="gtidx-bench-cat-") as cat:
             t0 = time.perf_counter()
-            api.build_catalog(directory, index_root=cat)
+            admin.build_catalog(directory, index_root=cat)
             catalog_s = time.perf_counter() - t0
             window = f"timestamp BETWEEN {mid} AND {mid + 59}"
             gtid_in = "gtid IN (" + ", ".join(f"'{g}'" for g in wanted) + ")"

@@ -94,7 +94,7 @@ from collections import Counter
 from pathlib import Path
 
 import gtidx
-from gtidx import api
+from gtidx import admin, api
 from gtidx.errors import GtidxError, NotFoundError
 from gtidx.gtid import Gtid, Position
 from gtidx.index.build import build_index
@@ -1392,7 +1392,7 @@ def sc_race(ctx, rnd: random.Random, n: int) -> None:
         if not done:
             stats.problem(sc, "wrong", f"indexes not equal to a clean build after 20 s ({detail})",
                           errlog.read_text()[-800:])
-        rows = {os.path.basename(r.file): r for r in api.binlog_status(d)}
+        rows = {os.path.basename(r.file): r for r in admin.binlog_status(d)}
         for q in files:
             stats.add(sc, "status rows")
             if rows[q.name].state != "complete":

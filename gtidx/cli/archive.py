@@ -41,8 +41,8 @@ def catalog_build(path, as_json, storage_options, index_root):
     """Make the catalog of PATH (a directory or URL prefix of binlogs, or its master-bin.index)
     current: files whose size and fingerprint match their entry are kept, the others read once.
     Written beside the binlogs, or under --index-dir (a read-only archive)."""
-    from .. import api
-    cat, counts = api.build_catalog(path, storage_options=storage_options, index_root=index_root)
+    from .. import admin, api
+    cat, counts = admin.build_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:
         emit_json({"catalog": cat.where[1], "files": len(cat.files), "histories": len(cat.histories), **counts})
         return
@@ -63,8 +63,8 @@ def catalog_build(path, as_json, storage_options, index_root):
 def catalog_show(path, as_json, storage_options, index_root):
     """Print the catalog of PATH: per binlog its size, history, states, time span and index.
     A damaged catalog (its checksum or content wrong, not a regular file) is one line, exit 3."""
-    from .. import api
-    cat = api.load_catalog(path, storage_options=storage_options, index_root=index_root)
+    from .. import admin, api
+    cat = admin.load_catalog(path, storage_options=storage_options, index_root=index_root)
     if as_json:
         emit_json(cat.raw)
         return

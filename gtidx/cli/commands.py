@@ -24,7 +24,7 @@ from .output import Output, Progress, clock, close_stream, emit_json, one_line, 
               "half-way adds \"error\" after the groups before the damage.")
 def scan(file, as_json):
     """List the event groups of FILE: GTID, start offset, end offset."""
-    from .. import api
+    from .. import admin, api
     info, groups = api.scan(file)
     with Output() as out:
         _write_groups(out, info, groups, as_json)
@@ -86,7 +86,7 @@ def show_group(gtid, args, as_json, storage_options, index_root, history, schema
         raise click.UsageError("give --gtid GTID [PATH], or FILE OFFSET", ctx=ctx)
     if gtid is None and history is not None:
         raise click.UsageError("--history goes with --gtid", ctx=ctx)
-    from .. import api
+    from .. import admin, api
     if gtid is not None:
         g = api.show(args[0] if args else ".", gtid=gtid, storage_options=storage_options,
                      index_root=index_root, history=history, schema_from=schema_from)
@@ -124,14 +124,14 @@ def build(paths, page_size, span_min, max_ratio, no_budget, force, quiet, as_jso
 
 
 def _build(shown: "Progress", paths, *, as_json: bool, **kw) -> None:
-    from .. import api
+    from .. import admin, api
     worst = 0
     results = []
     started = time.monotonic()
 
     def progress(p) -> None:
         shown.show(_build_progress_text(p, time.monotonic() - started))
-    for r in api.build(paths, progress=progress if shown.enabled else None, **kw):
+    for r in admin.build(paths, progress=progress if shown.enabled else None, **kw):
         shown.clear()
         if isinstance(r, GtidxError):
             click.echo(f"gtidx: {r}", err=True)
@@ -163,7 +163,7 @@ def _build(shown: "Progress", paths, *, as_json: bool, **kw) -> None:
 
 
 def _build_progress_text(p, elapsed: float) -> str:
-    """One api.BuildProgress as the progress line shows it."""
+    """One admin.BuildProgress as the progress line shows it."""
     rate = p.bytes_done / elapsed if elapsed > 0 else 0.0
     left = p.bytes - p.bytes_done
     eta = clock(left / rate) if rate > 0 and p.bytes_done else "--:--"
@@ -177,8 +177,8 @@ def _build_progress_text(p, elapsed: float) -> str:
 def verify(index, as_json):
     """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
     record's state against a scan of FILE."""
-    from .. import api
-    st = api.verify(index)
+    from .. import admin, api
+    st = admin.verify(index)
     if as_json:
         emit_json({"index": index, "ok": True, **st})
         return
@@ -192,8 +192,8 @@ def verify(index, as_json):
 @json_option()
 def info(index, as_json):
     """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
-    from .. import api
-    i = api.index_info(index)
+    from .. import admin, api
+    i = admin.index_info(index)
     doc = {"index": i.index, "binlog": i.binlog, "status": i.status, "reason": i.reason, "owner": i.owner,
            "page_size": i.page_size, "pages": i.pages, "records": i.records, "levels": i.levels,
            "size": i.size, "binlog_size": i.binlog_size, "ratio": round(i.ratio, 6)}
@@ -215,8 +215,8 @@ def dump(index, as_json):
     adds "error" after the records before the damage."""
     import json
 
-    from .. import api
-    page_size, records = api.index_records(index)
+    from .. import admin, api
+    page_size, records = admin.index_records(index)
     with Output() as out:
         out.write(f'{{"page_size": {page_size}, "records": [')
         n, err = write_items(out, (f'{{"offset": {rec.offset}, "state": {json.dumps(str(rec.state))}}}'

@@ -104,8 +104,8 @@ def status(directory, as_json):
     """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
     error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
     seconds. A damaged binlog is a row, not a failure."""
-    from .. import api
-    rows = api.binlog_status(directory)
+    from .. import admin
+    rows = admin.binlog_status(directory)
     if as_json:
         emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
                               for r in rows]})

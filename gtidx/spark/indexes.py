@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from .. import api
+from .. import admin, api
 from ..errors import GtidxError
 
 BUILD_SCHEMA = StructType([
@@ -18,10 +18,10 @@ BUILD_SCHEMA = StructType([
 
 
 def _build_one(path: str, kw: dict) -> tuple:
-    """``api.build`` of one file (``kw``: its keywords, ``storage_options``
+    """``admin.build`` of one file (``kw``: its keywords, ``storage_options``
     and ``index_root`` among them), as a BUILD_SCHEMA row."""
     try:
-        r = next(iter(api.build([path], **kw)))
+        r = next(iter(admin.build([path], **kw)))
     except GtidxError as e:
         r = e
     if isinstance(r, GtidxError):
@@ -33,7 +33,7 @@ def _build_one(path: str, kw: dict) -> tuple:
 def build(spark: SparkSession, binlogs: str, *, storage_options: dict | None = None, **kw) -> DataFrame:
     """Build the missing or stale index of every binlog at ``binlogs`` (a
     path or a URL, as for ``locate``), one task per file; one summary row per
-    file (``api.build`` keywords pass through: ``index_root``, ``page_size``...).
+    file (``admin.build`` keywords pass through: ``index_root``, ``page_size``...).
     Each executor reads its binlog and writes its index itself."""
     files = api.list_binlogs(binlogs, storage_options=storage_options)
     kw["storage_options"] = storage_options
