@@ -26,7 +26,6 @@ does not answer.
 """
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import stat
@@ -473,6 +472,7 @@ def parse_option(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise BadInputError(f"storage option {text!r} is not KEY=VALUE")
+    import json             # only for --storage-option: a lookup does not load it
     try:
         parsed = json.loads(value)
     except ValueError:

@@ -28,6 +28,7 @@ pytest.importorskip("s3fs")
 import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
 from gtidx.binlog.mariadb import Binlog  # noqa: E402
+from gtidx.index.meta import IndexMeta  # noqa: E402
 from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
 
 BUCKET = "gtidx-archive"
@@ -124,6 +125,27 @@ def test_s3_build_writes_the_same_index_with_one_put_each(s3, tmp_path):
     assert not [r for r in s3.requests() if r[0] == "PUT"]
 
 
+def test_s3_a_fingerprint_stored_by_an_older_gtidx_is_still_read(s3):
+    """A sidecar object written before the fingerprint's byte layout (JSON,
+    version 1, bound to its index object by ETag and size) is still read; one
+    bound to another index object is not."""
+    s3.client.copy_object(Bucket=BUCKET, Key="older/master-bin.000018",
+                          CopySource={"Bucket": BUCKET, "Key": "multifile/master-bin.000018"})
+    url = f"s3://{BUCKET}/older/master-bin.000018"
+    assert [r.action for r in gtidx.build(url)] == ["built"]
+    store, index = storage.resolve(url + ".idx")
+    meta = IndexMeta.read(index, store)
+    head = s3.client.head_object(Bucket=BUCKET, Key="older/master-bin.000018.idx")
+    fields = {"v": 1, "size": meta.size, "head_crc32": meta.head_crc32, "tail_crc32": meta.tail_crc32,
+              "state": "complete", "page_size": meta.page_size, "span_min": meta.span_min,
+              "head_adler32": meta.head_adler32, "tail_adler32": meta.tail_adler32, "binlog_etag": meta.binlog_etag,
+              "ranges": [list(r) for r in meta.ranges], "repeats": [list(r) for r in meta.repeats]}
+    for etag, read in ((head["ETag"], meta), ('"another"', None)):
+        body = json.dumps({**fields, "etag": etag, "index_size": head["ContentLength"]}).encode()
+        s3.client.put_object(Bucket=BUCKET, Key="older/.master-bin.000018.idx.gtidx", Body=body)
+        assert IndexMeta.read(index, storage.resolve(url + ".idx")[0]) == read
+
+
 def test_s3_every_offset_answers_as_locally(s3, tmp_path):
     local = _build_both(s3, tmp_path, "multifile", MULTI)
     oracle = json.loads((MULTI / "oracle.json").read_text())
@@ -193,8 +215,10 @@ def test_s3_lookup_is_a_few_range_gets(s3, tmp_path, monkeypatch):
     [r] = list(gtidx.build(url))
     assert r.action == "built" and r.records > 30
     etag = s3.client.head_object(Bucket=BUCKET, Key=f"big/{BIG.name}")["ETag"]
-    sidecar = json.loads(_objects(s3.client, "big/")[f".{BIG.name}.idx.gtidx"])
-    assert sidecar["binlog_etag"] == etag and sidecar["size"] == BIG.stat().st_size
+    assert f".{BIG.name}.idx.gtidx" in _objects(s3.client, "big/")      # the fingerprint's sidecar object
+    store, index = storage.resolve(url + ".idx")
+    sidecar = IndexMeta.read(index, store)
+    assert sidecar.binlog_etag == etag and sidecar.size == BIG.stat().st_size
     size = BIG.stat().st_size
     local = tmp_path / BIG.name
     shutil.copy(BIG, local)
@@ -299,9 +323,9 @@ def test_s3_another_etag_falls_back_to_the_fingerprint(s3, tmp_path, monkeypatch
     assert via == "index" and (size - 65536, size) in read, read        # the fingerprint decided
     # an index stored before the ETag was: its sidecar without binlog_etag
     sidecar_key = f"etag/.{BIG.name}.idx.gtidx"
-    sidecar = json.loads(s3.client.get_object(Bucket=BUCKET, Key=sidecar_key)["Body"].read())
-    del sidecar["binlog_etag"]
-    s3.client.put_object(Bucket=BUCKET, Key=sidecar_key, Body=json.dumps(sidecar).encode())
+    store, index = storage.resolve(url + ".idx")
+    IndexMeta.read(index, store).replace(binlog_etag=None).write_object(store, index)
+    assert IndexMeta.read(index, storage.resolve(url + ".idx")[0]).binlog_etag is None
     s3.client.put_object(Bucket=BUCKET, Key=key, Body=data)                    # its first ETag again
     via, read = lookup()
     assert via == "index" and (size - 65536, size) in read, read
@@ -310,7 +334,7 @@ def test_s3_another_etag_falls_back_to_the_fingerprint(s3, tmp_path, monkeypatch
     [r] = list(gtidx.build(url))
     assert (r.action, r.reason, r.recorded) == ("skipped", "index is valid and current", "ETag"), r
     assert [p for m, p, _ in s3.requests() if m == "PUT"] == [f"/{BUCKET}/{sidecar_key}"]
-    assert json.loads(s3.client.get_object(Bucket=BUCKET, Key=sidecar_key)["Body"].read())["binlog_etag"] == old
+    assert IndexMeta.read(index, storage.resolve(url + ".idx")[0]).binlog_etag == old
     via, read = lookup()
     assert via == "index" and (size - 65536, size) not in read, read
     # other bytes of the same size (its end rewritten): the index is stale, a scan answers

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from gtidx import admin
@@ -608,15 +610,53 @@ def test_index_meta_round_trip_and_junk():
     from gtidx.index.meta import Progress
     m = IndexMeta(123, 4, 5, state=Progress.PARTIAL, page_size=512, span_min=2048, processed=99, records=3,
                   updated=1.5)
-    assert IndexMeta.from_json(m.to_json()) == m
-    assert IndexMeta.from_json(IndexMeta(7, 8, 9).to_json()) == IndexMeta(7, 8, 9)
+    assert IndexMeta.decode(m.encode()) == m
+    assert IndexMeta.decode(IndexMeta(7, 8, 9).encode()) == IndexMeta(7, 8, 9)
     legacy = b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9}'          # gtidx build before states
-    assert IndexMeta.from_json(legacy) == IndexMeta(7, 8, 9)
+    assert IndexMeta.decode(legacy) == IndexMeta.from_json(legacy) == IndexMeta(7, 8, 9)
+    old = (b'{"v":1,"size":123,"head_crc32":4,"tail_crc32":5,"state":"partial","page_size":512,'
+           b'"span_min":2048,"processed":99,"records":3,"updated":1.5}')      # what gtidx stored before the layout
+    assert IndexMeta.decode(old) == m
     for junk in (b"", b"[]", b"null", b'{"v":2,"size":1,"head_crc32":1,"tail_crc32":1}',
                  b'{"v":1,"size":"1","head_crc32":1,"tail_crc32":1}', b'{"v":1,"size":1}',
                  b'{"v":1,"size":1,"head_crc32":1,"tail_crc32":1,"state":"half"}',
                  b'{"v":1,"size":true,"head_crc32":1,"tail_crc32":1}', b"\xff\xfe"):
-        assert IndexMeta.from_json(junk) is None, junk
+        assert IndexMeta.from_json(junk) is None and IndexMeta.decode(junk) is None, junk
+    raw = m.encode()
+    for junk in (raw[:-1], raw + b"\0", b"GTXN" + raw[4:], raw[:4] + b"\x01" + raw[5:],
+                 raw[:5] + b"\x02" + raw[6:], raw[:6] + b"\xff\xff" + raw[8:], raw[:10]):
+        assert IndexMeta.decode(junk) is None, junk
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
+       st.sampled_from(["partial", "complete"]),
+       st.fixed_dictionaries({}, optional={
+           "page_size": st.integers(0, 2**32 - 1), "span_min": st.integers(0, 2**64 - 1),
+           "processed": st.integers(0, 2**64 - 1), "records": st.integers(0, 2**64 - 1),
+           "updated": st.floats(allow_nan=False), "head_adler32": st.integers(0, 2**32 - 1),
+           "tail_adler32": st.integers(0, 2**32 - 1), "binlog_etag": st.text(max_size=80)}),
+       st.one_of(st.none(), st.tuples(
+           st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 1),
+                              st.integers(0, 2**64 - 1)), max_size=20),
+           st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)), max_size=20))),
+       st.data())
+def test_index_meta_layout_reads_back_what_it_writes_and_nothing_cut(size, head, tail, state, extra, seen, data):
+    """Any fingerprint reads back equal from its stored bytes (the seen ranges
+    as a sorted set, as the JSON of before read them); the same bytes cut
+    short, or with a byte more, read as no fingerprint; any single byte
+    changed reads as no fingerprint or as some fingerprint (never an error)."""
+    from gtidx.index.meta import Progress
+    if seen is not None:
+        extra = {**extra, "ranges": tuple(sorted(set(seen[0]))), "repeats": tuple(sorted(set(seen[1])))}
+    m = IndexMeta(size, head, tail, Progress(state), **extra)
+    raw = m.encode()
+    assert IndexMeta.decode(raw) == m
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    assert IndexMeta.decode(raw[:cut]) is None and IndexMeta.decode(raw + b"\0") is None
+    at, byte = data.draw(st.integers(0, len(raw) - 1)), data.draw(st.integers(0, 255))
+    changed = IndexMeta.decode(raw[:at] + bytes([byte]) + raw[at + 1:])
+    assert changed is None or isinstance(changed, IndexMeta)
 
 
 def test_tail_keeps_going_when_it_cannot_replace_the_catalog(tmp_path):
@@ -673,9 +713,8 @@ def test_index_meta_binlog_etag_round_trip():
     binlog's fingerprint records its identity instead (``local_identity``:
     the fixture file is quiet), which matches it without reading."""
     m = IndexMeta(7, 8, 9, binlog_etag='"0123abcd-2"')
-    import json
-    assert json.loads(m.to_json())["binlog_etag"] == '"0123abcd-2"'
-    assert IndexMeta.from_json(m.to_json()) == m
+    assert IndexMeta.decode(m.encode()).binlog_etag == '"0123abcd-2"'
+    assert IndexMeta.decode(m.encode()) == m
     assert IndexMeta.from_json(b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9}').binlog_etag is None
     assert IndexMeta.from_json(b'{"v":1,"size":7,"head_crc32":8,"tail_crc32":9,"binlog_etag":5}') is None
     from gtidx.binlog.mariadb import Binlog
@@ -686,3 +725,32 @@ def test_index_meta_binlog_etag_round_trip():
         assert local.replace(binlog_etag='"x"').matches(b)
         assert not local.replace(head_crc32=local.head_crc32 ^ 1, binlog_etag='"x"').matches(b)
         assert not local.replace(tail_adler32=local.tail_adler32 ^ 1, binlog_etag='"x"').matches(b)
+
+
+def test_index_meta_stored_by_an_older_gtidx_is_still_read(tmp_path):
+    """Indexes written before the fingerprint's byte layout carry it as JSON
+    (version 1), in the xattr or in a sidecar bound by dev/ino: lookups still
+    use them, and the fingerprint read is the one the layout stores."""
+    import json
+    from gtidx.api import seek
+    binlog = tmp_path / MIXED.name
+    shutil.copyfile(MIXED, binlog)
+    build_index(binlog)
+    idx = index_path(binlog)
+    meta = IndexMeta.read(idx)
+    fields = {"v": 1, "size": meta.size, "head_crc32": meta.head_crc32, "tail_crc32": meta.tail_crc32,
+              "state": "complete", "page_size": meta.page_size, "span_min": meta.span_min,
+              "head_adler32": meta.head_adler32, "tail_adler32": meta.tail_adler32,
+              "binlog_etag": meta.binlog_etag, "ranges": [list(r) for r in meta.ranges],
+              "repeats": [list(r) for r in meta.repeats]}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    os.setxattr(idx, XATTR, json.dumps(fields).encode())
+    assert IndexMeta.read(idx) == meta
+    assert seek("2-2-225", str(binlog)).via == "index"
+    os.removexattr(idx, XATTR)                                  # a filesystem without xattrs: the sidecar
+    st = os.stat(idx)
+    Path(sidecar_path(idx)).write_text(json.dumps({**fields, "dev": st.st_dev, "ino": st.st_ino}))
+    assert IndexMeta.read(idx) == meta
+    assert seek("2-2-225", str(binlog)).via == "index"
+    Path(sidecar_path(idx)).write_text(json.dumps({**fields, "dev": st.st_dev, "ino": st.st_ino + 1}))
+    assert IndexMeta.read(idx) is None                          # made for another file at this name

@@ -3,7 +3,6 @@ written at full speed and at 5 MB/s (``tail``), and MySQL 9.7 binlogs against
 the server's auto-position and ``mysqlbinlog`` (``mysql``)."""
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
@@ -21,10 +20,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _processed(idx: str):
-    try:
-        return json.loads(os.getxattr(idx, "user.gtidx")).get("processed")
-    except (OSError, ValueError):
-        return None
+    from gtidx.index.meta import IndexMeta
+    meta = IndexMeta.read(idx)
+    return None if meta is None else meta.processed
 
 
 def _workload_procedure() -> str:

@@ -17,12 +17,17 @@ limit (the seq_no ranges of many domains), it goes to a hidden sidecar file besi
 ``.<name>.idx.gtidx``, written like every gtidx file (exclusive temporary
 file, rename); the sidecar names the index's inode, so a sidecar left from
 another file at that name is never believed. Read and written only here.
+
+It is stored as bytes laid out like the index's own (``META_HEAD`` and the
+structs below it: fixed widths, checked on reading like every number read
+from disk). gtidx before this layout stored JSON (version 1): that is still
+read, and rewritten in the new layout when the index is written again.
 """
 from __future__ import annotations
 
 import errno
-import json
 import os
+import struct
 import time
 import zlib
 from enum import StrEnum
@@ -39,6 +44,27 @@ _NO_XATTRS = (errno.ENOTSUP, errno.EOPNOTSUPP)
 _TOO_BIG = (errno.ENOSPC, errno.E2BIG, errno.ERANGE)    # what filesystems say to a value over their limit
 _MAX_META = 65536
 
+# The stored fingerprint, version 2 (little-endian): META_HEAD, then each
+# optional field whose bit is set in ``present`` (OPTIONAL's order, each its
+# own width), then with ``HAS_ETAG`` the ETag (ETAG_LEN bytes of UTF-8), then
+# with ``HAS_SEEN`` SEEN_COUNTS and that many RANGE and REPEAT entries.
+# Nothing may follow. A local sidecar is SIDECAR_LOCAL + the fingerprint; an
+# object's sidecar SIDECAR_OBJECT + ETAG_LEN + its index object's ETag + the fingerprint.
+META_MAGIC, META_VERSION = b"GTXM", 2
+META_HEAD = struct.Struct("<4sBBHQII")      # magic, version, state (0 complete, 1 partial), present,
+#                                             size, head_crc32, tail_crc32
+OPTIONAL = (("page_size", struct.Struct("<I")), ("span_min", struct.Struct("<Q")),
+            ("processed", struct.Struct("<Q")), ("records", struct.Struct("<Q")),
+            ("updated", struct.Struct("<d")), ("head_adler32", struct.Struct("<I")),
+            ("tail_adler32", struct.Struct("<I")))
+HAS_ETAG, HAS_SEEN = 1 << len(OPTIONAL), 1 << (len(OPTIONAL) + 1)
+ETAG_LEN = struct.Struct("<H")
+SEEN_COUNTS = struct.Struct("<II")          # ranges, repeats
+RANGE = struct.Struct("<IIQQ")              # domain_id, server_id, lowest seq_no, highest seq_no
+REPEAT = struct.Struct("<II")               # domain_id, server_id
+SIDECAR_LOCAL = struct.Struct("<4sQQ")      # b"GTXS", the index's st_dev, st_ino
+SIDECAR_OBJECT = struct.Struct("<4sQ")      # b"GTXO", the index object's size; then its ETag
+
 
 class IndexState(StrEnum):
     """Whether an index can serve its binlog (``open_index``'s verdict)."""
@@ -54,6 +80,9 @@ class Progress(StrEnum):
     (complete leaves, no root yet) while a binlog grows."""
     PARTIAL = "partial"
     COMPLETE = "complete"
+
+
+STATES = (Progress.COMPLETE, Progress.PARTIAL)     # META_HEAD's state byte: the index in this tuple
 
 
 # The server clears the FDE's IN_USE flag (byte 21) when it closes a binlog:
@@ -242,14 +271,75 @@ class IndexMeta:
             return None
         return {(d, s): (lo, hi) for d, s, lo, hi in self.ranges}, frozenset(self.repeats)
 
-    def to_json(self) -> bytes:
-        d = {"v": 1, **{k: v for k, v in zip(self._FIELDS, self._values()) if v is not None}}
-        d["state"] = str(self.state)
-        return json.dumps(d, separators=(",", ":")).encode()
+    def encode(self) -> bytes:
+        """This fingerprint in the stored layout (version 2, ``META_HEAD``)."""
+        present, parts = 0, []
+        for bit, (name, width) in enumerate(OPTIONAL):
+            value = getattr(self, name)
+            if value is not None:
+                present |= 1 << bit
+                parts.append(width.pack(value))
+        if self.binlog_etag is not None:
+            etag = self.binlog_etag.encode()
+            present |= HAS_ETAG
+            parts += [ETAG_LEN.pack(len(etag)), etag]
+        if self.ranges is not None and self.repeats is not None:
+            present |= HAS_SEEN
+            parts.append(SEEN_COUNTS.pack(len(self.ranges), len(self.repeats)))
+            parts += [RANGE.pack(*r) for r in self.ranges]
+            parts += [REPEAT.pack(*r) for r in self.repeats]
+        head = META_HEAD.pack(META_MAGIC, META_VERSION, STATES.index(self.state), present,
+                              self.size, self.head_crc32, self.tail_crc32)
+        return head + b"".join(parts)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "IndexMeta | None":
+        """The fingerprint stored as ``raw`` (``encode``'s layout, or the
+        JSON of gtidx before it: ``from_json``); None for anything else:
+        another magic or version, a field cut short, bytes left over, a
+        state or ETag that is not one."""
+        raw = bytes(raw)
+        if raw[:1] == b"{":
+            return cls.from_json(raw)
+        if len(raw) < META_HEAD.size:
+            return None
+        magic, version, state, present, size, head, tail = META_HEAD.unpack_from(raw)
+        if magic != META_MAGIC or version != META_VERSION or state >= len(STATES) or \
+                present >= HAS_SEEN << 1:
+            return None
+        at, extra = META_HEAD.size, {}
+        try:
+            for bit, (name, width) in enumerate(OPTIONAL):
+                if present & 1 << bit:
+                    extra[name], = width.unpack_from(raw, at)
+                    at += width.size
+            if present & HAS_ETAG:
+                n, = ETAG_LEN.unpack_from(raw, at)
+                at += ETAG_LEN.size
+                if at + n > len(raw):
+                    return None
+                extra["binlog_etag"] = raw[at:at + n].decode()
+                at += n
+            if present & HAS_SEEN:
+                n_ranges, n_repeats = SEEN_COUNTS.unpack_from(raw, at)
+                at += SEEN_COUNTS.size
+                if at + n_ranges * RANGE.size + n_repeats * REPEAT.size != len(raw):
+                    return None
+                extra["ranges"] = tuple(sorted(set(RANGE.iter_unpack(raw[at:at + n_ranges * RANGE.size]))))
+                at += n_ranges * RANGE.size
+                extra["repeats"] = tuple(sorted(set(REPEAT.iter_unpack(raw[at:]))))
+                at = len(raw)
+        except (struct.error, UnicodeDecodeError):
+            return None
+        if at != len(raw):
+            return None
+        return cls(size, head, tail, STATES[state], **extra)
 
     @classmethod
     def from_json(cls, raw: bytes) -> "IndexMeta | None":
-        """None for anything that is not a version-1 fingerprint."""
+        """A fingerprint as gtidx stored it before ``encode``'s layout (JSON,
+        version 1); None for anything that is not one."""
+        import json         # only for indexes written before the layout: a lookup does not load it
         try:
             d = json.loads(raw)
             if not isinstance(d, dict) or d.get("v") != 1:
@@ -304,7 +394,7 @@ class IndexMeta:
         except OSError:
             return None
         try:
-            return cls.from_json(os.getxattr(fd, XATTR))
+            return cls.decode(os.getxattr(fd, XATTR))
         except OSError as e:
             if e.errno not in _NO_XATTRS + (errno.ENODATA,):
                 return None
@@ -317,19 +407,18 @@ class IndexMeta:
                 raw = f.pread(_MAX_META, 0)
         except (OSError, GtidxError):
             return None
-        try:
-            d = json.loads(raw)
-            if not isinstance(d, dict) or (d.pop("dev", None), d.pop("ino", None)) != (st.st_dev, st.st_ino):
-                return None           # made for another file at this name
-        except ValueError:
-            return None
-        return cls.from_json(json.dumps(d).encode())
+        if raw[:1] == b"{":
+            return _legacy_sidecar(raw, {"dev": st.st_dev, "ino": st.st_ino})
+        if len(raw) < SIDECAR_LOCAL.size or \
+                SIDECAR_LOCAL.unpack_from(raw) != (b"GTXS", st.st_dev, st.st_ino):
+            return None               # made for another file at this name
+        return cls.decode(raw[SIDECAR_LOCAL.size:])
 
     def write(self, fd: int, index: str) -> None:
         """Store this with the index open as ``fd`` (to be found at
         ``index``): its xattr, or the sidecar where the filesystem has no
         user xattrs. Raises OSError (disk full, read-only, ...)."""
-        raw = self.to_json()
+        raw = self.encode()
         try:
             os.setxattr(fd, XATTR, raw)
             return
@@ -343,9 +432,7 @@ class IndexMeta:
                     if gone.errno not in _NO_XATTRS + (errno.ENODATA,):
                         raise
         st = os.fstat(fd)
-        d = json.loads(raw)
-        d.update(dev=st.st_dev, ino=st.st_ino)
-        safefile.write_file(sidecar_path(index), [json.dumps(d, separators=(",", ":")).encode()])
+        safefile.write_file(sidecar_path(index), [SIDECAR_LOCAL.pack(b"GTXS", st.st_dev, st.st_ino), raw])
 
     # -- in an object store --------------------------------------------------------
     # No xattrs there: the sidecar object ``.<name>.idx.gtidx`` beside the
@@ -363,13 +450,16 @@ class IndexMeta:
             raw = f.store.read_bytes(sidecar_path(f.path), _MAX_META)
         except GtidxError:
             return None
-        try:
-            d = json.loads(raw)
-            if not isinstance(d, dict) or (d.pop("etag", None), d.pop("index_size", None)) != (f.etag, f.size):
-                return None
-        except ValueError:
+        if raw[:1] == b"{":
+            return _legacy_sidecar(raw, {"etag": f.etag, "index_size": f.size})
+        at = SIDECAR_OBJECT.size + ETAG_LEN.size
+        if len(raw) < at:
             return None
-        return cls.from_json(json.dumps(d).encode())
+        magic, size = SIDECAR_OBJECT.unpack_from(raw)
+        n, = ETAG_LEN.unpack_from(raw, SIDECAR_OBJECT.size)
+        if magic != b"GTXO" or size != f.size or raw[at:at + n] != f.etag.encode():
+            return None
+        return cls.decode(raw[at + n:])
 
     def write_object(self, store, index: str, index_etag: str | None = None) -> bool:
         """Store this beside the index object just written at ``index``
@@ -378,9 +468,9 @@ class IndexMeta:
         etag = info.get("ETag") or info.get("etag")
         if index_etag is not None and etag != index_etag:
             return False
-        d = json.loads(self.to_json())
-        d.update(etag=etag, index_size=int(info["size"]))
-        store.put(sidecar_path(index), json.dumps(d, separators=(",", ":")).encode())
+        tag = (etag or "").encode()
+        store.put(sidecar_path(index),
+                  SIDECAR_OBJECT.pack(b"GTXO", int(info["size"])) + ETAG_LEN.pack(len(tag)) + tag + self.encode())
         return True
 
     @classmethod
@@ -401,6 +491,20 @@ class IndexMeta:
         """Temporary files of ``index`` and of its sidecar left by writers
         that were killed."""
         safefile.remove_orphans(index, sidecar_path(index))
+
+
+def _legacy_sidecar(raw: bytes, bound: dict) -> "IndexMeta | None":
+    """A sidecar as gtidx wrote it before the layout (JSON with the fingerprint's
+    fields and what binds it to its index, ``bound``); None when it is not
+    one or was made for another index."""
+    import json         # only for sidecars written before the layout
+    try:
+        d = json.loads(raw)
+        if not isinstance(d, dict) or tuple(d.pop(k, None) for k in bound) != tuple(bound.values()):
+            return None
+        return IndexMeta.from_json(json.dumps(d).encode())
+    except ValueError:
+        return None
 
 
 def _ints(raw, width: int) -> tuple:
