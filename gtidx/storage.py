@@ -31,7 +31,7 @@ import posixpath
 import stat
 import sys
 
-from . import filebuf, safefile
+from . import filebuf
 from .errors import BadInputError, GtidxError, GtidxIOError
 
 # a PreadBuffer over an object fills 4 KiB chunks, one GET per run of them:
@@ -84,6 +84,7 @@ class LocalStore:
         return "directory" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
     def is_regular(self, path: str) -> bool:
+        from . import safefile      # the writers' module: a lookup does not load it
         return safefile.is_regular(path)
 
     def size(self, path: str) -> int:
@@ -110,6 +111,7 @@ class LocalStore:
         (an IndexMeta) stamped on the new file before it is renamed.
         ``make_dirs``: create its directory (under an --index-dir; beside a
         binlog never: a binlog directory that vanished is not made again)."""
+        from . import safefile      # the writers' module: a lookup does not load it
         meta.remove_orphans(target)
         try:
             if make_dirs:

@@ -28,11 +28,11 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog
 # gtidx.index.format, whose limits the options' help states).
 # A lookup builds its own command only (cli.main.COMMANDS: the others' modules are
 # not imported) and writes nothing (gtidx.index.writer).
-# Nor fcntl (filebuf: os.set_blocking), nor json: the fingerprint gtidx
-# stores with an index is bytes in a struct layout (index.meta), and text
-# output is not JSON.
+# nor gtidx.safefile, the writers' module. Nor fcntl (filebuf: os.set_blocking),
+# nor json: the fingerprint gtidx stores with an index is bytes in a struct
+# layout (index.meta), and text output is not JSON.
 NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["gtidx.cli.commands", "gtidx.cli.sidecar", "gtidx.cli.archive",
-                                            "gtidx.index.writer", "fcntl", "json"]
+                                            "gtidx.index.writer", "gtidx.safefile", "fcntl", "json"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog.mariadb", "gtidx.index.files", "gtidx.index.meta",
                                    "gtidx.index.reader", "gtidx.storage"]
 

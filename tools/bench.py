@@ -7,7 +7,7 @@
     tools/bench scan   [--file F] [--runs 9]     group walk vs bare header walk
     tools/bench build  [--file F] [--runs 5]     index build vs bare header walk
     tools/bench lookup [--file F] [--n 200]      lookups by offset and by GTID near the end
-    tools/bench build|lookup|startup|spark ... --baseline DIR [--rounds 3]
+    tools/bench build|lookup|spark ... --baseline DIR [--rounds 3]
                                               the same, run by this checkout and by DIR (another
                                               checkout) in turn, a process each: per-run figures
                                               and the ratio of medians (this / DIR)
@@ -15,8 +15,10 @@
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
     tools/bench batch  [--repeat 30] [--baseline DIR]  seek --from / pos --from end to end (lookups/s),
                                               and at 1 M lines (peak RSS); DIR: another checkout, interleaved
-    tools/bench startup [--runs 30] [--venv DIR] `gtidx seek` start-up vs `python -c 'import click'`
-                                              in a regular (non-editable) install, interleaved
+    tools/bench startup [--runs 30] [--venv DIR] [--baseline DIR]
+                                              `gtidx seek` start-up vs `python -c 'import click'`
+                                              in a regular (non-editable) install, interleaved;
+                                              DIR: another checkout's seek in every run too
     tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
                                               pushed-down filters (table, time, GTIDs)
     tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
@@ -95,6 +97,9 @@ def main(argv=None) -> int:
     s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("startup", help="gtidx seek start-up vs import click, in a regular install")
     s.add_argument("--runs", type=int, default=30)
+    s.add_argument("--baseline", metavar="DIR",
+                   help="another checkout, installed in a venv of its own: its gtidx seek timed in every run, "
+                        "back to back with this one's")
     s.add_argument("--venv", help="make (or reuse) the venv here; gtidx is reinstalled from this checkout "
                                   "(default: a temporary one)")
     s.add_argument("--json", help="also write the report here")

@@ -131,18 +131,22 @@ STARTUP_FIXTURE = ("mariadb-10.11", "mixed", "master-bin.000002", "2-2-225")
 FROZEN_CLICK = "import click; gc.freeze()"
 
 
-def startup_venv(venv: Path) -> Path:
-    """A regular (non-editable) install of this checkout and click into the
-    venv ``venv`` (made if missing; gtidx reinstalled each time, so that the
-    figures are the checkout's): its python."""
+def startup_venv(venv: Path, checkout: Path = HERE.parent) -> Path:
+    """A regular (non-editable) install of ``checkout`` (this one by default)
+    and click into the venv ``venv`` (made if missing; gtidx reinstalled each
+    time, so that the figures are the checkout's): its python."""
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     # --no-deps: a lookup needs click alone (show's mysql-replication and PyMySQL are
     # imported by that command only); pip compiles the .pyc files as a user's install has them
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
-                    str(HERE.parent), "click"], check=True)
+                    str(checkout), "click"], check=True)
     return py
+
+
+SEEK = "gtidx seek --gtid G FILE"
+SEEK_BASELINE = "gtidx seek (baseline)"
 
 
 def bench_startup(args) -> dict:
@@ -153,32 +157,48 @@ def bench_startup(args) -> dict:
     the venv's interpreter, with the .pyc caches in use (no
     PYTHONDONTWRITEBYTECODE) and this checkout off the module path. The
     target: seek / import click <= 1.2, that is our own start-up
-    cost (seek - import click) at most a fifth of the framework's."""
+    cost (seek - import click) at most a fifth of the framework's.
+
+    With ``--baseline DIR``, DIR is installed into a venv of its own (its
+    index of the fixture built by its own gtidx) and its ``gtidx seek`` is
+    one more command of every run: each run times both checkouts' seeks
+    back to back, so that a start-up difference of a few milliseconds is
+    not lost in the machine's slower swings; the report adds the ratio
+    this / baseline of the seeks (medians, and per run) and of gtidx's own
+    cost (seek - import click)."""
     import shutil
     import tempfile
     kind, scenario, name, gtid = STARTUP_FIXTURE
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME")}
+    baseline = getattr(args, "baseline", None)
     with tempfile.TemporaryDirectory(prefix="gtidx-bench-startup-") as tmp:
-        venv = Path(args.venv) if args.venv else Path(tmp) / "venv"
         t0 = time.perf_counter()
+        venv = Path(args.venv) if args.venv else Path(tmp) / "venv"
         py = startup_venv(venv)
         install_s = time.perf_counter() - t0
-        gtidx_exe = str(venv / "bin" / "gtidx")
-        binlog = Path(tmp) / name
-        shutil.copyfile(HERE.parent / "fixtures" / kind / scenario / name, binlog)
-        subprocess.run([gtidx_exe, "build", "-q", str(binlog)], env=env, cwd=tmp, check=True,
-                       stdout=subprocess.DEVNULL)
+        seeks = {SEEK: py}
+        if baseline:
+            if not (Path(baseline) / "pyproject.toml").is_file():
+                raise SystemExit(f"--baseline {baseline}: not a gtidx checkout (no pyproject.toml)")
+            seeks[SEEK_BASELINE] = startup_venv(Path(tmp) / "venv-baseline", Path(baseline).resolve())
         # the last: click with the exit gtidx's console entry has (gc.freeze at the end, cli.main),
         # so that the report shows what that exit spares apart from gtidx's own imports and work
         jobs = {"python -c pass": [str(py), "-c", "pass"],
-                "python -c 'import click'": [str(py), "-c", "import click"],
-                "gtidx seek --gtid G FILE": [gtidx_exe, "seek", "--gtid", gtid, str(binlog)],
-                FROZEN_CLICK: [str(py), "-c", "import click, gc; gc.freeze()"]}
-        answer = subprocess.run(jobs["gtidx seek --gtid G FILE"], env=env, cwd=tmp, capture_output=True,
-                                text=True)
-        if answer.returncode != 0 or not answer.stdout.endswith("(via index)\n"):
-            raise SystemExit(f"gtidx seek did not answer through the index: {answer.stdout}{answer.stderr}")
+                "python -c 'import click'": [str(py), "-c", "import click"]}
+        for label, seek_py in seeks.items():
+            d = Path(tmp) / ("baseline" if label == SEEK_BASELINE else "this")
+            d.mkdir()
+            binlog = d / name                   # each checkout's own index (their stored fingerprints may differ)
+            shutil.copyfile(HERE.parent / "fixtures" / kind / scenario / name, binlog)
+            gtidx_exe = str(seek_py.parent / "gtidx")
+            subprocess.run([gtidx_exe, "build", "-q", str(binlog)], env=env, cwd=tmp, check=True,
+                           stdout=subprocess.DEVNULL)
+            jobs[label] = [gtidx_exe, "seek", "--gtid", gtid, str(binlog)]
+            answer = subprocess.run(jobs[label], env=env, cwd=tmp, capture_output=True, text=True)
+            if answer.returncode != 0 or not answer.stdout.endswith("(via index)\n"):
+                raise SystemExit(f"{label} did not answer through the index: {answer.stdout}{answer.stderr}")
+        jobs[FROZEN_CLICK] = [str(py), "-c", "import click, gc; gc.freeze()"]
         for cmd in jobs.values():        # warm: the page cache, and .pyc files pip did not write
             subprocess.run(cmd, env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
         items = list(jobs.items())
@@ -192,14 +212,13 @@ def bench_startup(args) -> dict:
                 times[k].append((time.perf_counter() - t0) * 1e3)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu[k].append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3)
-        profile = import_profile(py, ["import click"], jobs["gtidx seek --gtid G FILE"][1:], env, tmp,
-                                 max(5, args.runs // 3))
+        profile = import_profile(py, ["import click"], jobs[SEEK][1:], env, tmp, max(5, args.runs // 3))
     med = {k: statistics.median(v) for k, v in times.items()}
-    click_ms, pass_ms, seek_ms = med["python -c 'import click'"], med["python -c pass"], med["gtidx seek --gtid G FILE"]
+    click_ms, pass_ms, seek_ms = med["python -c 'import click'"], med["python -c pass"], med[SEEK]
     # per run (the three measured back to back): the ratio's own spread
-    ratios = [s / c for s, c in zip(times["gtidx seek --gtid G FILE"], times["python -c 'import click'"])]
+    ratios = [s / c for s, c in zip(times[SEEK], times["python -c 'import click'"])]
     cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
-    cpu_ratios = [s / c for s, c in zip(cpu["gtidx seek --gtid G FILE"], cpu["python -c 'import click'"])]
+    cpu_ratios = [s / c for s, c in zip(cpu[SEEK], cpu["python -c 'import click'"])]
     frozen_ms = med[FROZEN_CLICK]
     report = {"machine": machine(), "load_average": os.getloadavg(), "runs": args.runs,
               "fixture": f"{kind}/{scenario}/{name}", "gtid": gtid,
@@ -212,7 +231,7 @@ def bench_startup(args) -> dict:
               "own_share_of_click": (seek_ms - click_ms) / click_ms, "import_profile_ms": profile,
               "exit_spared_ms": click_ms - frozen_ms, "own_same_exit_ms": seek_ms - frozen_ms,
               "cpu_ms": {k: {"min": min(v), "median": cpu_med[k], "max": max(v)} for k, v in cpu.items()},
-              "cpu_ratio_seek_to_click": cpu_med["gtidx seek --gtid G FILE"] / cpu_med["python -c 'import click'"],
+              "cpu_ratio_seek_to_click": cpu_med[SEEK] / cpu_med["python -c 'import click'"],
               "cpu_ratio_per_run": {"min": min(cpu_ratios), "median": statistics.median(cpu_ratios),
                                     "max": max(cpu_ratios)},
               "raw_ms": times, "raw_cpu_ms": cpu}
@@ -234,7 +253,36 @@ def bench_startup(args) -> dict:
     print(f"  where gtidx's own start-up goes: the modules `import click` does not import, self time "
           f"(python -X importtime, min of {max(5, args.runs // 3)} runs), {sum(profile.values()):.1f} ms in all:")
     print("    " + ", ".join(f"{m} {v:.2f}" for m, v in list(profile.items())[:16]))
+    if SEEK_BASELINE in times:
+        report["baseline"] = str(Path(baseline).resolve())
+        report["against_baseline"] = against = startup_against_baseline(times)
+        print(f"  against the baseline ({baseline}), in the same runs: gtidx seek {med[SEEK]:.1f} vs "
+              f"{med[SEEK_BASELINE]:.1f} ms, this / baseline {against['seek_ratio']:.3f}x (per run: median "
+              f"{against['seek_ratio_per_run']['median']:.3f}, {against['seek_ratio_per_run']['min']:.3f}-"
+              f"{against['seek_ratio_per_run']['max']:.3f}); gtidx's own cost (seek - import click) "
+              f"{against['own_ms']:.1f} vs {against['baseline_own_ms']:.1f} ms")
     return report
+
+
+def startup_against_baseline(times: dict) -> dict:
+    """From one startup run's times ({command: [ms per run]}) holding both
+    checkouts' seeks: the ratio of their medians, its per-run spread (the
+    two seeks of a run were back to back) and each one's own cost over
+    ``import click``.
+
+    >>> r = startup_against_baseline({SEEK: [60.0, 62.0, 70.0], SEEK_BASELINE: [57.0, 60.0, 66.0],
+    ...                               "python -c 'import click'": [50.0, 50.0, 52.0]})
+    >>> round(r["seek_ratio"], 3), r["own_ms"], r["baseline_own_ms"]
+    (1.033, 12.0, 10.0)
+    >>> round(r["seek_ratio_per_run"]["min"], 3), round(r["seek_ratio_per_run"]["max"], 3)
+    (1.033, 1.061)
+    """
+    med = {k: statistics.median(v) for k, v in times.items()}
+    per_run = [a / b for a, b in zip(times[SEEK], times[SEEK_BASELINE])]
+    click = med["python -c 'import click'"]
+    return {"seek_ratio": med[SEEK] / med[SEEK_BASELINE],
+            "seek_ratio_per_run": {"min": min(per_run), "median": statistics.median(per_run), "max": max(per_run)},
+            "own_ms": med[SEEK] - click, "baseline_own_ms": med[SEEK_BASELINE] - click}
 
 
 def import_profile(py, base: list[str], argv: list[str], env: dict, cwd: str, runs: int) -> dict:

@@ -220,14 +220,6 @@ def lookup_figures(r: dict) -> dict:
     return {f"{name} ms": v["median_ms"] for name, v in r["lookups"].items()}
 
 
-def startup_figures(r: dict) -> dict:
-    """``bench startup``'s figures compared with a baseline: median ms, and the
-    seek / import click ratio (the machine's load divided out)."""
-    return {"gtidx seek ms": r["ms"]["gtidx seek --gtid G FILE"]["median"],
-            "import click ms": r["ms"]["python -c 'import click'"]["median"],
-            "seek / import click": r["ratio_seek_to_click"]}
-
-
 def spark_figures(r: dict) -> dict:
     """``bench spark``'s figures compared with a baseline: seconds of the first
     locate of a session, and of the repeats (median)."""
@@ -237,8 +229,7 @@ def spark_figures(r: dict) -> dict:
     return out
 
 
-BASELINE_FIGURES = {"build": build_figures, "lookup": lookup_figures, "startup": startup_figures,
-                    "spark": spark_figures}
+BASELINE_FIGURES = {"build": build_figures, "lookup": lookup_figures, "spark": spark_figures}
 
 
 # -- figures as the report gives them --------------------------------------------------------------------

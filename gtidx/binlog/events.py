@@ -7,7 +7,6 @@ Shared by the MariaDB reader (``binlog.mariadb``), the MySQL one
 (``binlog.mysql``), ``binlog.probe`` and ``show``; MySQL's own event types
 and layouts are in ``binlog.mysql``.
 """
-from __future__ import annotations
 
 import re
 import struct

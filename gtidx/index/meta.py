@@ -32,7 +32,6 @@ import time
 import zlib
 from enum import StrEnum
 
-from .. import safefile
 from ..binlog.events import IN_USE_FLAG
 from ..binlog.mariadb import Binlog
 from ..errors import GtidxError
@@ -431,6 +430,7 @@ class IndexMeta:
                 except OSError as gone:
                     if gone.errno not in _NO_XATTRS + (errno.ENODATA,):
                         raise
+        from .. import safefile     # the writers' module: a lookup does not load it
         st = os.fstat(fd)
         safefile.write_file(sidecar_path(index), [SIDECAR_LOCAL.pack(b"GTXS", st.st_dev, st.st_ino), raw])
 
@@ -484,12 +484,14 @@ class IndexMeta:
     @staticmethod
     def remove(index: str) -> None:
         """Remove the sidecar of ``index`` (the xattr goes with its file)."""
+        from .. import safefile
         safefile.discard(sidecar_path(index))
 
     @staticmethod
     def remove_orphans(index: str) -> None:
         """Temporary files of ``index`` and of its sidecar left by writers
         that were killed."""
+        from .. import safefile
         safefile.remove_orphans(index, sidecar_path(index))
 
 

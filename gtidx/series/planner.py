@@ -2,7 +2,6 @@
 and ``gtidx.spark``. Pure: it reads no file, it is given each file's bounds
 (the seq_no of a (domain, server) in its start state, and at the end of the
 last) and what walks showed (dips, seq ranges)."""
-from __future__ import annotations
 
 from typing import NamedTuple
 

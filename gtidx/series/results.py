@@ -4,7 +4,6 @@
 of several histories (``SeveralHistories``). Both flavors answer in these
 types (MySQL's with its GTIDs and sets in the same fields); ``gtidx.api``
 exports them."""
-from __future__ import annotations
 
 from typing import NamedTuple
 
