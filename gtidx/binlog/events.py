@@ -11,7 +11,8 @@ and layouts are in ``binlog.mysql``.
 import re
 import struct
 import zlib
-from typing import NamedTuple
+from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
+#                                 would compile each field's annotation string at import)
 
 from ..errors import CorruptBinlogError
 from ..gtid import Gtid

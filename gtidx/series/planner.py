@@ -3,9 +3,9 @@ and ``gtidx.spark``. Pure: it reads no file, it is given each file's bounds
 (the seq_no of a (domain, server) in its start state, and at the end of the
 last) and what walks showed (dips, seq ranges)."""
 
-from typing import NamedTuple
-
 import bisect
+from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
+#                                 would compile each field's annotation string at import)
 
 from ..gtid import Gtid
 

@@ -5,7 +5,8 @@ of several histories (``SeveralHistories``). Both flavors answer in these
 types (MySQL's with its GTIDs and sets in the same fields); ``gtidx.api``
 exports them."""
 
-from typing import NamedTuple
+from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
+#                                 would compile each field's annotation string at import)
 
 from ..errors import BadInputError
 from ..gtid import BinlogState, Gtid, Position
