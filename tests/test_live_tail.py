@@ -36,10 +36,21 @@ class TailProcess:
         self.proc = None
 
     def start(self):
+        self.starts = self.log.read_text().count("event=start") if self.log.exists() else 0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gtidx", "tail", str(self.directory), "--interval", "0.1",
              "--page-size", "512", "--span-min", "8192", *self.extra],
             stdout=subprocess.DEVNULL, stderr=open(self.log, "a"), cwd=ROOT)
+
+    def started(self, timeout: float = 60.0) -> None:
+        """Wait until this start has logged ``event=start``: a kill after it
+        lands in the tail's work, not in its interpreter's start-up (which a
+        loaded machine can stretch past the test's random delays)."""
+        deadline = time.monotonic() + timeout
+        while self.log.read_text().count("event=start") <= self.starts:
+            assert self.proc.poll() is None, self.log.read_text()[-4000:]
+            assert time.monotonic() < deadline, "gtidx tail did not start"
+            time.sleep(0.05)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -107,14 +118,16 @@ def test_tail_under_load(tmp_path):
     try:
         setup_schema(srv)
         tail.start()
+        tail.started()
         with Load(srv) as load:
-            for _ in range(4):                                   # kill -9 at random points
+            for _ in range(4):                                   # kill -9 at random points of its work
                 time.sleep(rnd.uniform(0.5, 2.0))
                 v, n = check_readers(srv.binlog_dir, rnd)
                 readers[0] += v
                 readers[1] += n
                 tail.kill9()
                 tail.start()
+                tail.started()
                 v, n = check_readers(srv.binlog_dir, rnd)
                 readers[0] += v
                 readers[1] += n
