@@ -107,8 +107,8 @@ class GroupChanges(NamedTuple):
         return {"gtid": str(self.gtid), "file": self.file, "start": self.start, "end": self.end,
                 "timestamp": self.timestamp, "statements": self.statements,
                 "annotations": self.annotations, "column_names": self.column_names,
-                "rows": [{"table": r.table, "op": r.op, "before": _jsonable(r.before),
-                          "after": _jsonable(r.after), "changed": r.changed, "unknown": r.unknown}
+                "rows": [{"table": r.table, "op": r.op, "before": json_image(r.before),
+                          "after": json_image(r.after), "changed": r.changed, "unknown": r.unknown}
                          for r in self.rows],
                 "note": FK_NOTE}
 
@@ -133,7 +133,9 @@ def text_image(image: dict | None) -> dict | None:
     return None if image is None else {k: as_text(v) for k, v in image.items()}
 
 
-def _jsonable(image: dict | None) -> dict | None:
+def json_image(image: dict | None) -> dict | None:
+    """A row image with its values as ``--json`` writes them: binary data as
+    ``{"hex": ...}``, DECIMAL as its exact text, the others as they are."""
     if image is None:
         return None
     return {k: {"hex": v.hex()} if isinstance(v, bytes) else str(v) if isinstance(v, decimal.Decimal) else v
@@ -415,6 +417,39 @@ def sql_literal(v) -> str:
     return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def row_parts(r, one_line: bool = False) -> tuple[str, list, list]:
+    """One changed row (``RowChange`` or a record with its fields) as the text
+    output says it: (the statement, ``UPDATE `db`.`tbl```; its images,
+    [("WHERE", the before image's ``col=literal`` items), ("SET", the after
+    image's)]; its notes, the changed columns and those not in the image).
+    ``one_line``: a line break in a value written as ``\\n`` (``\\r``)."""
+    verb = {"insert": "INSERT INTO", "update": "UPDATE", "delete": "DELETE FROM"}[r.op]
+    db, _, tbl = r.table.partition(".")
+    images = []
+    for label, image in (("WHERE", r.before), ("SET", r.after)):
+        if image is not None:
+            items = [f"{k}={sql_literal(v)}" for k, v in image.items()]
+            images.append((label, [_one_line(x) for x in items] if one_line else items))
+    notes = []
+    if r.changed is not None:
+        notes.append(f"changed: {', '.join(r.changed) or '(none)'}")
+    if r.unknown:
+        notes.append(f"not in the row image (unknown): {', '.join(r.unknown)}")
+    return f"{verb} `{db}`.`{tbl}`", images, notes
+
+
+def _one_line(text: str) -> str:
+    # sql_literal doubled every backslash: a \n made here is not one of the value's
+    return text.replace("\n", "\\n").replace("\r", "\\r")
+
+
+def row_line(r) -> str:
+    """``row_parts`` on one line: ``UPDATE `db`.`t` WHERE a=1, b='x' SET a=2, b='x'  # changed: a``."""
+    head, images, notes = row_parts(r, one_line=True)
+    return " ".join([head, *(f"{label} {', '.join(items)}".rstrip() for label, items in images)]) + \
+        "".join(f"  # {x}" for x in notes)
+
+
 def format_text(g: GroupChanges, when: str) -> str:
     """The text output of ``gtidx show``."""
     lines = [f"# GTID {g.gtid} in {g.file} start {g.start} end {g.end} at {when}",
@@ -425,17 +460,11 @@ def format_text(g: GroupChanges, when: str) -> str:
     if g.rows and g.column_names in ("positional", "mixed"):
         lines.append("# columns without names are @1, @2, ... (the server wrote no binlog_row_metadata=FULL names)")
     for r in g.rows:
-        verb = {"insert": "INSERT INTO", "update": "UPDATE", "delete": "DELETE FROM"}[r.op]
-        db, _, tbl = r.table.partition(".")
-        lines.append(f"### {verb} `{db}`.`{tbl}`")
-        for label, image in (("WHERE", r.before), ("SET", r.after)):
-            if image is None:
-                continue
+        head, images, notes = row_parts(r)
+        lines.append(f"### {head}")
+        for label, items in images:
             lines.append(f"### {label}")
-            lines.extend(f"###   {k}={sql_literal(v)}" for k, v in image.items())
-        if r.changed is not None:
-            lines.append(f"# changed: {', '.join(r.changed) or '(none)'}")
-        if r.unknown:
-            lines.append(f"# not in the row image (unknown): {', '.join(r.unknown)}")
+            lines.extend(f"###   {x}" for x in items)
+        lines.extend(f"# {x}" for x in notes)
     lines.append(f"# {len(g.rows)} row{'' if len(g.rows) == 1 else 's'}")
     return "\n".join(lines) + "\n"

@@ -105,7 +105,7 @@ def test_values_as_text_are_the_json_values():
                     (18446744073709551615, "18446744073709551615"), (1.5, "1.5"), (0.1, "0.1"),
                     ("-1 (18446744073709551615)", "-1 (18446744073709551615)")]:
         assert show.as_text(v) == text
-        assert json_text(json.loads(json.dumps(show._jsonable({"c": v})))["c"]) == text
+        assert json_text(json.loads(json.dumps(show.json_image({"c": v})))["c"]) == text
 
 
 # -- filters: the same rows as filtering the whole, fewer files and groups --------------------
