@@ -22,8 +22,8 @@ GTID = "2-2-225"
 # warns), the catalog of an archive, MySQL GTID sets, probing, decoding a group
 # (show: mysql-replication, PyMySQL), the sidecar, Spark, object stores.
 NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog.probe", "gtidx.show", "gtidx.tail",
-                    "gtidx.spark", "gtidx.spark.changes", "gtidx.binlog.mysql", "pymysqlreplication", "pymysql",
-                    "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
+                    "gtidx.spark", "gtidx.spark.changes", "gtidx.changes", "gtidx.binlog.mysql", "pymysqlreplication",
+                    "pymysql", "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
 # `gtidx --help` runs no command: none of the library (gtidx.gtid with
 # gtidx.index.format, whose limits the options' help states).
 # A lookup builds its own command only (cli.main.COMMANDS: the others' modules are
@@ -31,7 +31,8 @@ NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog
 # nor gtidx.safefile, the writers' module. Nor fcntl (filebuf: os.set_blocking),
 # nor json: the fingerprint gtidx stores with an index is bytes in a struct
 # layout (index.meta), and text output is not JSON.
-NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["gtidx.cli.commands", "gtidx.cli.sidecar", "gtidx.cli.archive",
+NOT_FOR_A_TEXT_LOOKUP = NOT_FOR_A_LOOKUP + ["gtidx.cli.commands", "gtidx.cli.changes", "gtidx.cli.sidecar",
+                                            "gtidx.cli.archive",
                                             "gtidx.index.writer", "gtidx.safefile", "fcntl", "json"]
 NOT_FOR_HELP = NOT_FOR_A_LOOKUP + ["gtidx.api", "gtidx.binlog.mariadb", "gtidx.index.files", "gtidx.index.meta",
                                    "gtidx.index.reader", "gtidx.storage"]

@@ -7,9 +7,10 @@ to see one). With ``--json`` a failure also prints ``{"error": {"message",
 path is an I/O error (3) for every command, said by the library, not by
 click. The commands' modules are imported lazily: ``COMMANDS`` names where
 each is defined (``lookup``: seek, pos, probe; ``commands``: scan, show, build,
-verify, info, dump; ``sidecar``: tail, status; ``archive``: catalog, spark),
-and a command is built, its options made, only when it runs or a help text
-lists it, so that ``gtidx --help`` and a lookup do not pay for the rest.
+verify, info, dump; ``changes``: changes; ``sidecar``: tail, status;
+``archive``: catalog, spark), and a command is built, its options made, only
+when it runs or a help text lists it, so that ``gtidx --help`` and a lookup do
+not pay for the rest.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from .output import (JSON, STDOUT_DONE, OutputFailed, ReaderGone, emit_json, err
 # The module is imported when the command runs or a help text lists it
 # (click's LazyGroup pattern).
 COMMANDS = {
-    "build": ("commands", "build"), "catalog": ("archive", "catalog"),
+    "build": ("commands", "build"), "catalog": ("archive", "catalog"), "changes": ("changes", "changes"),
     "dump": ("commands", "dump"), "info": ("commands", "info"), "pos": ("lookup", "pos"),
     "probe": ("lookup", "probe"), "scan": ("commands", "scan"), "seek": ("lookup", "seek"),
     "show": ("commands", "show_group"), "spark": ("archive", "spark"),
