@@ -140,6 +140,22 @@ def test_a_failed_file_on_a_terminal_is_one_line_among_the_results(binlogs):
     assert shown[-1].startswith("gtidx: ./master-bin.000024") and "not a binlog" in shown[-1]
 
 
+def test_changes_on_a_terminal_shows_files_and_rows(binlogs, tmp_path):
+    """gtidx changes: binlogs read of those planned and rows so far, erased
+    at the end (--parquet: nothing else on the screen); its rows on a
+    terminal are exactly the lines a pipe gets."""
+    code, raw, _ = on_terminal("changes", "--parquet", tmp_path / "out", ".", cwd=binlogs)
+    assert code == 0 and b"files 0/5  0 rows" in raw and raw.endswith(b"\r\x1b[K")
+    assert screen(raw) == [] and len(list((tmp_path / "out").iterdir())) == 5
+    code, raw, _ = on_terminal("changes", "--table", "fx.t_myi", ".", cwd=binlogs)
+    assert code == 0 and b"files 0/5  0 rows" in raw
+    piped = plain("changes", "--table", "fx.t_myi", ".", cwd=binlogs)
+    assert piped.returncode == 0 and piped.stderr == "" and "\x1b" not in piped.stdout
+    assert screen(raw) == piped.stdout.splitlines() and len(screen(raw)) == 47
+    code, raw, _ = on_terminal("changes", "--quiet", "--parquet", tmp_path / "out", ".", cwd=binlogs)
+    assert code == 0 and raw == b""
+
+
 # -- the library's hook -------------------------------------------------------------------------
 
 def test_api_build_progress_counts_files_and_bytes(binlogs, tmp_path):
