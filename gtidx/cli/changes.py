@@ -46,7 +46,7 @@ ROW_GROUP_BYTES = 64 << 20
 @quiet_option
 @storage_option
 @index_dir_option
-@history_option("PATH", "With --gtid, when")
+@history_option("PATH", "With --gtid or --since, when")
 def changes(path, tables, since, until, gtids, as_json, parquet_dir, quiet, storage_options, index_root,
             history):
     """Every changed row of the binlogs at PATH (a binlog, a directory, a master-bin.index or a URL),
