@@ -128,6 +128,19 @@ def test_json_text_and_parquet_are_decode_group_on_every_fixture(tmp_path, monke
     assert dirs >= 15
 
 
+def test_parquet_row_groups_are_bounded_by_their_values_bytes(tmp_path, monkeypatch):
+    """A row group is written once its values reach ROW_GROUP_BYTES, whatever its rows."""
+    from gtidx.cli import changes as command
+    monkeypatch.setattr(command, "ROW_GROUP_BYTES", 4000)
+    r = run("--parquet", tmp_path, MULTI)
+    assert r.exit_code == 0, r.output
+    f = pq.ParquetFile(tmp_path / "master-bin.000018.parquet")
+    sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
+    assert len(sizes) > 10 and max(sizes) < 100, sizes
+    assert parquet_rows(tmp_path / "master-bin.000018.parquet") == \
+        [as_text_row(x) for x in defined_rows(MULTI) if x["file"] == "master-bin.000018"]
+
+
 def test_text_line_is_show_row_text_on_one_line():
     """The text of a row is show's (``row_parts``): the lines ``gtidx show``
     prints for it, joined; a line break in a value is written as \\n."""

@@ -7,7 +7,6 @@ Imported when it runs or a help text lists it (``main.COMMANDS``); pyarrow
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -96,6 +95,8 @@ def _failed(e: GtidxError, shown: Progress) -> int:
 
 def _to_stdout(binlogs, as_json: bool, shown: Progress) -> int:
     """Text or JSON Lines on stdout; the worst exit code of the binlogs that failed (0: none)."""
+    import json
+
     from ..inputs import format_time
     from ..show import json_image, row_line
     worst, count = 0, _Count(shown)
@@ -176,6 +177,8 @@ def _write_parquet(pa, pq, schema, rows, target: str, count: _Count) -> GtidxErr
     over it), in row groups (``ROW_GROUP_ROWS``, ``ROW_GROUP_BYTES``). A
     binlog whose reading failed keeps the rows before the failure, and its
     error as the file's key-value metadata ``gtidx:error`` (JSON); returned."""
+    import json
+
     from ..safefile import create_temp, discard, publish
     from ..show import text_image
     err, tmp = None, None
