@@ -4,11 +4,12 @@ error lines and warnings on stderr.
 stdout: a closed pipe (``gtidx scan big | head``) is quiet, a full disk or a
 closed stdout is one error line; results are flushed at the end of a command
 so that a failure to write them is reported as ours. With ``--json`` stdout
-is always one JSON document: a streamed one (``scan --json``, ``dump``) that
-breaks half-way is closed with the error inside it. stderr: one ``gtidx:``
-line per failure (URLs ``redact``-ed), the library's warnings as
-``gtidx: warning:`` lines, a warning about one file gathered and said once
-per command, and the progress line of long work (``Progress``).
+is always one JSON document (``changes --json``: one per line): a streamed
+one (``scan --json``, ``dump``) that breaks half-way is closed with the error
+inside it. stderr: one ``gtidx:`` line per failure (URLs ``redact``-ed), the
+library's warnings as ``gtidx: warning:`` lines, a warning about one file
+gathered and said once per command, and the progress line of long work
+(``Progress``).
 """
 from __future__ import annotations
 
