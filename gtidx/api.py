@@ -36,7 +36,7 @@ from .index import format as fmt
 from .index.files import index_path, open_index, verify_index
 from .index.format import DEFAULT_MAX_RATIO
 from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_time, parse_offset, parse_time
-from .series.listing import Listing, binlogs_flavor, list_binlogs, list_series
+from .series.listing import Listing, list_binlogs, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
 from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
 from .series.results import (BinlogInfo, Location, Occurrence, Probe, ReplicaStart, SeveralHistories, StateAt,
@@ -188,8 +188,8 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
                 path = as_path(file)
                 logs = open_.pop(path, None)
                 if logs is None:
-                    logs = series_class(binlogs_flavor(path, storage_options))(
-                        [path], use_index=use_index, storage_options=storage_options, index_root=index_root)
+                    logs = _one_file(path, use_index=use_index, storage_options=storage_options,
+                                     index_root=index_root)
                     while len(open_) >= cache:
                         open_.popitem(last=False)[1].close()
                 open_[path] = logs
@@ -204,17 +204,30 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
 def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file (a path or a
     URL; ``storage_options=``: see ``storage.resolve``)."""
-    path = as_path(path)
-    with series_class(binlogs_flavor(path, kw.get("storage_options")))([path], **kw) as logs:
+    with _one_file(as_path(path), **kw) as logs:
         return logs.state_at(logs.files[0], offset)
 
 
 def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
     """One-shot: the event boundaries around ``offset`` of one binlog file
-    (a path or a URL), as ``BinlogSeries.probe``."""
-    path = as_path(path)
-    with BinlogSeries([path], **kw) as logs:
+    (a path or a URL), as ``BinlogSeries.probe`` (MySQL binlogs: not yet,
+    ``MysqlSeries.probe`` says so)."""
+    with _one_file(as_path(path), **kw) as logs:
         return logs.probe(logs.files[0], offset)
+
+
+def _one_file(path: str, **kw):
+    """The series of the one binlog ``path`` (``state_at``, ``states_at``,
+    ``probe``), of its flavor: listed once (``list_series``), the series
+    made of that listing. Its one file is ``path`` itself, as given: a
+    directory or ``*.index`` is no binlog, and a path that cannot be listed
+    fails where the lookup reads it (after the offset is checked), as it
+    always has."""
+    listing = list_series(path, kw.get("storage_options"))
+    cls = series_class(listing.flavor)
+    if listing.error is not None:
+        return cls([path], **kw)
+    return cls.from_listing(listing.one_file(), **kw)
 
 
 def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
@@ -360,5 +373,5 @@ __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "seek", "parse_offset", "SeveralHistories",
-           "DEFAULT_MAX_RATIO", "fmt", "binlogs_flavor", "first_second", "series_class", "probe", "seek_many",
+           "DEFAULT_MAX_RATIO", "fmt", "first_second", "series_class", "probe", "seek_many",
            "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile"]

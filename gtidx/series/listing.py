@@ -40,6 +40,12 @@ class Listing(NamedTuple):
             raise self.error
         return self
 
+    def one_file(self) -> "Listing":
+        """This listing as the one file its path names (``state_at``,
+        ``probe``): the path itself, whatever it listed (a directory or
+        ``*.index`` is then read as a binlog, and says it is none)."""
+        return self._replace(files=[self.path])
+
 
 def list_series(path, storage_options: dict | None = None) -> Listing:
     """The binlogs of ``path`` (a file, directory, ``*.index`` or URL) and
@@ -75,23 +81,6 @@ def flavor_of_files(files: list, store, where: str) -> str | None:
             f"binlog, {os.path.basename(seen['mysql'])} a MySQL one): one series is one server's history",
             path=where, hint="give the files of one server (a directory or binlog.index of its own)")
     return next(iter(seen), None)
-
-
-def binlogs_flavor(path, storage_options: dict | None = None) -> str | None:
-    """"mysql" when the binlogs of ``path`` (a file, directory or
-    ``binlog.index``) are MySQL's, "mariadb" when MariaDB's, None when that is
-    not known here (nothing listed or readable; a URL: its objects are not
-    read for this, MariaDB's answers say what they find). Every local file's
-    FORMAT_DESCRIPTION is read: a mix of both is an UnsupportedBinlogError
-    (exit 2) naming one file of each."""
-    try:
-        store, where = storage.resolve(as_path(path), storage_options)
-        if store.remote:
-            return None             # not listed either: nothing read for a flavor not decided
-        files = list_files(where, store, {})
-    except GtidxError:
-        return None
-    return flavor_of_files(files, store, where)
 
 
 def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None, store=None) -> list[str]:

@@ -291,6 +291,13 @@ class MysqlSeries(SeriesShell):
                                 hint="inside an event, or in a last event not yet whole")
         return MysqlStateAt(b.path, offset, cur, via)
 
+    def probe(self, file, offset) -> None:
+        """``gtidx probe`` is MariaDB's only: on a MySQL binlog, a
+        MySQLBinlogError (exit 2) saying so, once the offset and the file
+        are checked."""
+        parse_offset(offset)
+        raise self.opened(self.resolve(file)).not_yet("probe (the event boundaries around an offset)")
+
     def _walk(self, b: MysqlBinlog, start: int, cur: GtidSet, target: int) -> bool:
         """Add to ``cur`` every GTID whose event lies in [start, target),
         walking the event headers from the boundary ``start`` (a moving
