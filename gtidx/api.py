@@ -36,7 +36,7 @@ from .index import format as fmt
 from .index.files import index_path, open_index, verify_index
 from .index.format import DEFAULT_MAX_RATIO
 from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_time, parse_offset, parse_time
-from .series.listing import Listing, list_binlogs, list_series
+from .series.listing import Listing, list_binlogs, list_path, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
 from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
 from .series.results import (BinlogInfo, Location, Occurrence, Probe, ReplicaStart, SeveralHistories, StateAt,
@@ -374,4 +374,5 @@ __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "seek", "parse_offset", "SeveralHistories",
            "DEFAULT_MAX_RATIO", "fmt", "first_second", "series_class", "probe", "seek_many",
-           "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile"]
+           "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile", "list_series",
+           "list_path"]

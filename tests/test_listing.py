@@ -3,38 +3,14 @@ and picks the series by the flavor decided there: every lookup lists once,
 whatever its flavor, and answers as before."""
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, count_listings
 from gtidx import api
 from gtidx.errors import MySQLBinlogError, NotFoundError
 
 MULTI = FIXTURES / "mariadb-10.11" / "multifile"
 ROTATED = FIXTURES / "mysql-9.7" / "rotated"
-
-
-def count_listings(monkeypatch) -> list:
-    """The paths listed (``list_files`` called from outside itself: a
-    directory's ``*.index`` listed on the way is the same listing), from
-    every module that calls it."""
-    from gtidx.series import listing
-    real = listing.list_files
-    listed, depth = [], [0]
-
-    def counting(path, store, listings):
-        if depth[0] == 0:
-            listed.append(path)
-        depth[0] += 1
-        try:
-            return real(path, store, listings)
-        finally:
-            depth[0] -= 1
-    for name, module in list(sys.modules.items()):
-        if name.startswith("gtidx") and getattr(module, "list_files", None) is real:
-            monkeypatch.setattr(module, "list_files", counting)
-    return listed
 
 
 def test_state_at_probe_states_at_list_once(monkeypatch):

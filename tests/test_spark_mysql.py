@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, count_listings
 from gtidx import admin, api
 from gtidx.errors import GtidxError
 
@@ -71,6 +71,18 @@ def test_locate_on_mysql_binlogs(spark, tmp_path):
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"out": str(tmp_path / "out.parquet"), "rows": 30, "found": 30, "not_found": 0}
+
+
+def test_locate_on_mysql_binlogs_lists_once_on_the_driver(spark, monkeypatch):
+    listed = count_listings(monkeypatch)
+    timings: dict = {}
+    oracle = json.loads((MYSQL / "rotated" / "oracle.json").read_text())
+    values = [oracle["files"][1]["groups"][0][0], f"{UUID}:999999"]
+    rows = gs.locate(spark, spark.createDataFrame([(v,) for v in values], "gtid string"), str(MYSQL / "rotated"),
+                     timings=timings).collect()
+    assert listed == [str(MYSQL / "rotated")]
+    assert timings["planning_read"] == 4 and "per_file" not in timings
+    assert sorted(r.found for r in rows) == [False, True]
 
 
 def test_build_on_mysql_binlogs(spark, tmp_path):

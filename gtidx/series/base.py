@@ -11,7 +11,7 @@ from .. import storage
 from ..errors import BadInputError, NotFoundError
 from ..index.files import IndexRoot
 from ..inputs import as_int, as_path
-from .listing import Listing, list_files
+from .listing import list_path
 
 
 def same_file(a: str, b: str) -> bool:
@@ -54,10 +54,7 @@ class SeriesShell:
     @classmethod
     def from_path(cls, path, *, storage_options: dict | None = None, history: int | None = None, **kw):
         """The binlogs of a file, directory or ``*.index`` (or URL): see ``from_listing``."""
-        store, where = storage.resolve(as_path(path), storage_options)
-        listings: dict = {}
-        files = list_files(where, store, listings)
-        return cls.from_listing(Listing(store, where, files, None, listings), storage_options=storage_options,
+        return cls.from_listing(list_path(path, storage_options), storage_options=storage_options,
                                 history=history, **kw)
 
     def __enter__(self):

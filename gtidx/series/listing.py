@@ -83,6 +83,17 @@ def flavor_of_files(files: list, store, where: str) -> str | None:
     return next(iter(seen), None)
 
 
+def list_path(path, storage_options: dict | None = None) -> Listing:
+    """The binlogs of ``path`` listed (``list_files``), their flavor not
+    read (None): what a series whose class is already chosen is made of
+    (``SeriesShell.from_path``; Spark's changes source, MariaDB's). What
+    the listing fails with is raised."""
+    store, where = storage.resolve(as_path(path), storage_options)
+    listings: dict = {}
+    files = list_files(where, store, listings)
+    return Listing(store, where, files, None, listings)
+
+
 def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None, store=None) -> list[str]:
     """The binlog files named by ``path``: one file; a ``*.index`` file (the
     server's list, see ``_listed``); or a

@@ -45,10 +45,9 @@ import os
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
-from .. import storage
-from ..inputs import as_path, first_second, parse_offset, parse_time
+from ..inputs import first_second, parse_offset, parse_time
 from .base import SeriesShell
-from .listing import Listing, list_files
+from .listing import Listing, list_path
 from .results import Location, ReplicaStart, TimePoint
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
@@ -139,8 +138,8 @@ class MysqlSeries(SeriesShell):
         a catalog's; MySQL binlogs have no catalog yet: refused when given.)"""
         if history is not None:
             raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
-        store, where = storage.resolve(as_path(path), storage_options)
-        return cls(list_files(where, store, {}), store=store, storage_options=storage_options, **kw)
+        listing = list_path(path, storage_options)
+        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
 
     @classmethod
     def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,

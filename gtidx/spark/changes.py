@@ -95,7 +95,8 @@ class ChangesReader(DataSourceReader):
         self.path = path
         self.where = Where(storage_options, index_root)
         self.history = history
-        self.files = api.list_binlogs(path, storage_options=storage_options)
+        self.listing = api.list_path(path, storage_options)      # once: the GTID and time filters open it
+        self.files = self.listing.files
         self.tables: set | None = None
         self.gtids: set | None = None          # the texts asked for (a row's gtid text must be one)
         self.file_names: set | None = None
@@ -154,8 +155,8 @@ class ChangesReader(DataSourceReader):
         return [InputPartition((f, None)) for f in files]
 
     def _series(self) -> api.BinlogSeries:
-        return api.BinlogSeries.from_path(self.path, storage_options=self.where.storage_options,
-                                          index_root=self.where.index_root, history=self.history)
+        return api.BinlogSeries.from_listing(self.listing, storage_options=self.where.storage_options,
+                                             index_root=self.where.index_root, history=self.history)
 
     def _not_older(self, files: list[str], lo) -> list[str]:
         """``files`` without the closed binlogs whose catalog entry says every
