@@ -94,7 +94,8 @@ def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
     """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``):
     a ``BinlogSeries``, or for MySQL binlogs a ``series.mysql.MysqlSeries`` (the
     same lookups: ``locate``, ``state_at``, ``replica_start``)."""
-    listing = list_series(path, kw.get("storage_options"))
+    listing = list_series(path, kw.get("storage_options"), index_root=kw.get("index_root"),
+                          catalog=kw.get("use_index", True))
     return series_class(listing.flavor).from_listing(listing, **kw)
 
 
@@ -123,7 +124,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     series serves them all; the GTIDs go through ``locate_many``, up to
     65,536 specs at a time: ``specs`` is read as the answers are taken (an
     endless iterator too), and memory does not grow with its length."""
-    listing = list_series(path, storage_options)
+    listing = list_series(path, storage_options, index_root=index_root)
     if listing.flavor == "mysql":
         from .series import mysql
         yield from mysql.seek_many(specs, listing, replica=replica, storage_options=storage_options,
@@ -223,7 +224,7 @@ def _one_file(path: str, **kw):
     directory or ``*.index`` is no binlog, and a path that cannot be listed
     fails where the lookup reads it (after the offset is checked), as it
     always has."""
-    listing = list_series(path, kw.get("storage_options"))
+    listing = list_series(path, kw.get("storage_options"), catalog=False)
     cls = series_class(listing.flavor)
     if listing.error is not None:
         return cls([path], **kw)
@@ -246,7 +247,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     single domain too. MySQL binlogs: ``spec`` is ``uuid:N`` / ``uuid:tag:N``
     or a GTID set, see ``series.mysql``; ``server_uuid``: their server's, for
     a replica start (``MysqlSeries.replica_start``)."""
-    listing = list_series(path, storage_options)
+    listing = list_series(path, storage_options, index_root=index_root)
     if listing.flavor == "mysql":
         from .series import mysql
         return mysql.seek(spec, listing, replica=replica, every=every, storage_options=storage_options,

@@ -210,12 +210,12 @@ def count_listings(monkeypatch) -> list:
     real = listing.list_files
     listed, depth = [], [0]
 
-    def counting(path, store, listings):
+    def counting(path, store, listings, *kind):
         if depth[0] == 0:
             listed.append(path)
         depth[0] += 1
         try:
-            return real(path, store, listings)
+            return real(path, store, listings, *kind)
         finally:
             depth[0] -= 1
     for name, module in list(sys.modules.items()):

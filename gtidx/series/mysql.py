@@ -148,7 +148,9 @@ class MysqlSeries(SeriesShell):
         if history is not None:
             raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
         listing = listing.checked()
-        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
+        series = cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
+        series.take_over(listing)
+        return series
 
     def close(self) -> None:
         for _, status in self._indexes.values():
@@ -167,7 +169,8 @@ class MysqlSeries(SeriesShell):
             self._open.move_to_end(path)
             return b
         try:
-            b = MysqlBinlog(path, self.store)
+            head = self.head(path)
+            b = MysqlBinlog(path, self.store) if head is None else MysqlBinlog(path, self.store, head)
         except UnsupportedBinlogError as e:
             if isinstance(e, MySQLBinlogError) or e.offset != 4 or "MariaDB" not in e.message:
                 raise

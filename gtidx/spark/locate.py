@@ -250,7 +250,8 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: "str | api.Listing", 
     them on the driver once an action has run."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
-    listing = binlogs if isinstance(binlogs, api.Listing) else api.list_series(binlogs, storage_options)
+    listing = binlogs if isinstance(binlogs, api.Listing) else \
+        api.list_series(binlogs, storage_options, index_root=index_root)
     kind = api.series_class(listing.flavor)      # the façade picks the series
     where = Where(storage_options, index_root, kind, warnings)
     other = _LOCATE_BY_SERIES.get(kind)

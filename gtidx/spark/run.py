@@ -109,7 +109,7 @@ def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "lo
     and ``history`` as for ``locate``), written to ``out`` (parquet,
     overwritten); (rows, found). ``progress``: called with a SparkProgress as
     phases and tasks advance."""
-    listing = api.list_series(binlogs, storage_options)         # once: locate plans on the same listing
+    listing = api.list_series(binlogs, storage_options, index_root=index_root)   # once: locate plans on it
     Where(storage_options, index_root).open_listing(listing, history).close()   # several histories: before Spark
     watch = _Watch(progress)
     spark = session(master)
