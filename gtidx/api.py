@@ -144,7 +144,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
             try:
                 if not single(pos):
                     raise e
-                yield _locate_in_histories(next(iter(pos)), path, e, False, kw)
+                yield _locate_in_histories(next(iter(pos)), listing, e, False, kw)
             except GtidxError as err:
                 yield err
         return
@@ -261,7 +261,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     except SeveralHistories as e:
         if len(pos) != 1 or replica:
             raise
-        return _locate_in_histories(next(iter(pos)), path, e, every, kw)
+        return _locate_in_histories(next(iter(pos)), listing, e, every, kw)
     with logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
@@ -292,10 +292,11 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
                 return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
         g = as_gtid(gtid)
         try:
-            logs = BinlogSeries.from_path(path, history=history, **kw)
+            listing = list_path(path, storage_options)
+            logs = BinlogSeries.from_listing(listing, history=history, **kw)
         except SeveralHistories as e:
-            found = _locate_in_histories(g, path, e, False, kw)
-            logs = BinlogSeries.from_path(path, history=found.history, **kw)
+            found = _locate_in_histories(g, listing, e, False, kw)
+            logs = BinlogSeries.from_listing(listing, history=found.history, **kw)
         with logs:
             loc = logs.locate(g)
             return show_module.decode_group(logs.opened(loc.file).binlog, loc, schema=schema)
@@ -345,7 +346,7 @@ def _group_at(b: Binlog, offset: int, start: int | None = None) -> Group:
                         hint="gtidx scan FILE lists the groups")
 
 
-def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, kw: dict) -> Location:
+def _locate_in_histories(g: Gtid, listing: Listing, several: SeveralHistories, every: bool, kw: dict) -> Location:
     """A GTID in binlogs of several histories: looked up in each (with what
     their catalog says, each a BinlogSeries of its own files); the answer
     when exactly one holds it (its ``history`` set), else NotFoundError
@@ -354,7 +355,7 @@ def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, 
     picks one)."""
     found, missing = [], []
     for h, names in several.groups:
-        with BinlogSeries.from_path(path, history=h, **kw) as logs:
+        with BinlogSeries.from_listing(listing, history=h, **kw) as logs:
             try:
                 found.append(logs.locate(g, every=every)._replace(history=h))
             except NotFoundError as e:

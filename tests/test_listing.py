@@ -63,3 +63,22 @@ def test_probe_of_a_mysql_binlog_says_it_is_not_supported_yet():
     with pytest.raises(MySQLBinlogError, match="probe .* is not supported yet") as e:
         api.probe(str(ROTATED / "binlog.000015"), 200)
     assert e.value.exit_code == 2
+
+
+def test_a_gtid_over_several_histories_lists_once(tmp_path, monkeypatch):
+    """seek, seek_many and show over a catalog of two histories look the GTID
+    up in each history's series, all made of the one listing."""
+    import gtidx
+    from test_catalog import _two_histories
+    d = _two_histories(tmp_path)
+    gtidx.build_catalog(str(d))
+    listed = count_listings(monkeypatch)
+    got = api.seek("0-1-400", str(d))
+    assert got.history == 1 and got.file.endswith("master-bin.000019")
+    assert listed == [str(d)]
+    listed.clear()
+    assert [r.history for r in api.seek_many(["0-1-400"], str(d))] == [1]
+    assert listed == [str(d)]
+    listed.clear()
+    assert api.show(str(d), gtid="0-1-400").gtid == got.gtid
+    assert listed == [str(d)]

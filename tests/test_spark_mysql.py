@@ -85,6 +85,32 @@ def test_locate_on_mysql_binlogs_lists_once_on_the_driver(spark, monkeypatch):
     assert sorted(r.found for r in rows) == [False, True]
 
 
+def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
+    """A prefix of MySQL binlog objects (its flavor read at listing from the
+    newest object): every row is the library's answer on the local files."""
+    pytest.importorskip("s3fs")
+    from tools.s3server import MotoServer
+    moto = MotoServer(tmp_path)
+    try:
+        opts = {"endpoint_url": moto.url, "key": "testing", "secret": "testing"}
+        client = moto.bucket("sparkmysql")
+        src = MYSQL / "rotated"
+        for f in src.glob("binlog.0*"):
+            client.put_object(Bucket="sparkmysql", Key=f"m/{f.name}", Body=f.read_bytes())
+        oracle = json.loads((src / "oracle.json").read_text())
+        values = [g for f in oracle["files"] for g, _, _ in f["groups"] if g][::4] + [f"{UUID}:999999"]
+        rows = gs.locate(spark, spark.createDataFrame([(v,) for v in values], "gtid string"), "s3://sparkmysql/m/",
+                         storage_options=opts).collect()
+        assert len(rows) == len(values)
+        for r in rows:
+            want = expected(str(src), r.gtid)
+            assert (r.found, r.file and os.path.basename(r.file), r.start) == \
+                (want[1], want[2] and os.path.basename(want[2]), want[3]), r
+            assert r.file is None or r.file.startswith("s3://sparkmysql/m/")
+    finally:
+        moto.stop()
+
+
 def test_build_on_mysql_binlogs(spark, tmp_path):
     """``gs.build`` on a MySQL binlog directory: one task per file writes
     gtidx's MySQL index (its own magic), byte for byte what ``gtidx build``

@@ -3,9 +3,10 @@ offset, where an auto-positioned replica starts.
 
 ``api``'s entry points (``seek``, ``state_at``, ``states_at``, ``seek_many``,
 ``open_binlogs``) list the binlogs they are given once and read their flavor
-(``series.listing.list_series``: every file's FORMAT_DESCRIPTION) and hand
-MySQL's to this module; a series mixing MariaDB and MySQL binlogs is refused
-there. The
+(``series.listing.list_series``: every local file's FORMAT_DESCRIPTION, in
+an object store the newest object's) and hand MySQL's to this module; local
+files mixing MariaDB and MySQL binlogs are refused there, an object of the
+other flavor when it is read (``_series_error``). The
 answers are typed as ``api``'s (``Location``, ``ReplicaStart``) with MySQL's
 values in them (``MysqlGtid``, ``GtidSet``), and ``MysqlStateAt`` for a set at
 an offset:
