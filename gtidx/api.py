@@ -36,7 +36,7 @@ from .index import format as fmt
 from .index.files import index_path, open_index, verify_index
 from .index.format import DEFAULT_MAX_RATIO
 from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_time, parse_offset, parse_time
-from .series.listing import Listing, binlogs_flavor, list_binlogs, list_series
+from .series.listing import Listing, list_binlogs, list_path, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
 from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
 from .series.results import (BinlogInfo, Location, Occurrence, Probe, ReplicaStart, SeveralHistories, StateAt,
@@ -94,7 +94,8 @@ def open_binlogs(path: str | os.PathLike, **kw) -> BinlogSeries:
     """A file, a directory of binlogs or a ``master-bin.index`` (``gtidx.open``):
     a ``BinlogSeries``, or for MySQL binlogs a ``series.mysql.MysqlSeries`` (the
     same lookups: ``locate``, ``state_at``, ``replica_start``)."""
-    listing = list_series(path, kw.get("storage_options"))
+    listing = list_series(path, kw.get("storage_options"), index_root=kw.get("index_root"),
+                          catalog=kw.get("use_index", True))
     return series_class(listing.flavor).from_listing(listing, **kw)
 
 
@@ -123,7 +124,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
     series serves them all; the GTIDs go through ``locate_many``, up to
     65,536 specs at a time: ``specs`` is read as the answers are taken (an
     endless iterator too), and memory does not grow with its length."""
-    listing = list_series(path, storage_options)
+    listing = list_series(path, storage_options, index_root=index_root)
     if listing.flavor == "mysql":
         from .series import mysql
         yield from mysql.seek_many(specs, listing, replica=replica, storage_options=storage_options,
@@ -143,7 +144,7 @@ def seek_many(specs: Iterable[str], path: str | os.PathLike = ".", *, replica: b
             try:
                 if not single(pos):
                     raise e
-                yield _locate_in_histories(next(iter(pos)), path, e, False, kw)
+                yield _locate_in_histories(next(iter(pos)), listing, e, False, kw)
             except GtidxError as err:
                 yield err
         return
@@ -188,8 +189,8 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
                 path = as_path(file)
                 logs = open_.pop(path, None)
                 if logs is None:
-                    logs = series_class(binlogs_flavor(path, storage_options))(
-                        [path], use_index=use_index, storage_options=storage_options, index_root=index_root)
+                    logs = _one_file(path, use_index=use_index, storage_options=storage_options,
+                                     index_root=index_root)
                     while len(open_) >= cache:
                         open_.popitem(last=False)[1].close()
                 open_[path] = logs
@@ -204,17 +205,30 @@ def states_at(items: Iterable[tuple], *, use_index: bool = True, storage_options
 def state_at(path: str | os.PathLike, offset: int, **kw) -> StateAt:
     """One-shot: the state at ``offset`` of one binlog file (a path or a
     URL; ``storage_options=``: see ``storage.resolve``)."""
-    path = as_path(path)
-    with series_class(binlogs_flavor(path, kw.get("storage_options")))([path], **kw) as logs:
+    with _one_file(as_path(path), **kw) as logs:
         return logs.state_at(logs.files[0], offset)
 
 
 def probe(path: str | os.PathLike, offset: int, **kw) -> Probe:
     """One-shot: the event boundaries around ``offset`` of one binlog file
-    (a path or a URL), as ``BinlogSeries.probe``."""
-    path = as_path(path)
-    with BinlogSeries([path], **kw) as logs:
+    (a path or a URL), as ``BinlogSeries.probe`` (MySQL binlogs: not yet,
+    ``MysqlSeries.probe`` says so)."""
+    with _one_file(as_path(path), **kw) as logs:
         return logs.probe(logs.files[0], offset)
+
+
+def _one_file(path: str, **kw):
+    """The series of the one binlog ``path`` (``state_at``, ``states_at``,
+    ``probe``), of its flavor: listed once (``list_series``), the series
+    made of that listing. Its one file is ``path`` itself, as given: a
+    directory or ``*.index`` is no binlog, and a path that cannot be listed
+    fails where the lookup reads it (after the offset is checked), as it
+    always has."""
+    listing = list_series(path, kw.get("storage_options"), catalog=False)
+    cls = series_class(listing.flavor)
+    if listing.error is not None:
+        return cls([path], **kw)
+    return cls.from_listing(listing.one_file(), **kw)
 
 
 def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
@@ -233,7 +247,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     single domain too. MySQL binlogs: ``spec`` is ``uuid:N`` / ``uuid:tag:N``
     or a GTID set, see ``series.mysql``; ``server_uuid``: their server's, for
     a replica start (``MysqlSeries.replica_start``)."""
-    listing = list_series(path, storage_options)
+    listing = list_series(path, storage_options, index_root=index_root)
     if listing.flavor == "mysql":
         from .series import mysql
         return mysql.seek(spec, listing, replica=replica, every=every, storage_options=storage_options,
@@ -247,7 +261,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     except SeveralHistories as e:
         if len(pos) != 1 or replica:
             raise
-        return _locate_in_histories(next(iter(pos)), path, e, every, kw)
+        return _locate_in_histories(next(iter(pos)), listing, e, every, kw)
     with logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
@@ -278,10 +292,11 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
                 return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
         g = as_gtid(gtid)
         try:
-            logs = BinlogSeries.from_path(path, history=history, **kw)
+            listing = list_path(path, storage_options)
+            logs = BinlogSeries.from_listing(listing, history=history, **kw)
         except SeveralHistories as e:
-            found = _locate_in_histories(g, path, e, False, kw)
-            logs = BinlogSeries.from_path(path, history=found.history, **kw)
+            found = _locate_in_histories(g, listing, e, False, kw)
+            logs = BinlogSeries.from_listing(listing, history=found.history, **kw)
         with logs:
             loc = logs.locate(g)
             return show_module.decode_group(logs.opened(loc.file).binlog, loc, schema=schema)
@@ -331,7 +346,7 @@ def _group_at(b: Binlog, offset: int, start: int | None = None) -> Group:
                         hint="gtidx scan FILE lists the groups")
 
 
-def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, kw: dict) -> Location:
+def _locate_in_histories(g: Gtid, listing: Listing, several: SeveralHistories, every: bool, kw: dict) -> Location:
     """A GTID in binlogs of several histories: looked up in each (with what
     their catalog says, each a BinlogSeries of its own files); the answer
     when exactly one holds it (its ``history`` set), else NotFoundError
@@ -340,7 +355,7 @@ def _locate_in_histories(g: Gtid, path, several: SeveralHistories, every: bool, 
     picks one)."""
     found, missing = [], []
     for h, names in several.groups:
-        with BinlogSeries.from_path(path, history=h, **kw) as logs:
+        with BinlogSeries.from_listing(listing, history=h, **kw) as logs:
             try:
                 found.append(logs.locate(g, every=every)._replace(history=h))
             except NotFoundError as e:
@@ -360,5 +375,6 @@ __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "seek", "parse_offset", "SeveralHistories",
-           "DEFAULT_MAX_RATIO", "fmt", "binlogs_flavor", "first_second", "series_class", "probe", "seek_many",
-           "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile"]
+           "DEFAULT_MAX_RATIO", "fmt", "first_second", "series_class", "probe", "seek_many",
+           "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile", "list_series",
+           "list_path"]

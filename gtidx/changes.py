@@ -133,7 +133,8 @@ class ChangeSource:
         self.storage_options = storage_options
         self.index_root = index_root
         self.history = history
-        self.files = api.list_binlogs(path, storage_options=storage_options)
+        self.listing = api.list_path(path, storage_options)      # once: the GTID and time filters open it
+        self.files = self.listing.files
 
     # -- planning -----------------------------------------------------------------------
     def plan(self) -> list[tuple[str, list | None]]:
@@ -152,8 +153,8 @@ class ChangeSource:
         return [(p, None) for p in files]
 
     def _series(self) -> api.BinlogSeries:
-        return api.BinlogSeries.from_path(self.path, storage_options=self.storage_options,
-                                          index_root=self.index_root, history=self.history)
+        return api.BinlogSeries.from_listing(self.listing, storage_options=self.storage_options,
+                                             index_root=self.index_root, history=self.history)
 
     def _not_older(self, files: list[str], lo) -> list[str]:
         """``files`` without the closed binlogs whose catalog entry says every

@@ -248,6 +248,16 @@ class FsspecStore:
             return "directory"
         return self._kind(path)
 
+    def look(self, path: str) -> tuple[str | None, "RemoteFile | None"]:
+        """``kind(path)`` and, for an object, the object open (``RemoteFile``:
+        its size and ETag from that same HEAD), with one HEAD at most: the
+        listing that asks what a URL names opens the object it names once."""
+        if path.endswith("/"):
+            return "directory", None
+        info = self._call(path, self.fs.info, path, none_if_missing=True)
+        kind = None if info is None else info.get("type")
+        return kind, RemoteFile(self, path, info) if kind == "file" else None
+
     def _kind(self, path: str) -> str | None:
         info = self._call(path, self.fs.info, path, none_if_missing=True)
         return None if info is None else info.get("type")

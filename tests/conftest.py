@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import zlib
 from pathlib import Path
 
@@ -199,3 +200,25 @@ def copy_set(tmp_path: Path, scenario: Path, build: bool = True) -> Path:
         for f in api.list_binlogs(d):
             build_index(f, page_size=256, span_min=4096, max_ratio=None, force=True)
     return d
+
+
+def count_listings(monkeypatch) -> list:
+    """The paths listed (``list_files`` called from outside itself: a
+    directory's ``*.index`` listed on the way is the same listing), from
+    every module that calls it."""
+    from gtidx.series import listing
+    real = listing.list_files
+    listed, depth = [], [0]
+
+    def counting(path, store, listings, *kind):
+        if depth[0] == 0:
+            listed.append(path)
+        depth[0] += 1
+        try:
+            return real(path, store, listings, *kind)
+        finally:
+            depth[0] -= 1
+    for name, module in list(sys.modules.items()):
+        if name.startswith("gtidx") and getattr(module, "list_files", None) is real:
+            monkeypatch.setattr(module, "list_files", counting)
+    return listed

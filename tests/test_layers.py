@@ -13,7 +13,7 @@ parsed with ``ast``; nothing imported):
   they say what and why;
 - gtidx/records.py is gone;
 - the flavor of binlogs is decided in one place: only gtidx/series/listing.py
-  and the façade gtidx/api.py call ``file_flavor`` / ``binlogs_flavor``,
+  and the façade gtidx/api.py call ``file_flavor`` / ``flavor_of_files``,
   compare with a flavor string (``== "mysql"``) or branch on a ``.mysql`` flag.
 
 Each checker is a function of (root, package) returning the violations as
@@ -34,7 +34,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 600
 FLAVOR_DECIDERS = ("gtidx/series/listing.py", "gtidx/api.py")
-FLAVOR_CALLS = ("file_flavor", "binlogs_flavor")
+FLAVOR_CALLS = ("file_flavor", "flavor_of_files")
 FLAVOR_STRINGS = ("mysql", "mariadb")
 FLAVOR_TESTS = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)   # not ``in``: "mariadb" in a version string reads bytes
 ISSUE = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
@@ -239,7 +239,7 @@ def issue_mentions(root: Path, package: str) -> list[str]:
 
 def flavor_decisions(root: Path, package: str, deciders=FLAVOR_DECIDERS) -> list[str]:
     """Places outside ``deciders`` that decide a flavor: calls of
-    file_flavor / binlogs_flavor, comparisons with "mysql" / "mariadb", and
+    file_flavor / flavor_of_files, comparisons with "mysql" / "mariadb", and
     branches on a ``.mysql`` attribute (if, while, ``x if c else y``, and / or,
     not). Defining the functions, or a class stating its own flavor
     (``flavor = "mysql"``), is no decision."""
@@ -385,20 +385,20 @@ def test_checker_finds_issue_mentions(tmp_path):
 def test_checker_finds_flavor_decisions(tmp_path):
     root = fake(tmp_path, {
         "gtidx/__init__.py": "",
-        "gtidx/api.py": "def f(p):\n    return binlogs_flavor(p) == 'mysql'\n",
+        "gtidx/api.py": "def f(p):\n    return flavor_of_files(p) == 'mysql'\n",
         "gtidx/series/listing.py": "def g(p):\n    return file_flavor(p)\n",
         "gtidx/binlog/mysql.py": "class B:\n    flavor = 'mysql'\n\ndef file_flavor(p):\n    return 'mysql'\n",
         "gtidx/show.py": "def ok(u):\n    return u.scheme not in ('mysql', 'mariadb')\n",
         "gtidx/binlog/mariadb.py": "def is_mariadb(v):\n    return 'mariadb' in v.lower()\n",
         "gtidx/spark/x.py": ("from gtidx import api\n"
                              "def h(p, w, b):\n"
-                             "    if api.binlogs_flavor(p) == 'mysql':\n"
+                             "    if api.flavor_of_files(p) == 'mysql':\n"
                              "        pass\n"
                              "    if w.mysql:\n"
                              "        pass\n"
                              "    return b.flavor != \"mariadb\"\n")})
     assert flavor_decisions(root, "gtidx") == [
-        "gtidx/spark/x.py:3: calls api.binlogs_flavor(p)",
-        "gtidx/spark/x.py:3: compares with a flavor: api.binlogs_flavor(p) == 'mysql'",
+        "gtidx/spark/x.py:3: calls api.flavor_of_files(p)",
+        "gtidx/spark/x.py:3: compares with a flavor: api.flavor_of_files(p) == 'mysql'",
         "gtidx/spark/x.py:5: branches on the flavor: w.mysql",
         "gtidx/spark/x.py:7: compares with a flavor: b.flavor != 'mariadb'"]

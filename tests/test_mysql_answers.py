@@ -19,7 +19,6 @@ import pytest
 from conftest import FIXTURES, ROOT, growing_copy
 from gtidx import api
 from gtidx.errors import EXIT_BAD_INPUT, MySQLBinlogError, NotFoundError, UnsupportedBinlogError
-from gtidx.api import binlogs_flavor as flavor_of
 from gtidx.series.mysql import MysqlSeries, MysqlStateAt
 from gtidx.mysqlgtid import GtidSet, MysqlGtid
 
@@ -53,6 +52,11 @@ def gtidx(*args, warnings: bool = False):
     p = subprocess.run([sys.executable, "-m", "gtidx", *map(str, args)], capture_output=True, text=True, env=env)
     lines = p.stderr.splitlines()
     return p.returncode, p.stdout, lines if warnings else [x for x in lines if not x.startswith("gtidx: warning: ")]
+
+
+def flavor_of(path):
+    """The flavor the façade's one listing decides for ``path``."""
+    return api.list_series(path).flavor
 
 
 def test_flavor_of_the_fixtures():

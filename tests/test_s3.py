@@ -875,3 +875,118 @@ def test_s3_an_entry_made_while_its_binlog_was_written_is_compared_first(s3, tmp
             loc = logs.locate(g)
         assert (Path(loc.file).name, loc.start, loc.end) == (name, start, end), g
     assert any("stale" in r.getMessage() and name in r.getMessage() for r in caplog.records)
+
+
+# -- the flavor of objects ----------------------------------------------------------------------
+
+MYSQL = FIXTURES / "mysql-9.7" / "rotated"
+
+
+def _put(s3, prefix: str, files: dict) -> str:
+    """``files`` ({name: Path or bytes}) as the objects of ``prefix``; its URL."""
+    for name, f in files.items():
+        s3.client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=f if isinstance(f, bytes) else f.read_bytes())
+    return f"s3://{BUCKET}/{prefix}/"
+
+
+def test_s3_flavor_is_read_from_the_newest_object_once(s3, monkeypatch):
+    """A prefix's flavor is its newest object's: one HEAD and one ranged GET
+    of its first 4 KiB at listing, which the series takes over (a seek reads
+    those bytes once in all). MySQL's and MariaDB's alike; an older object is
+    read only when the newest is no binlog."""
+    for prefix, src, pattern, flavor in (("flavor-my", MYSQL, "binlog.0*", "mysql"),
+                                         ("flavor-ma", MULTI, "master-bin.0*", "mariadb")):
+        files = sorted(src.glob(pattern))
+        url = _put(s3, prefix, {f.name: f for f in files})
+        s3.requests()
+        listing = api.list_series(url)
+        reqs = s3.requests()
+        assert listing.flavor == flavor and [h.path for h in listing.heads] == [url + files[-1].name]
+        assert len(reqs) == 3 and "list-type" in reqs[0][1], reqs
+        assert [(m, p) for m, p, _ in reqs[1:]] == [("HEAD", f"/{BUCKET}/{prefix}/{files[-1].name}"),
+                                                    ("GET", f"/{BUCKET}/{prefix}/{files[-1].name}")], reqs
+        gtid = str(next(iter(api.scan(str(files[-1]))[1])).gtid)
+        ranges = _counted(monkeypatch)
+        got, want = api.seek(gtid, url), api.seek(gtid, str(src))
+        assert (Path(got.file).name, got.start, got.end, got.via) == (Path(want.file).name, want.start, want.end,
+                                                                      want.via)
+        assert [(s, e) for p, s, e, _ in ranges if p == url + files[-1].name].count((0, 4096)) == 1, ranges
+        monkeypatch.undo()
+        # the newest object no binlog: the one before it tells
+        _put(s3, prefix, {files[-1].name.rsplit(".", 1)[0] + ".999999": b"not a binlog"})
+        assert api.list_series(url).flavor == flavor
+
+
+def test_s3_flavor_of_a_prefix_with_a_catalog_reads_no_binlog(s3):
+    """A catalog describing a listed object as the very one it walked (size
+    and ETag as the LIST shows them) says MariaDB's: the listing reads the
+    catalog (which the series then uses, not read again) and no binlog."""
+    url = _put(s3, "flavor-cat", {f.name: f for f in MULTI.glob("master-bin.0*")})
+    gtidx.build_catalog(url)
+    s3.requests()
+    listing = api.list_series(url)
+    reqs = s3.requests()
+    assert listing.flavor == "mariadb" and listing.heads == () and listing.catalog[1] is not None
+    assert len(reqs) == 2 and "list-type" in reqs[0][1] and reqs[1][1].endswith("/gtidx-catalog.json"), reqs
+    with api.BinlogSeries.from_listing(listing) as logs:
+        assert logs.cataloged(logs.files[0]) is not None
+    assert not s3.requests()
+    # a catalog of MySQL binlogs (every entry unreadable) vouches for nothing: the newest object is read
+    url = _put(s3, "flavor-mycat", {f.name: f for f in MYSQL.glob("binlog.0*")})
+    gtidx.build_catalog(url)
+    assert api.list_series(url).flavor == "mysql"
+
+
+def test_s3_mysql_binlogs_answer_as_locally(s3, tmp_path):
+    """MySQL binlogs in an object store: seek (a GTID, every occurrence, a
+    replica's set), pos, seek --time answer as the same files do locally,
+    by scan and, once built in the store, by their indexes; probe says it is
+    MariaDB's only, one line."""
+    names = sorted(f.name for f in MYSQL.glob("binlog.0*"))
+    url = _put(s3, "mysql", {n: MYSQL / n for n in names})
+    local = tmp_path / "mysql"
+    shutil.copytree(MYSQL, local)
+    oracle = json.loads((MYSQL / "oracle.json").read_text())
+    gtids = [g for f in oracle["files"] for g, _, _ in f["groups"] if g]
+    offsets = [(f["name"], o) for f in oracle["files"] for _, o, _ in f["groups"]][::5]
+
+    def same(a, b):
+        return a._replace(file=a.file.replace(url, str(local) + "/")) == b
+    for via in ("scan", "index"):
+        if via == "index":
+            assert all(not isinstance(r, Exception) for r in gtidx.build(url))
+            assert all(not isinstance(r, Exception) for r in gtidx.build(str(local)))
+        with gtidx.open(url) as remote, gtidx.open(str(local)) as here:
+            assert type(remote).__name__ == "MysqlSeries"
+            for g in gtids[::3]:
+                a, b = remote.locate(g), here.locate(g)
+                assert same(a, b) and a.via == via, (g, a, b)
+            end = here.end_set().one_line()
+            a, b = remote.replica_start(end), here.replica_start(end)
+            assert (a.file.replace(url, str(local) + "/"), a.offset) == (b.file, b.offset)
+            for t in ("@0", "@1795317387"):
+                a, b = remote.at_time(t), here.at_time(t)
+                assert (a.file.replace(url, str(local) + "/"), a.offset) == (b.file, b.offset)
+        for name, off in offsets:
+            assert same(gtidx.state_at(url + name, off), gtidx.state_at(str(local / name), off))
+    got = _cli("seek", "--json", "--gtid", gtids[7], url)
+    assert got.returncode == 0 and json.loads(got.stdout)["file"] == url + Path(api.seek(gtids[7], str(local)).file).name
+    _one_line_error(_cli("probe", url + names[0], "200"), 2, "MySQL binlog", "probe", "not supported yet")
+
+
+def test_s3_a_prefix_mixing_flavors_is_refused_when_the_odd_file_is_read(s3):
+    """The flavor of a prefix is its newest object's; an object of the other
+    flavor is refused, one line, exit 2, when the lookup reads it."""
+    ma = sorted(MULTI.glob("master-bin.0*"))
+    my = sorted(MYSQL.glob("binlog.0*"))
+    url = _put(s3, "mixed-my", {**{f.name: f for f in ma}, "master-bin.000099": my[1]})
+    gtid = str(next(iter(api.scan(str(my[1]))[1])).gtid)
+    assert api.list_series(url).flavor == "mysql"
+    _one_line_error(_cli("seek", "--gtid", gtid, url), 2, "a MariaDB binlog among MySQL binlogs")
+    url = _put(s3, "mixed-ma", {"master-bin.000001": my[1], ma[1].name: ma[1]})
+    assert api.list_series(url).flavor == "mariadb"
+    gtid = str(next(iter(api.scan(str(ma[1]))[1])).gtid)
+    r = _cli("seek", "--gtid", gtid, url)
+    errors = [line for line in r.stderr.splitlines() if not line.startswith("gtidx: warning: ")]   # the others' scans
+    _one_line_error(subprocess.CompletedProcess(r.args, r.returncode, r.stdout, "\n".join(errors)), 2,
+                    "master-bin.000001", "a MySQL binlog among MariaDB binlogs")

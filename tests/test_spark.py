@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, ROOT, copy_set
+from conftest import FIXTURES, ROOT, copy_set, count_listings
 from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
@@ -85,6 +85,26 @@ def test_locate_equals_the_library_row_by_row(spark, tmp_path, scenario, build, 
             assert r.found or r.reason
     assert sum(r.found for r in rows) >= len(values) - 10
     assert sum(not r.found for r in rows) >= 3
+
+
+def test_locate_lists_the_binlogs_once_on_the_driver(spark, tmp_path, monkeypatch):
+    """The driver lists once (the flavor, the catalog's series and the plan
+    share that listing); a Listing given is not listed again. The timings
+    are the planning's and the tasks'."""
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
+    admin.build_catalog(str(d))
+    values = probes(d)[:40]
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    listed = count_listings(monkeypatch)
+    timings: dict = {}
+    rows = gs.locate(spark, df, str(d), timings=timings).collect()
+    assert listed == [str(d)]
+    assert timings["planning_read"] == 0 and timings["files_touched"].value >= 1
+    listing = api.list_series(str(d))
+    listed.clear()
+    again = gs.locate(spark, df, listing).collect()
+    assert listed == []
+    assert sorted(rows) == sorted(again) and len(rows) == len(values)
 
 
 def test_locate_refuses_what_the_library_refuses(spark, tmp_path):

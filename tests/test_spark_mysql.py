@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, count_listings
 from gtidx import admin, api
 from gtidx.errors import GtidxError
 
@@ -71,6 +71,44 @@ def test_locate_on_mysql_binlogs(spark, tmp_path):
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"out": str(tmp_path / "out.parquet"), "rows": 30, "found": 30, "not_found": 0}
+
+
+def test_locate_on_mysql_binlogs_lists_once_on_the_driver(spark, monkeypatch):
+    listed = count_listings(monkeypatch)
+    timings: dict = {}
+    oracle = json.loads((MYSQL / "rotated" / "oracle.json").read_text())
+    values = [oracle["files"][1]["groups"][0][0], f"{UUID}:999999"]
+    rows = gs.locate(spark, spark.createDataFrame([(v,) for v in values], "gtid string"), str(MYSQL / "rotated"),
+                     timings=timings).collect()
+    assert listed == [str(MYSQL / "rotated")]
+    assert timings["planning_read"] == 4 and "per_file" not in timings
+    assert sorted(r.found for r in rows) == [False, True]
+
+
+def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
+    """A prefix of MySQL binlog objects (its flavor read at listing from the
+    newest object): every row is the library's answer on the local files."""
+    pytest.importorskip("s3fs")
+    from tools.s3server import MotoServer
+    moto = MotoServer(tmp_path)
+    try:
+        opts = {"endpoint_url": moto.url, "key": "testing", "secret": "testing"}
+        client = moto.bucket("sparkmysql")
+        src = MYSQL / "rotated"
+        for f in src.glob("binlog.0*"):
+            client.put_object(Bucket="sparkmysql", Key=f"m/{f.name}", Body=f.read_bytes())
+        oracle = json.loads((src / "oracle.json").read_text())
+        values = [g for f in oracle["files"] for g, _, _ in f["groups"] if g][::4] + [f"{UUID}:999999"]
+        rows = gs.locate(spark, spark.createDataFrame([(v,) for v in values], "gtid string"), "s3://sparkmysql/m/",
+                         storage_options=opts).collect()
+        assert len(rows) == len(values)
+        for r in rows:
+            want = expected(str(src), r.gtid)
+            assert (r.found, r.file and os.path.basename(r.file), r.start) == \
+                (want[1], want[2] and os.path.basename(want[2]), want[3]), r
+            assert r.file is None or r.file.startswith("s3://sparkmysql/m/")
+    finally:
+        moto.stop()
 
 
 def test_build_on_mysql_binlogs(spark, tmp_path):

@@ -71,10 +71,11 @@ class Binlog:
     ``PreadBuffer`` ``_mm`` after ``_fill``.
     """
 
-    def __init__(self, path: str | os.PathLike, store=None):
+    def __init__(self, path: str | os.PathLike, store=None, opened=None):
         """``store``: where ``path`` is (a ``storage`` store); by default
         the one its form names (a plain path: local; a URL: fsspec's, with
-        the environment's credentials)."""
+        the environment's credentials). ``opened``: the file already open
+        there (an object the listing opened to read its flavor), taken over."""
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise BadInputError(f"a binlog path must be a str or os.PathLike, not {type(path).__name__}")
         self.path = os.fspath(path)
@@ -87,7 +88,7 @@ class Binlog:
         if store is None:
             store, self.path = storage.resolve(self.path)
         self.store = store
-        self._file = store.open_file(self.path)
+        self._file = store.open_file(self.path) if opened is None else opened
         try:
             self.size = self._file.size
             if self.size == 0:
@@ -533,16 +534,17 @@ class Binlog:
         return state if self.apply_until(state, self.body_start, offset) else None
 
 
-def file_flavor(path: str, store=None) -> str | None:
+def file_flavor(path: str, store=None, opened=None) -> str | None:
     """"mysql" or "mariadb": the server version in a binlog's
     FORMAT_DESCRIPTION (``binlog.is_mariadb``), read alone (its first
     75 bytes: a lookup that a catalog answers opens no ``Binlog`` for this);
-    None when the file is not that (the lookup that needs it says why)."""
+    None when the file is not that (the lookup that needs it says why).
+    ``opened``: the file already open (read from, left open)."""
     if store is None:
         store = storage.LOCAL
     want = len(MAGIC) + EVENT_HEADER.size + FDE_FIXED.size - 5      # up to the server version's end
     try:
-        f = store.open_file(path)
+        f = store.open_file(path) if opened is None else opened
     except (GtidxError, OSError):
         return None
     try:
@@ -552,7 +554,8 @@ def file_flavor(path: str, store=None) -> str | None:
     except (GtidxError, OSError):
         return None
     finally:
-        f.close()
+        if opened is None:
+            f.close()
     etype = EVENT_HEADER.unpack_from(head, len(MAGIC))[1]
     if head[:len(MAGIC)] != MAGIC or etype != FORMAT_DESCRIPTION:
         return None

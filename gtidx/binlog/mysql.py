@@ -102,29 +102,30 @@ class MysqlBinlog(Binlog):
         return super().truncation(last, open_start)
 
     # -- MariaDB's answers: not MySQL's ----------------------------------------
-    def _not_yet(self, what: str) -> MySQLBinlogError:
+    def not_yet(self, what: str) -> MySQLBinlogError:
+        """The error of an answer gtidx gives for MariaDB binlogs only: ``what`` is not supported yet here."""
         return MySQLBinlogError(f"a MySQL binlog (written by server {self.fde.server_version!r}): {what} "
                                 "is not supported yet", path=self.path,
                                 hint="gtidx answers MariaDB binlogs; MySQL support is being built")
 
     @property
     def start_state(self):
-        raise self._not_yet("a MariaDB binlog state")
+        raise self.not_yet("a MariaDB binlog state")
 
     def group_spans(self, start=None):
-        raise self._not_yet("the MariaDB group walk")
+        raise self.not_yet("the MariaDB group walk")
 
     def group_batches(self, span, start=None, previous=0):
-        raise self._not_yet("indexing")
+        raise self.not_yet("indexing")
 
     def group_records(self, start=None):
-        raise self._not_yet("the MariaDB group walk")
+        raise self.not_yet("the MariaDB group walk")
 
     def apply_until(self, state, start, target):
-        raise self._not_yet("the GTID state at an offset")
+        raise self.not_yet("the GTID state at an offset")
 
     def state_at(self, offset):
-        raise self._not_yet("the GTID state at an offset")
+        raise self.not_yet("the GTID state at an offset")
 
     # -- transactions ---------------------------------------------------------
     def gtid_at(self, off: int, etype: int, ln: int) -> GtidFields:

@@ -11,7 +11,7 @@ from .. import storage
 from ..errors import BadInputError, NotFoundError
 from ..index.files import IndexRoot
 from ..inputs import as_int, as_path
-from .listing import Listing, list_files
+from .listing import list_path
 
 
 def same_file(a: str, b: str) -> bool:
@@ -50,14 +50,24 @@ class SeriesShell:
         self.use_index = use_index
         self._names = {os.path.basename(f): f for f in files}
         self._cache = as_int(cache, "cache", 1)
+        self._heads: dict = {}       # path -> the object its listing opened (``take_over``), until opened
+        self.one_flavor = False      # the listing read these files' one flavor: another met is a mix
+
+    def take_over(self, listing) -> None:
+        """What the listing the series is made of opened and read: its open
+        objects (``Listing.heads``), each the series' first open of its
+        file, and whether it read the files' flavor (``one_flavor``)."""
+        self._heads = {h.path: h for h in listing.heads}
+        self.one_flavor = listing.flavor is not None
+
+    def head(self, path: str):
+        """The object ``path`` as its listing opened it, once (None: open it)."""
+        return self._heads.pop(path, None)
 
     @classmethod
     def from_path(cls, path, *, storage_options: dict | None = None, history: int | None = None, **kw):
         """The binlogs of a file, directory or ``*.index`` (or URL): see ``from_listing``."""
-        store, where = storage.resolve(as_path(path), storage_options)
-        listings: dict = {}
-        files = list_files(where, store, listings)
-        return cls.from_listing(Listing(store, where, files, None, listings), storage_options=storage_options,
+        return cls.from_listing(list_path(path, storage_options), storage_options=storage_options,
                                 history=history, **kw)
 
     def __enter__(self):

@@ -5,7 +5,7 @@ states), at most ``cache`` of each."""
 from __future__ import annotations
 
 from ..binlog.mariadb import Binlog
-from ..errors import GtidxError
+from ..errors import GtidxError, MySQLBinlogError
 from ..gtid import BinlogState
 from ..index.files import IndexState, IndexStatus, open_index, stored_facts
 from ..liblog import log
@@ -127,7 +127,8 @@ class FileCache:
         if f is not None:
             self._open.move_to_end(path)
             return f
-        f = SeriesFile(path, self.use_index, self.store, self.index_root, self._bare.pop(path, None))
+        b = self._bare.pop(path, None)
+        f = SeriesFile(path, self.use_index, self.store, self.index_root, self.open_binlog(path) if b is None else b)
         entry = self._catalog.get(path)
         if entry is not None:
             why = entry.problem(f.binlog)
@@ -152,11 +153,27 @@ class FileCache:
         if b is not None:
             self._bare.move_to_end(path)
             return b
-        b = self._bare[path] = Binlog(path, self.store)
+        b = self._bare[path] = self.open_binlog(path)
         if len(self._bare) > self._cache:
             _, old = self._bare.popitem(last=False)
             old.close()
         return b
+
+    def open_binlog(self, path: str) -> Binlog:
+        """``path`` opened (the object its listing opened, when it did). A
+        MySQL binlog in a series whose listing read one flavor (an object
+        store reads one object for it) is the mix it is: a MySQLBinlogError
+        (exit 2) saying so, not "not supported"."""
+        head = self.head(path)
+        try:
+            return Binlog(path, self.store) if head is None else Binlog(path, self.store, head)
+        except MySQLBinlogError as e:
+            if not self.one_flavor or e.offset != 4:       # 4: its FORMAT_DESCRIPTION is a MySQL server's
+                raise
+            raise MySQLBinlogError("a MySQL binlog among MariaDB binlogs: one series is one server's history",
+                                   path=path, offset=4,
+                                   hint="give the files of one server (a directory or binlog.index of its own)"
+                                   ) from None
 
     def binlog(self, path: str) -> Binlog:
         """The open ``Binlog`` of one file of the series (kept open with the

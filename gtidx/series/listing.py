@@ -1,12 +1,30 @@
 """Which binlogs a path names, and their one flavor.
 
 ``list_series`` is the one place both are decided: it lists the files of a
-file, directory, ``*.index`` or URL prefix (``list_files``) and reads, for
-local files, every file's FORMAT_DESCRIPTION (``binlog.mariadb.file_flavor``):
-MariaDB's or MySQL's, a mix of both refused. The façade lists once and
-picks the series class by that flavor. In an object store the files' objects
-are not read for this (a GET each): the flavor is None there, answered as
-MariaDB's, whose answers say what they find.
+file, directory, ``*.index`` or URL prefix (``list_files``) and reads their
+flavor, MariaDB's or MySQL's, from FORMAT_DESCRIPTIONs
+(``binlog.mariadb.file_flavor``). The façade lists once and picks the
+series class by that flavor.
+
+* Local files: every file's FORMAT_DESCRIPTION is read (75 bytes each); a
+  mix of both flavors is refused here.
+* An object store (``objects_flavor``): reading every object is a GET each,
+  so one object stands for the prefix. With a catalog (beside the objects
+  or under ``index_root``) that describes one of the listed objects as the
+  very object it walked (its size and ETag as the LIST shows them, the
+  entry's own: ``IndexMeta.is_object``), the flavor is MariaDB's (a catalog
+  entry is a walked MariaDB binlog) and no object is read: the catalog,
+  loaded here once, is the series' (``Listing.catalog``). Otherwise the
+  newest listed object is opened (one HEAD; for a URL naming one object,
+  the HEAD that asked what it names) and its first 4 KiB are read (one
+  ranged GET): the flavor is its FORMAT_DESCRIPTION's (an older object is
+  read only when the newer one is no binlog), and the series takes that
+  open object over (``Listing.heads``) for its first open of that file,
+  which reads those same first bytes: a lookup that opens the newest file
+  (every one without a catalog does) costs no request more.
+  A mix is refused when the odd file is read: a MySQL object among
+  MariaDB's, or the reverse, is an UnsupportedBinlogError (exit 2) of the
+  series that meets it.
 """
 from __future__ import annotations
 
@@ -29,9 +47,12 @@ class Listing(NamedTuple):
     store: object            # the storage.Store they are in
     path: str                # the path as resolved in ``store``
     files: list              # the binlog files, in binlog order
-    flavor: str | None       # "mariadb", "mysql", or None: not known (nothing readable; an object store)
+    flavor: str | None       # "mariadb", "mysql", or None: not known (nothing readable)
     listings: dict           # the LISTs of prefixes made on the way ({directory: {name: (size, ETag)}})
     error: GtidxError | None = None    # why the path could not be listed (then no files, no flavor)
+    heads: tuple = ()        # objects opened here, their first bytes read (the flavor): the series takes them over
+    catalog: tuple | None = None   # (index_root, Catalog or None, CorruptCatalogError or None): the catalog
+                                   # looked for here (an object-store prefix), None: not looked for
 
     def checked(self) -> "Listing":
         """This listing, once it is known to have listed: else its error, raised
@@ -40,30 +61,84 @@ class Listing(NamedTuple):
             raise self.error
         return self
 
+    def one_file(self) -> "Listing":
+        """This listing as the one file its path names (``state_at``,
+        ``probe``): the path itself, whatever it listed (a directory or
+        ``*.index`` is then read as a binlog, and says it is none)."""
+        return self._replace(files=[self.path], heads=tuple(h for h in self.heads if h.path == self.path))
 
-def list_series(path, storage_options: dict | None = None) -> Listing:
+
+def list_series(path, storage_options: dict | None = None, *, index_root=None, catalog: bool = True) -> Listing:
     """The binlogs of ``path`` (a file, directory, ``*.index`` or URL) and
-    their one flavor (see ``flavor_of_files``), listed once. A path that
-    cannot be resolved or listed is not an error here: the Listing holds it
-    (``error``, flavor None) and the series made of it raises it
-    (``Listing.checked``), after the caller checked its other arguments, as
-    it always has. A mix of flavors is raised here."""
+    their one flavor (see the module: ``flavor_of_files``, ``objects_flavor``),
+    listed once. A path that cannot be resolved or listed is not an error
+    here: the Listing holds it (``error``, flavor None) and the series made
+    of it raises it (``Listing.checked``), after the caller checked its
+    other arguments, as it always has. A mix of local flavors is raised
+    here. ``index_root`` and ``catalog`` (False: the series will not use
+    one): where an object-store prefix's catalog is looked for."""
     try:
         store, where = storage.resolve(as_path(path), storage_options)
         listings: dict = {}
-        files = list_files(where, store, listings)
+        if not store.remote:
+            files = list_files(where, store, listings)
+        else:
+            kind, head = store.look(where)
+            files = list_files(where, store, listings, kind)
     except GtidxError as e:
         return Listing(None, path, [], None, {}, e)
-    return Listing(store, where, files, flavor_of_files(files, store, where), listings)
+    if not store.remote:
+        return Listing(store, where, files, flavor_of_files(files, store, where), listings)
+    listing = Listing(store, where, files, None, listings, heads=(head,) if files == [where] and head else ())
+    return objects_flavor(listing, index_root, storage_options, catalog)
+
+
+def objects_flavor(listing: Listing, index_root, storage_options: dict | None, catalog: bool) -> Listing:
+    """``listing`` of objects with its flavor (see the module): MariaDB's
+    when the prefix's catalog vouches for one of its objects (the catalog
+    kept in it), else the newest object's that is a binlog, read from its
+    head (the open objects kept in it); None when none can be read (the
+    series' reads say why)."""
+    store, files, looked = listing.store, listing.files, None
+    directory = store.split(files[0])[0]
+    names = listing.listings.get(directory)
+    if catalog and names is not None and all(store.split(f)[0] == directory for f in files):
+        from .. import catalog as catalogs
+        from ..errors import CorruptCatalogError
+        from ..index.files import IndexRoot
+        found = damaged = None
+        if index_root is not None or catalogs.NAME in names:      # the LIST shows whether it is beside them
+            root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"), storage_options)
+            try:
+                found = catalogs.Catalog.load(store, directory, root)
+            except CorruptCatalogError as e:
+                damaged = e
+        looked = (index_root, found, damaged)
+        if found is not None and any(e.fingerprint().is_object(*names.get(name, (None, None)))
+                                     for name, e in found.entries().items()):
+            return listing._replace(flavor="mariadb", catalog=looked)
+    heads = {h.path: h for h in listing.heads}
+    opened = []
+    for f in reversed(files):           # the newest; an older one only where a newer one is no binlog
+        head = heads.get(f)
+        try:
+            if head is None:
+                head = store.open(f)
+            head.pread(1 << head.CHUNK_SHIFT, 0)      # the first chunk: what a binlog's open reads first
+        except (GtidxError, OSError):
+            break                       # unreadable: the series' read of it says why
+        opened.append(head)
+        flavor = file_flavor(f, store, head)
+        if flavor is not None:
+            return listing._replace(flavor=flavor, heads=tuple(opened), catalog=looked)
+    return listing._replace(heads=tuple(opened), catalog=looked)
 
 
 def flavor_of_files(files: list, store, where: str) -> str | None:
     """"mysql" when the local ``files`` are MySQL binlogs, "mariadb" when
-    MariaDB's, None when not known (none readable, or they are objects of a
-    store: not read for this). A mix of both is an UnsupportedBinlogError
-    (exit 2) naming one file of each (``where``: the path given)."""
-    if store.remote:
-        return None
+    MariaDB's, None when not known (none readable). A mix of both is an
+    UnsupportedBinlogError (exit 2) naming one file of each (``where``: the
+    path given). Objects of a store: ``objects_flavor``."""
     seen: dict[str, str] = {}
     for f in files:
         flavor = file_flavor(f, store)
@@ -77,21 +152,15 @@ def flavor_of_files(files: list, store, where: str) -> str | None:
     return next(iter(seen), None)
 
 
-def binlogs_flavor(path, storage_options: dict | None = None) -> str | None:
-    """"mysql" when the binlogs of ``path`` (a file, directory or
-    ``binlog.index``) are MySQL's, "mariadb" when MariaDB's, None when that is
-    not known here (nothing listed or readable; a URL: its objects are not
-    read for this, MariaDB's answers say what they find). Every local file's
-    FORMAT_DESCRIPTION is read: a mix of both is an UnsupportedBinlogError
-    (exit 2) naming one file of each."""
-    try:
-        store, where = storage.resolve(as_path(path), storage_options)
-        if store.remote:
-            return None             # not listed either: nothing read for a flavor not decided
-        files = list_files(where, store, {})
-    except GtidxError:
-        return None
-    return flavor_of_files(files, store, where)
+def list_path(path, storage_options: dict | None = None) -> Listing:
+    """The binlogs of ``path`` listed (``list_files``), their flavor not
+    read (None): what a series whose class is already chosen is made of
+    (``SeriesShell.from_path``; Spark's changes source, MariaDB's). What
+    the listing fails with is raised."""
+    store, where = storage.resolve(as_path(path), storage_options)
+    listings: dict = {}
+    files = list_files(where, store, listings)
+    return Listing(store, where, files, None, listings)
 
 
 def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None, store=None) -> list[str]:
@@ -107,12 +176,14 @@ def list_binlogs(path: str | os.PathLike, *, storage_options: dict | None = None
     return list_files(path, store, {})
 
 
-def list_files(path: str, store, listings: dict) -> list[str]:
+def list_files(path: str, store, listings: dict, kind: str | None = None) -> list[str]:
     """``list_binlogs`` of a path already resolved in ``store``; the LIST of a prefix it makes (an object store's
     directory) is kept in ``listings`` ({directory: {name: (size, ETag)}},
     ``FsspecStore.listing``): ``use_catalog`` checks the catalog's entries
-    against it without listing again."""
-    kind = store.kind(path)
+    against it without listing again. ``kind``: ``store.kind(path)`` when
+    already known (None: asked here)."""
+    if kind is None:
+        kind = store.kind(path)
     if kind == "directory":
         try:
             if store.remote:

@@ -11,10 +11,9 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..binlog.mariadb import GTID, MAGIC, Binlog
-from ..errors import BadInputError, CorruptBinlogError, CorruptCatalogError, GtidxError, NotFoundError
+from ..errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
 from ..gtid import BinlogState, Gtid, Position
-from ..index.files import IndexRoot
-from ..inputs import as_gtid, as_path, as_position, first_second, parse_offset, parse_time
+from ..inputs import as_gtid, as_position, first_second, parse_offset, parse_time
 from ..liblog import log
 from .base import SeriesShell
 from .facts import Facts
@@ -22,7 +21,7 @@ from .files import FileCache, SeriesFile
 from .listing import Listing
 from .planner import LocatePlan, NoFile, Planner, PlanTable
 from .results import Location, Occurrence, Probe, ReplicaStart, StateAt, TimePoint
-from .trust import CatalogTrust
+from .trust import CatalogTrust, listed_catalog
 
 if TYPE_CHECKING:
     from .. import catalog
@@ -74,22 +73,14 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                      **kw) -> "BinlogSeries":
         """``from_path`` of binlogs already listed (``listing.list_series``:
         the façade lists once, and picks this class by their flavor)."""
-        store, path, files, _, listings, _ = listing.checked()
-        found = None
-        if kw.get("use_index", True) and files != [path]:
-            directory = store.split(files[0])[0]
-            if all(store.split(f)[0] == directory for f in files):
-                root = kw.get("index_root")
-                root = None if root is None else IndexRoot(as_path(root, "index_root"), storage_options)
-                from .. import catalog
-                try:
-                    found = catalog.Catalog.load(store, directory, root)
-                except CorruptCatalogError as e:
-                    log.warning("%s: %s; not used, the binlogs are read instead (%s)", e.path, e.message, e.hint)
+        listing = listing.checked()
+        store, files = listing.store, listing.files
+        found = listed_catalog(listing, kw.get("index_root"), storage_options) if kw.get("use_index", True) else None
         series = cls(files, store=store, storage_options=storage_options, **kw)
+        series.take_over(listing)
         if found is not None or history is not None:
             try:
-                series.use_catalog(found, history, listings=listings)
+                series.use_catalog(found, history, listings=listing.listings)
             except BaseException:
                 series.close()
                 raise

@@ -3,9 +3,10 @@ offset, where an auto-positioned replica starts.
 
 ``api``'s entry points (``seek``, ``state_at``, ``states_at``, ``seek_many``,
 ``open_binlogs``) list the binlogs they are given once and read their flavor
-(``series.listing.list_series``: every file's FORMAT_DESCRIPTION) and hand
-MySQL's to this module; a series mixing MariaDB and MySQL binlogs is refused
-there. The
+(``series.listing.list_series``: every local file's FORMAT_DESCRIPTION, in
+an object store the newest object's) and hand MySQL's to this module; local
+files mixing MariaDB and MySQL binlogs are refused there, an object of the
+other flavor when it is read (``_series_error``). The
 answers are typed as ``api``'s (``Location``, ``ReplicaStart``) with MySQL's
 values in them (``MysqlGtid``, ``GtidSet``), and ``MysqlStateAt`` for a set at
 an offset:
@@ -45,10 +46,9 @@ import os
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
-from .. import storage
-from ..inputs import as_path, first_second, parse_offset, parse_time
+from ..inputs import first_second, parse_offset, parse_time
 from .base import SeriesShell
-from .listing import Listing, list_files
+from .listing import Listing, list_path
 from .results import Location, ReplicaStart, TimePoint
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
@@ -139,8 +139,8 @@ class MysqlSeries(SeriesShell):
         a catalog's; MySQL binlogs have no catalog yet: refused when given.)"""
         if history is not None:
             raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
-        store, where = storage.resolve(as_path(path), storage_options)
-        return cls(list_files(where, store, {}), store=store, storage_options=storage_options, **kw)
+        listing = list_path(path, storage_options)
+        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
 
     @classmethod
     def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
@@ -149,7 +149,9 @@ class MysqlSeries(SeriesShell):
         if history is not None:
             raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
         listing = listing.checked()
-        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
+        series = cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
+        series.take_over(listing)
+        return series
 
     def close(self) -> None:
         for _, status in self._indexes.values():
@@ -168,7 +170,8 @@ class MysqlSeries(SeriesShell):
             self._open.move_to_end(path)
             return b
         try:
-            b = MysqlBinlog(path, self.store)
+            head = self.head(path)
+            b = MysqlBinlog(path, self.store) if head is None else MysqlBinlog(path, self.store, head)
         except UnsupportedBinlogError as e:
             if isinstance(e, MySQLBinlogError) or e.offset != 4 or "MariaDB" not in e.message:
                 raise
@@ -290,6 +293,13 @@ class MysqlSeries(SeriesShell):
             raise NotFoundError("not the start of an event", path=b.path, offset=offset,
                                 hint="inside an event, or in a last event not yet whole")
         return MysqlStateAt(b.path, offset, cur, via)
+
+    def probe(self, file, offset) -> None:
+        """``gtidx probe`` is MariaDB's only: on a MySQL binlog, a
+        MySQLBinlogError (exit 2) saying so, once the offset and the file
+        are checked."""
+        parse_offset(offset)
+        raise self.opened(self.resolve(file)).not_yet("probe (the event boundaries around an offset)")
 
     def _walk(self, b: MysqlBinlog, start: int, cur: GtidSet, target: int) -> bool:
         """Add to ``cur`` every GTID whose event lies in [start, target),

@@ -8,13 +8,42 @@ import os
 from typing import TYPE_CHECKING
 
 from ..binlog.mariadb import Binlog
-from ..errors import BadInputError, GtidxError
-from ..inputs import as_int
+from ..errors import BadInputError, CorruptCatalogError, GtidxError
+from ..index.files import IndexRoot
+from ..inputs import as_int, as_path
 from ..liblog import log
 from .results import SeveralHistories
 
 if TYPE_CHECKING:
     from .. import catalog
+
+
+def listed_catalog(listing, index_root, storage_options: dict | None) -> "catalog.Catalog | None":
+    """The catalog of the binlogs of ``listing`` (``listing.list_series``'s):
+    the one it loaded (an object-store prefix's, for its flavor) when it
+    looked under this ``index_root``, else loaded now; None when there is
+    none, the files are one alone or in several directories, or it is
+    damaged (a warning: the binlogs are read instead)."""
+    store, path, files = listing.store, listing.path, listing.files
+    if files == [path]:
+        return None
+    directory = store.split(files[0])[0]
+    if any(store.split(f)[0] != directory for f in files):
+        return None
+    if listing.catalog is not None and listing.catalog[0] == index_root:
+        found, damaged = listing.catalog[1:]
+    else:
+        from .. import catalog
+        root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"), storage_options)
+        found = damaged = None
+        try:
+            found = catalog.Catalog.load(store, directory, root)
+        except CorruptCatalogError as e:
+            damaged = e
+    if damaged is not None:
+        log.warning("%s: %s; not used, the binlogs are read instead (%s)", damaged.path, damaged.message,
+                    damaged.hint)
+    return found
 
 
 class CatalogTrust:

@@ -41,7 +41,7 @@ files x GTIDs:
 Each row's answer is what ``gtidx.open(binlogs).locate(gtid)`` gives (a
 position with several domains: ``replica_start``), found or not.
 
-MySQL binlogs (``api.binlogs_flavor``): the driver reads each file's
+MySQL binlogs (the flavor of ``api.list_series``): the driver reads each file's
 Previous_gtids, a row goes to the file holding its GTID (or, a GTID set, to
 a replica's start file), and one task per file answers them
 (``MysqlSeries.locate_many``: one pass over the file; ``replica_start``).

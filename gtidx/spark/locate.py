@@ -215,7 +215,7 @@ def _answer_group(key, table, files: list[str], pass_per_byte: float, plan: Plan
     return out
 
 
-def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str | None = None,
+def locate(spark: SparkSession, gtids: DataFrame, binlogs: "str | api.Listing", *, column: str | None = None,
            timings: dict | None = None, pass_per_byte: float = PASS_PER_BYTE,
            storage_options: dict | None = None, index_root: str | None = None,
            history: int | None = None, warnings=None) -> DataFrame:
@@ -223,8 +223,10 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     one GTID per domain, in ``column``: default the only column, or ``gtid``)
     against the binlogs at ``binlogs`` (a directory, a master-bin.index, a
     file; or a URL, ``s3://bucket/prefix/``, read by the executors themselves
-    with ``storage_options``; ``index_root``: indexes kept apart, as in
-    ``gtidx.open``). One output row per input row, in LOCATE_SCHEMA.
+    with ``storage_options``; or ``api.list_series``'s listing of them, not
+    listed again; ``index_root``: indexes kept apart, as in ``gtidx.open``).
+    They are listed once, on the driver. One output row per input row, in
+    LOCATE_SCHEMA.
 
     When the binlogs have a catalog (``gtidx catalog build``), planning takes
     each file's summary from its entry, as ``gtidx.open`` does (read on the
@@ -248,13 +250,14 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     them on the driver once an action has run."""
     t0 = time.perf_counter()
     sc = spark.sparkContext
-    kind = api.series_class(api.list_series(binlogs, storage_options).flavor)   # the façade picks the series
+    listing = binlogs if isinstance(binlogs, api.Listing) else \
+        api.list_series(binlogs, storage_options, index_root=index_root)
+    kind = api.series_class(listing.flavor)      # the façade picks the series
+    where = Where(storage_options, index_root, kind, warnings)
     other = _LOCATE_BY_SERIES.get(kind)
     if other is not None:
-        return other(spark, gtids, binlogs, column, timings, pass_per_byte,
-                     Where(storage_options, index_root, kind, warnings), history, t0)
-    where = Where(storage_options, index_root, kind, warnings)
-    with where.open(binlogs, history) as series:
+        return other(spark, gtids, listing, column, timings, pass_per_byte, where, history, t0)
+    with where.open_listing(listing, history) as series:
         files = series.files
         last = files[-1]
         known = {}
@@ -265,8 +268,6 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
                 entry = None          # unreadable: the summary job says so (UNKNOWN), as without a catalog
             if entry is not None:
                 known[f] = entry
-    if column is None:
-        column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
     todo = [f for f in files if f not in known]
     summaries = [summary_of_entry(f, e, f == last) for f, e in known.items()]
     if todo:
@@ -275,31 +276,48 @@ def locate(spark: SparkSession, gtids: DataFrame, binlogs: str, *, column: str |
     by_file = {f: (start, end, ranges) for f, start, end, ranges in summaries}
     plan = Plan(files, [by_file[f][0] for f in files], by_file[last][1], [by_file[f][2] for f in files],
                  {f: e.raw for f, e in known.items()})
+
+    def answer(key, table, p):
+        return _answer_group(key, table, files, pass_per_byte, p, where)
+    return _planned(spark, gtids, column, plan, len(todo), answer, timings, t0, timed=True)
+
+
+def _planned(spark: SparkSession, gtids: DataFrame, column: str | None, plan, read: int, answer,
+             timings: dict | None, t0: float, *, timed: bool) -> DataFrame:
+    """The tail of either flavor's ``locate``, once its ``plan`` is made
+    (``read``: the files the planning read): the plan broadcast, one task
+    per file (``task_count``, ``partition_codes``), the planning's timings,
+    and the two stages (``_shuffled``) over ``column`` of ``gtids``, each
+    file's rows answered by ``answer(key, table, plan)``. ``timed``: the
+    per-file and assignment timings are taken too (see ``locate``)."""
+    sc = spark.sparkContext
+    if column is None:
+        column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
     bplan = sc.broadcast(plan)
-    n = task_count(sc, len(files))
-    codes = partition_codes(n, len(files))
+    n = task_count(sc, len(plan.files))
+    codes = partition_codes(n, len(plan.files))
     if timings is not None:
         timings["planning_s"] = time.perf_counter() - t0
-        timings["planning_read"] = len(todo)
+        timings["planning_read"] = read
 
-    assign_time = (sc.accumulator(0.0), sc.accumulator(0.0)) if timings is not None else None
-    if timings is not None:
+    assign_time = (sc.accumulator(0.0), sc.accumulator(0.0)) if timings is not None and timed else None
+    if assign_time is not None:
         spent, cpu, touched_files = sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0)
         timings["per_file"], timings["per_file_cpu"], timings["files_touched"] = spent, cpu, touched_files
         timings["assign_s"], timings["assign_cpu"] = assign_time
 
-        def answer(key, table):
+        def answered(key, table):
             t, c = time.perf_counter(), time.process_time()
-            out = _answer_group(key, table, files, pass_per_byte, bplan.value, where)
+            out = answer(key, table, bplan.value)
             if key[0].as_py() is not None:
                 spent.add(time.perf_counter() - t)
                 cpu.add(time.process_time() - c)
                 touched_files.add(1)
             return out
     else:
-        def answer(key, table):
-            return _answer_group(key, table, files, pass_per_byte, bplan.value, where)
-    return _shuffled(gtids.select(gtids[column].cast("string")), bplan, codes, n, answer, assign_time)
+        def answered(key, table):
+            return answer(key, table, bplan.value)
+    return _shuffled(gtids.select(gtids[column].cast("string")), bplan, codes, n, answered, assign_time)
 
 
 def _shuffled(values: DataFrame, bplan, codes: list[int], n: int, answer, assign_time=None) -> DataFrame:
@@ -326,15 +344,15 @@ def _shuffled(values: DataFrame, bplan, codes: list[int], n: int, answer, assign
         .mapInArrow(lambda batches: per_file(batches, answer), LOCATE_SCHEMA)
 
 
-def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: str | None, timings: dict | None,
-                  pass_per_byte: float, where: Where, history: int | None, t0: float) -> DataFrame:
+def _locate_mysql(spark: SparkSession, gtids: DataFrame, listing: api.Listing, column: str | None,
+                  timings: dict | None, pass_per_byte: float, where: Where, history: int | None,
+                  t0: float) -> DataFrame:
     """``locate`` on MySQL binlogs: the driver reads each file's
     Previous_gtids (its preamble) and the rows are assigned with them
     (``MysqlPlan``); one task per file answers its rows with
     ``MysqlSeries.locate_many`` (one pass over the file) and
     ``replica_start``. The answers are ``gtidx.open(binlogs)``'s."""
-    sc = spark.sparkContext
-    with where.open(binlogs, history) as series:
+    with where.open_listing(listing, history) as series:
         files = series.files
         prevs = []
         for f in files:
@@ -342,19 +360,10 @@ def _locate_mysql(spark: SparkSession, gtids: DataFrame, binlogs: str, column: s
                 prevs.append(series.previous_gtids(f).one_line())
             except GtidxError:
                 prevs.append(None)          # its task gives the error
-    if column is None:
-        column = "gtid" if "gtid" in gtids.columns else gtids.columns[0]
-    plan = MysqlPlan(files, prevs)
-    bplan = sc.broadcast(plan)
-    n = task_count(sc, len(files))
-    codes = partition_codes(n, len(files))
-    if timings is not None:
-        timings["planning_s"] = time.perf_counter() - t0
-        timings["planning_read"] = len(files)
 
-    def answer(key, table):
-        return _answer_rows_group(key, table, files, pass_per_byte, bplan.value, where)
-    return _shuffled(gtids.select(gtids[column].cast("string")), bplan, codes, n, answer)
+    def answer(key, table, p):
+        return _answer_rows_group(key, table, files, pass_per_byte, p, where)
+    return _planned(spark, gtids, column, MysqlPlan(files, prevs), len(files), answer, timings, t0, timed=False)
 
 
 # The series whose binlogs Spark answers otherwise than MariaDB's (the series

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 
+from .. import api
 from .indexes import build
 from .locate import locate
 from .session import session
@@ -108,14 +109,15 @@ def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "lo
     and ``history`` as for ``locate``), written to ``out`` (parquet,
     overwritten); (rows, found). ``progress``: called with a SparkProgress as
     phases and tasks advance."""
-    Where(storage_options, index_root).open(binlogs, history).close()   # several histories: before Spark starts
+    listing = api.list_series(binlogs, storage_options, index_root=index_root)   # once: locate plans on it
+    Where(storage_options, index_root).open_listing(listing, history).close()   # several histories: before Spark
     watch = _Watch(progress)
     spark = session(master)
     try:
         watch.attach(spark.sparkContext)
         watch.enter("planning")
         warned = warnings_accumulator(spark.sparkContext)
-        df = locate(spark, read_gtids(spark, gtids_path), binlogs, storage_options=storage_options,
+        df = locate(spark, read_gtids(spark, gtids_path), listing, storage_options=storage_options,
                     index_root=index_root, history=history, warnings=warned)
         watch.enter("locating")
         df.write.mode("overwrite").parquet(out)

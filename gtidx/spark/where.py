@@ -38,11 +38,13 @@ class Where(NamedTuple):
         _ToDriver.route(self.warnings)
         return (self.kind or api.BinlogSeries)(files, storage_options=self.storage_options, index_root=self.index_root)
 
-    def open(self, binlogs: str, history: int | None = None) -> api.BinlogSeries:
-        """The binlogs at ``binlogs`` with their catalog, as ``gtidx.open`` has them."""
+    def open_listing(self, listing: api.Listing, history: int | None = None) -> api.BinlogSeries:
+        """The binlogs of ``listing`` (``api.list_series``'s: listed once, on
+        the driver) with their catalog, as ``gtidx.open`` has them. The
+        listing is not kept: executors open ``series(files)``."""
         _ToDriver.route(self.warnings)
-        return (self.kind or api.BinlogSeries).from_path(binlogs, storage_options=self.storage_options,
-                                                         index_root=self.index_root, history=history)
+        return (self.kind or api.BinlogSeries).from_listing(listing, storage_options=self.storage_options,
+                                                            index_root=self.index_root, history=history)
 
 
 class _ListParam(AccumulatorParam):
