@@ -26,11 +26,10 @@ series class by that flavor.
   MariaDB's, or the reverse, is an UnsupportedBinlogError (exit 2) of the
   series that meets it.
 """
-from __future__ import annotations
-
 import os
 import re
-from typing import NamedTuple
+from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
+#                                 would compile each field's annotation string at import)
 
 from .. import storage
 from ..binlog.mariadb import file_flavor
