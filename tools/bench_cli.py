@@ -54,7 +54,9 @@ def bench_batch(args) -> dict:
     and over): its peak RSS (``_PEAK_RSS``) and lookups/s. With ``--baseline
     DIR`` (another checkout, its C extension built), every run is made by
     both checkouts in turn, interleaved, so that the machine's noise hits
-    both alike."""
+    both alike; each on its own copy of the fixture, indexed by its own
+    gtidx (a checkout may not read what another stores with its indexes,
+    and would then judge them as a server's, with other work)."""
     import shutil
     import tempfile
     src = HERE.parent / "fixtures" / "mariadb-10.11" / "multifile"
@@ -65,24 +67,35 @@ def bench_batch(args) -> dict:
     # current directory first on the module path), with the checkout alone on PYTHONPATH
     envs = {name: dict(os.environ, PYTHONPATH=str(root)) for name, root in checkouts.items()}
     with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp) / "multifile"
-        shutil.copytree(src, d)
-        subprocess.run(gtidx_cmd + ["build", "-q", str(d)], check=True, capture_output=True, env=envs["this"],
-                       cwd=tmp)
+        # each checkout its own copy, indexed by its own gtidx: what each stores with an index
+        # (its fingerprint's layout) is read by that checkout, as a user's indexes are
+        dirs = {c: Path(tmp) / c / "multifile" for c in checkouts}
+        for c, d in dirs.items():
+            shutil.copytree(src, d)
+            subprocess.run(gtidx_cmd + ["build", "-q", str(d)], check=True, capture_output=True, env=envs[c],
+                           cwd=tmp)
         gtids = [g for f in oracle["files"] for g, _, _ in f["groups"]]
-        offsets = [f"{d / f['name']} {off}" for f in oracle["files"] for off, _ in f["pos"]]
-        jobs = {"seek --from": (["seek", "--json", "--from", str(d / "gtids.txt"), str(d)], gtids),
-                "pos --from": (["pos", "--json", "--from", str(d / "offsets.txt")], offsets)}
+
+        def offsets(d: Path) -> list:
+            return [f"{d / f['name']} {off}" for f in oracle["files"] for off, _ in f["pos"]]
+        # per batch: the command of a checkout (its copy), the lines of a checkout
+        jobs = {"seek --from": (lambda d: ["seek", "--json", "--from", str(d / "gtids.txt"), str(d)],
+                                lambda d: gtids),
+                "pos --from": (lambda d: ["pos", "--json", "--from", str(d / "offsets.txt")], offsets)}
         report = {"machine": machine(), "repeat": args.repeat, "runs": args.runs, "rss_lines": args.rss_lines,
                   "checkouts": {name: str(root) for name, root in checkouts.items()}, "batches": {}}
         out = Path(tmp) / "out.txt"
-        for name, (cmd, one) in jobs.items():
+        d = dirs["this"]
+        for name, (command, lines_of) in jobs.items():
+            cmds = {c: command(dirs[c]) for c in checkouts}
+            for c in checkouts:
+                Path(cmds[c][3]).write_text("\n".join(lines_of(dirs[c]) * args.repeat) + "\n")
+            one = lines_of(d)
             lines = one * args.repeat
-            Path(cmd[3]).write_text("\n".join(lines) + "\n")
             times, cpus, got = {c: [] for c in checkouts}, {c: [] for c in checkouts}, None
             for _ in range(args.runs):
                 for c in checkouts:
-                    seconds, cpu, _, _ = _measured(gtidx_cmd + cmd, envs[c], out)
+                    seconds, cpu, _, _ = _measured(gtidx_cmd + cmds[c], envs[c], out)
                     times[c].append(seconds)
                     cpus[c].append(cpu)
                     answers = out.read_text().splitlines()
@@ -110,10 +123,11 @@ def bench_batch(args) -> dict:
                       + (f"  (sampled vs single calls: {wrong} wrong)" if c == "this" else ""))
             entry.update(entry["this"])         # the checkout's own figures where the report reads them
             if args.rss_lines:
-                many = (one * (args.rss_lines // len(one) + 1))[:args.rss_lines]
-                Path(cmd[3]).write_text("\n".join(many) + "\n")
                 for c in checkouts:
-                    seconds, cpu, rss, rc = _measured(gtidx_cmd + cmd, envs[c], out, peak=True)
+                    mine = lines_of(dirs[c])
+                    many = (mine * (args.rss_lines // len(mine) + 1))[:args.rss_lines]
+                    Path(cmds[c][3]).write_text("\n".join(many) + "\n")
+                    seconds, cpu, rss, rc = _measured(gtidx_cmd + cmds[c], envs[c], out, peak=True)
                     with open(out, "rb") as f:
                         answered = sum(1 for _ in f)
                     assert answered == len(many), (name, c, answered, len(many))
