@@ -128,7 +128,8 @@ def _to_stdout(binlogs, as_json: bool, shown: Progress) -> int:
 
 def _out_dir(path: str) -> str:
     """OUT_DIR, made if missing: a local directory."""
-    if "://" in path:
+    from ..storage import is_url
+    if is_url(path):
         raise BadInputError("--parquet writes to a local directory, not a URL", path=path)
     try:
         os.makedirs(path, exist_ok=True)

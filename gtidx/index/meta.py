@@ -340,7 +340,15 @@ class IndexMeta:
         version 1); None for anything that is not one."""
         import json         # only for indexes written before the layout: a lookup does not load it
         try:
-            d = json.loads(raw)
+            return cls.from_fields(json.loads(raw))
+        except ValueError:
+            return None
+
+    @classmethod
+    def from_fields(cls, d) -> "IndexMeta | None":
+        """The fingerprint whose version-1 JSON fields are ``d`` (parsed);
+        None for anything that is not one."""
+        try:
             if not isinstance(d, dict) or d.get("v") != 1:
                 return None
             ints = [d[k] for k in ("size", "head_crc32", "tail_crc32")]
@@ -502,11 +510,11 @@ def _legacy_sidecar(raw: bytes, bound: dict) -> "IndexMeta | None":
     import json         # only for sidecars written before the layout
     try:
         d = json.loads(raw)
-        if not isinstance(d, dict) or tuple(d.pop(k, None) for k in bound) != tuple(bound.values()):
-            return None
-        return IndexMeta.from_json(json.dumps(d).encode())
     except ValueError:
         return None
+    if not isinstance(d, dict) or tuple(d.pop(k, None) for k in bound) != tuple(bound.values()):
+        return None
+    return IndexMeta.from_fields(d)
 
 
 def _ints(raw, width: int) -> tuple:
