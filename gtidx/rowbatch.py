@@ -13,8 +13,11 @@ by ``show.decode_group`` into the same batch, so the rows, their order and
 the errors are the definition's either way.
 
 Memory: a batch is at most ``MAX_ROWS`` rows or about ``MAX_BYTES`` bytes of
-values, and the file's bytes are read a stretch (``SPAN``) at a time and
-given back once decoded: what is held does not grow with the file.
+values (the compiled decoder cuts batches between groups, the definition
+between rows), and the file's bytes are read a stretch (``SPAN``) at a time
+and given back once decoded; a group longer than ``SPAN`` is decoded by the
+definition, a rows event at a time: what is held does not grow with the
+file or the group.
 
 pyarrow is imported by this module: only the commands that make batches
 import it.
@@ -73,7 +76,7 @@ class PyBuilder:
                                             changed, unknown)):
             column.append(v)
         self.rows += 1
-        self.nbytes += sum(len(k) + len(v or "") for image in (before, after) if image for k, v in image.items())
+        self.nbytes += sum(len(v) for image in (before, after) if image for v in image.values() if v)
 
     def finish(self) -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(self.columns, ARROW_SCHEMA.types)],
@@ -160,16 +163,15 @@ def _group(rec: tuple) -> Group:
     return Group(Gtid(domain, server, seq), start, end, ts, flags2)
 
 
-def _fallback(builder, b, rec: tuple, tables) -> None:
-    """The definition's rows of one group, added to ``builder``."""
+def _fallback(builder, finish, b, rec: tuple, tables, max_rows: int, max_bytes: int):
+    """The definition's rows of one group, added to ``builder``: the batches
+    that fill up on the way (a big group is cut between its rows)."""
     g = _group(rec)
-    changes = show.decode_group(b, g, tables)
-    if not changes.rows:
-        return
-    gtid, text = str(g.gtid), show.text_image
-    for r in changes.rows:
-        builder.add_row(gtid, g.start, g.timestamp, r.table, r.op, text(r.before), text(r.after), r.changed,
-                        r.unknown)
+    gtid, text, add = str(g.gtid), show.text_image, builder.add_row
+    for r in show.group_rows(b, g, tables, release=True):
+        add(gtid, g.start, g.timestamp, r.table, r.op, text(r.before), text(r.after), r.changed, r.unknown)
+        if builder.rows >= max_rows or builder.nbytes >= max_bytes:
+            yield finish()
 
 
 def batches(b, record_chunks, *, tables=None, lo=None, hi=None, compiled: bool | None = None,
@@ -217,20 +219,25 @@ def _decode(b, record_chunks, builder, finish, use_c, wanted, lo, hi, max_rows, 
                     rec = unpack(chunk, i * _REC)
                     i += 1
                     if lo <= rec[3] <= hi:
-                        _fallback(builder, b, rec, wanted)
+                        yield from _fallback(builder, finish, b, rec, wanted, max_rows, max_bytes)
                         builder.groups += 1
-                    if builder.rows >= max_rows or builder.nbytes >= max_bytes:
-                        yield finish()
                     continue
-                # a stretch of groups whose bytes are read at once: at least one
-                first = unpack(chunk, i * _REC)[0]
-                stop = max(bisect.bisect_right(ends, first + SPAN, i), i + 1)
+                # a stretch of groups whose bytes are read at once; a group
+                # longer than SPAN alone, by the definition (cut between rows)
+                first, end = unpack(chunk, i * _REC)[:2]
+                if end - first > SPAN:
+                    yield from _fallback(builder, finish, b, unpack(chunk, i * _REC), wanted, max_rows, max_bytes)
+                    b.release(first, end)
+                    i += 1
+                    continue
+                stop = bisect.bisect_right(ends, first + SPAN, i)
                 last_end = ends[stop - 1]
                 b.fill(first, last_end)
                 while i < stop:
                     i, status = builder.decode(b.mapping, chunk, i, stop, lo, hi, max_rows, max_bytes)
                     if status == 2:         # declined: the definition decodes it
-                        _fallback(builder, b, unpack(chunk, i * _REC), wanted)
+                        yield from _fallback(builder, finish, b, unpack(chunk, i * _REC), wanted, max_rows,
+                                             max_bytes)
                         i += 1
                     elif status == 1:
                         yield finish()
@@ -244,7 +251,8 @@ def _decode(b, record_chunks, builder, finish, use_c, wanted, lo, hi, max_rows, 
 
 
 def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, compiled: bool | None = None,
-                   stats: dict | None = None) -> Iterator[pa.RecordBatch]:
+                   stats: dict | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES
+                   ) -> Iterator[pa.RecordBatch]:
     """The rows ``source`` (a ``changes.ChangeSource``: its filters) wants
     of the open binlog ``b``, as record batches: the located groups
     ``spans`` (``ChangeSource.plan``'s), or every group, or (``split``) the
@@ -257,7 +265,8 @@ def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, co
     if any(op == "in" for op, _ in f.times):
         chunks = _time_kept(chunks, f.time_ok)
     return batches(b, chunks, tables=f.tables, lo=None if lo == -math.inf else int(lo),
-                   hi=None if hi == math.inf else int(hi), compiled=compiled, stats=stats)
+                   hi=None if hi == math.inf else int(hi), compiled=compiled, stats=stats, max_rows=max_rows,
+                   max_bytes=max_bytes)
 
 
 def _located(source, b, spans) -> Iterator[bytes]:
