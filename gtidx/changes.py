@@ -236,11 +236,11 @@ class ChangeSource:
         there, or after the events that stand between groups: an index is
         metadata, and a record that points inside a group would cut it); one
         that fails, and the whole file's split points come from the header
-        walk instead. Past
-        the index's last record (it stops at 4 GiB; a growing file's lags),
-        and without an index, from one walk of the group headers
-        (``walk.group_record_chunks``). A walk that meets damage keeps the
-        points before it: the piece holding the damage ends with the error."""
+        walk instead. Past the index's last record (it stops at 4 GiB; a
+        growing file's lags), and without an index, from one walk of the
+        group headers (``walked_points``). A walk that meets damage keeps
+        the points before it: the piece holding the damage ends with the
+        error."""
         if self.size(path) <= split_bytes:
             return [None]
         with self.open(path) as b:

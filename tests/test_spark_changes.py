@@ -284,3 +284,12 @@ def test_pieces_of_big_binlogs_give_the_rows_of_whole_files(spark, tmp_path):
     for bad in ("0", "64M", "-1"):
         with pytest.raises(BadInputError, match="split_bytes"):
             ChangesDataSource({"path": str(d), "split_bytes": bad}).reader(None)
+
+
+def test_the_batches_schema_is_the_ddl_schema(spark):
+    """The executors' batches (rowbatch.ARROW_SCHEMA) are what Spark makes of
+    the source's DDL schema (it refuses a batch whose schema differs)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from gtidx.rowbatch import ARROW_SCHEMA
+    from gtidx.spark.changes import CHANGES_SCHEMA
+    assert to_arrow_schema(spark.createDataFrame([], CHANGES_SCHEMA).schema, timezone="UTC").equals(ARROW_SCHEMA)
