@@ -26,18 +26,27 @@ than they need (``ChangeSource``):
   holding them are read, and there only those groups are decoded. Every
   occurrence of a GTID logged more than once (gtid_strict_mode=OFF);
 * file names: the other binlogs are not read.
+
+A big binlog can be read in pieces (``ChangeSource.splits``: Spark's
+partitions), each the groups that start in [lo, hi), lo a group's start:
+groups carry their own TABLE_MAPs, so a piece decodes alone, and the pieces
+in order give the file's rows in order.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from typing import Iterator, NamedTuple
 
 from . import api, show, storage
+from .binlog.events import BOUNDARY_TYPES, GROUP_RECORD, GTID
 from .binlog.mariadb import Binlog, Group
+from .binlog.walk import group_record_chunks
 from .errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
 from .gtid import Gtid
-from .inputs import as_gtid, parse_time
+from .index.files import IndexRoot, open_index
+from .inputs import as_gtid, as_path, parse_time
 
 # The columns of a row and their types, as Spark names them (the Spark source's
 # schema; ``gtidx changes --parquet`` writes the same as Arrow types).
@@ -47,6 +56,13 @@ SCHEMA = (("gtid", "string"), ("file", "string"), ("offset", "long"), ("timestam
 
 # The comparisons a time condition may make: (op, value), op one of these.
 TIME_OPS = ("=", "<", "<=", ">", ">=", "in")
+
+# A binlog bigger than this is read in pieces of about this many bytes (``ChangeSource.splits``).
+SPLIT_BYTES = 64 << 20
+# The ``hi`` of a binlog's last piece: up to its end, as the file is when the piece is read.
+SPLIT_END = (1 << 63) - 1
+
+_REC_WORDS = GROUP_RECORD.size // 8      # a GROUP_RECORD in u64 words; its first: the group's start
 
 
 class ChangedRow(NamedTuple):
@@ -195,6 +211,73 @@ class ChangeSource:
             order = {p: i for i, p in enumerate(series.files)}
         return [(p, sorted(per_file[p])) for p in sorted(per_file, key=order.get)]
 
+    # -- pieces of a big binlog ---------------------------------------------------------
+    def size(self, path: str) -> int:
+        """The size of binlog ``path`` (one of ``files``): as the listing's
+        LIST saw it (objects), else its store's (a stat; a HEAD)."""
+        store, where = storage.resolve(path, self.storage_options)
+        directory, name = store.split(where)
+        listed = self.listing.listings.get(directory, {}).get(name)
+        return listed[0] if listed is not None else store.size(where)
+
+    def splits(self, path: str, split_bytes: int = SPLIT_BYTES) -> list[tuple[int, int] | None]:
+        """The pieces binlog ``path`` (one of ``files``) is read in, in file
+        order: each the ``split`` of ``rowbatch.source_batches``, (lo, hi):
+        the groups that start in [lo, hi), lo a group's start, the last hi
+        ``SPLIT_END``; [None]: the whole file in one piece (a file of at most
+        ``split_bytes``: not opened).
+
+        A piece starts at the first group start at or after each multiple of
+        ``split_bytes`` (so pieces are about ``split_bytes``, a group never
+        cut). The group starts come from the binlog's index where it has a
+        usable one (``open_index``, beside the binlog or under
+        ``index_root``: its records' offsets are group boundaries), each
+        offset taken checked first (``group_start_at``: a whole GTID event
+        there, or after the events that stand between groups: an index is
+        metadata, and a record that points inside a group would cut it); one
+        that fails, and the whole file's split points come from the header
+        walk instead. Past the index's last record (it stops at 4 GiB; a
+        growing file's lags), and without an index, from one walk of the
+        group headers (``walked_points``). A walk that meets damage keeps
+        the points before it: the piece holding the damage ends with the
+        error."""
+        if self.size(path) <= split_bytes:
+            return [None]
+        with self.open(path) as b:
+            points = self._indexed_points(b, split_bytes)
+            if points is None:
+                points = []
+            start = points[-1] if points else b.body_start
+            if b.size - start > split_bytes:
+                points += walked_points(b, split_bytes, start)
+        bounds = [b.body_start] + points + [SPLIT_END]
+        return [(lo, hi) for lo, hi in zip(bounds, bounds[1:])] if points else [None]
+
+    def _indexed_points(self, b: Binlog, split_bytes: int) -> list[int] | None:
+        """The split points of ``b`` from its index, each checked; None: no
+        usable index, or a point that fails its check."""
+        root = None if self.index_root is None else IndexRoot(as_path(self.index_root, "index_root"),
+                                                              self.storage_options)
+        status = open_index(b, index_root=root)
+        try:
+            if not status.usable:
+                return None
+            offsets = [r.offset for r in status.reader.records()]
+        except GtidxError:
+            return None
+        finally:
+            status.close()
+        points, beyond = [], split_bytes
+        for off in offsets:
+            if off >= beyond and b.body_start < off < b.size:
+                start = group_start_at(b, off)
+                if start is False:
+                    return None
+                if start is not None and (not points or start > points[-1]):
+                    points.append(start)
+                beyond = (off // split_bytes + 1) * split_bytes
+        return points
+
     # -- reading ------------------------------------------------------------------------
     def open(self, path: str) -> Binlog:
         """The binlog ``path`` (one of ``files``), open, through its store."""
@@ -239,6 +322,47 @@ class ChangeSource:
             for r in changes.rows:
                 yield ChangedRow(gtid, name, g.start, g.timestamp, r.table, r.op, r.before, r.after,
                                  r.changed, r.unknown)
+
+
+def group_start_at(b: Binlog, offset: int) -> int | bool | None:
+    """The group start at ``offset``, a group boundary an index record
+    names, checked: the GTID event there, or past the events that stand
+    between groups there (``BOUNDARY_TYPES``: a BINLOG_CHECKPOINT, the
+    ROTATE after the last group); None: the file ends first; False: no
+    whole event where one must be (``Binlog.event_ok``: its CRC32 too,
+    where the binlog has them), or an event that lies inside a group (the
+    record points inside one)."""
+    while offset < b.size:
+        head = b.event_header(offset) if b.event_ok(offset) else None
+        if head is None:
+            return False
+        if head[1] == GTID:
+            return offset
+        if head[1] not in BOUNDARY_TYPES:
+            return False
+        offset += head[3]
+    return None if offset == b.size else False
+
+
+def walked_points(b: Binlog, split_bytes: int, start: int) -> list[int]:
+    """The first group start at or after each multiple of ``split_bytes``
+    past ``start`` (a group start) in ``b``, from one walk of its group
+    headers from ``start``; a walk that meets damage: the points before it."""
+    points, beyond = [], (start // split_bytes + 1) * split_bytes
+    walk = group_record_chunks(b, start)
+    try:
+        for chunk in walk:
+            starts = memoryview(chunk).cast("Q")[::_REC_WORDS]
+            k = bisect.bisect_left(starts, beyond)
+            while k < len(starts):
+                points.append(starts[k])
+                beyond = (starts[k] // split_bytes + 1) * split_bytes
+                k = bisect.bisect_left(starts, beyond, k)
+    except GtidxError:
+        pass                    # the piece that reaches the damage reads it, and ends with its error
+    finally:
+        walk.close()
+    return points
 
 
 class BinlogChanges(NamedTuple):
@@ -301,4 +425,5 @@ def _read(source: ChangeSource, binlog: str, spans, reader) -> Iterator:
         yield e
 
 
-__all__ = ["SCHEMA", "ChangedRow", "Filters", "ChangeSource", "BinlogChanges", "changes"]
+__all__ = ["SCHEMA", "SPLIT_BYTES", "SPLIT_END", "ChangedRow", "Filters", "ChangeSource", "BinlogChanges",
+           "changes", "group_start_at", "walked_points"]

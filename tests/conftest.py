@@ -15,7 +15,7 @@ FIXTURES = ROOT / "fixtures"
 # on and talks to the loopback address only.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from gtidx.binlog.mariadb import TYPE_LENGTH, U32  # noqa: E402
+from gtidx.binlog.mariadb import TYPE_LENGTH, U32, Binlog  # noqa: E402
 from gtidx.errors import NotFoundError  # noqa: E402
 from gtidx.gtid import Position  # noqa: E402
 from tools.mariadb import MariaDB  # noqa: E402
@@ -118,6 +118,39 @@ def forge_catalog(raw: dict) -> None:
     e = next(e for e in raw["files"] if e["name"] == "master-bin.000019")
     e["max_timestamp"] = e["first_timestamp"] - 1
     e["ranges"] = [r if r[:2] != [0, 1] else [0, 1, 500, 501] for r in e["ranges"]]
+
+
+def forge_index_record(binlog: Path, forged) -> tuple[int, int]:
+    """A lie in the index beside ``binlog`` (gtidx's, fingerprinted: judged
+    usable as it was): the offset of one record from the second half (one
+    that is no leaf's first key, so no separator repeats it) becomes
+    ``forged(b, offset)`` (``b`` the open binlog), its page sealed again
+    (a valid CRC32). The index stays an inode of its own, so its fingerprint
+    (an xattr or sidecar) stays. (the record's offset, the forged one)."""
+    import struct
+    from gtidx.index import format as fmt
+    from gtidx.index.files import open_index
+    idx = Path(f"{binlog}.idx")
+    data = bytearray(idx.read_bytes())
+    page_size = fmt.FILE_HEADER.unpack_from(data, 0)[3]
+    with Binlog(binlog) as b:
+        status = open_index(b)
+        assert status.usable, status.reason
+        offsets = [r.offset for r in status.reader.records()]
+        status.close()
+        for off in offsets[len(offsets) // 2:-1]:
+            at = [i for i in range(4, len(data) - 4, 4) if data[i:i + 4] == struct.pack("<I", off)]
+            if len(at) == 1:
+                new = forged(b, off)
+                break
+        else:
+            raise AssertionError(f"no record of {binlog} to forge")
+    struct.pack_into("<I", data, at[0], new)
+    page = at[0] // page_size * page_size
+    data[page:page + page_size] = fmt.seal(bytearray(data[page:page + page_size]))
+    with open(idx, "r+b") as f:
+        f.write(data)
+    return off, new
 
 
 def fixture_id(path: Path) -> str:

@@ -222,6 +222,33 @@ def test_changes_section_gives_rows_per_second_per_query():
     assert "| every row | 20,000,000 | 800.0 | 25,000 | 2.5 |" in md
 
 
+def test_changes_section_puts_one_binlog_beside_mariadb_binlog():
+    """The one binlog: both commands' rows/s and peak RSS, the ratio, the
+    shares of decoding, Arrow and Parquet; Spark: per core, and its share."""
+    one = {"file_bytes": 256 << 20, "pinned": True,
+           "mariadb_binlog": {"tool": "mariadb-binlog", "s": 10.0, "cpu_s": 9.0, "rss_bytes": 8 << 20, "exit": 0,
+                              "rows_s": 100_000.0},
+           "gtidx_parquet": {"s": 100.0, "cpu_s": 99.0, "rss_bytes": 300 << 20, "exit": 0, "rows": 1_000_000,
+                             "rows_s": 10_000.0},
+           "ratio": 0.1,
+           "split": {"compiled": False, "rows": 1_000_000, "decode_s": 60.0, "arrow_s": 20.0, "parquet_s": 20.0,
+                     "total_s": 100.0, "groups": 5, "declined": 0}}
+    r = {"machine": {"python_cpu": "CPython", "cores": 2, "memory": "24 GiB", "date": "today"},
+         "changes": {"machine": "x", "one_file": one}}
+    md = br.markdown(r)
+    assert "| `mariadb-binlog -v --base64-output=DECODE-ROWS > /dev/null` | 10.0 | 9.0 | 100,000 | 111,111 | 8 MiB |" \
+        in md
+    assert "| `gtidx changes --parquet` (pure-Python decoder) | 100.0 | 99.0 | 10,000 | 10,101 | 300 MiB |" in md
+    assert "gtidx / mariadb-binlog: 0.10x the rows/s on one core (the target: 2x), 0.09x per CPU second" in md
+    assert "decoding 60%, building Arrow arrays 20%, writing Parquet 20%." in md
+    assert "Row changes on Spark" not in md
+    r["changes"].update(files=17, bytes=4 << 30, cores=2, catalog_s=1.0,
+                        runs={"every row": {"rows": 20_000_000, "s": 1000.0, "rows_s": 20_000.0, "partitions": 70}})
+    md = br.markdown(r)
+    assert ("Every row: 70 partitions, 10,000 rows/s per core; at the one-process rate, decoding and Arrow would "
+            "take 1,600 of the run's 2,000 core-seconds: Spark's own (and waiting for a core) ~20%.") in md
+
+
 def test_spark_section_splits_the_cpu_and_shows_the_floor():
     """The run's CPU (JVM, Python workers, driver: not inflated by a busy
     machine) split into per-file work, planning and Spark's own, and Spark's

@@ -990,3 +990,29 @@ def test_s3_a_prefix_mixing_flavors_is_refused_when_the_odd_file_is_read(s3):
     errors = [line for line in r.stderr.splitlines() if not line.startswith("gtidx: warning: ")]   # the others' scans
     _one_line_error(subprocess.CompletedProcess(r.args, r.returncode, r.stdout, "\n".join(errors)), 2,
                     "master-bin.000001", "a MySQL binlog among MariaDB binlogs")
+
+
+def test_s3_a_big_binlog_is_cut_in_the_pieces_of_its_local_copy(s3, tmp_path, monkeypatch):
+    """``ChangeSource.splits`` on an object: its size from the LIST, the
+    split points from the index beside it (checked with range reads), no
+    header walk: the pieces of the local copy, and their rows its pieces'."""
+    import pyarrow as pa
+    from gtidx import changes, rowbatch
+    local = tmp_path / BIG.name
+    shutil.copyfile(BIG, local)
+    for r in [*gtidx.build(str(local)), *gtidx.build(f"s3://{BUCKET}/big/")]:
+        assert not isinstance(r, Exception), r
+    walks = []
+    monkeypatch.setattr(changes, "walked_points", lambda *a: walks.append(a) or [])
+    url = f"s3://{BUCKET}/big/{BIG.name}"
+    src = changes.ChangeSource(f"s3://{BUCKET}/big/")
+    assert src.files == [url]
+    pieces = src.splits(url, 256 << 10)
+    assert len(pieces) > 5 and pieces == changes.ChangeSource(str(local)).splits(str(local), 256 << 10)
+    assert walks == []
+    mine = changes.ChangeSource(str(local))
+    with src.open(url) as b, mine.open(str(local)) as c:          # two pieces read from the middle
+        for s in pieces[1:3]:
+            got = pa.Table.from_batches(rowbatch.source_batches(src, b, None, split=s), rowbatch.ARROW_SCHEMA)
+            assert got.num_rows and got.equals(pa.Table.from_batches(
+                rowbatch.source_batches(mine, c, None, split=s), rowbatch.ARROW_SCHEMA))

@@ -242,3 +242,54 @@ def test_pruning_opens_fewer_files_and_decodes_fewer_groups(spark, tmp_path, mon
     got = df.where(f"timestamp >= {lo}")
     assert got.rdd.getNumPartitions() == len(newer | {names[-1]})
     assert source_rows(got) == [r for r in full if r[3] >= lo]
+
+
+# -- big binlogs in pieces (split_bytes) ------------------------------------------------------
+
+def test_pieces_of_big_binlogs_give_the_rows_of_whole_files(spark, tmp_path):
+    """split_bytes 16 KiB: each binlog of the set in pieces, from its index's
+    records; then with one index's record forged (moved inside a group: its
+    file's pieces from the header walk) and with no index at all. The same
+    rows in the same order (the partitions in file order) and the filters
+    pushed down as on whole files; a GTID's file read whole."""
+    from conftest import forge_index_record
+    from gtidx.errors import BadInputError
+    from gtidx.spark.changes import ChangesDataSource
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile")
+    files = api.list_binlogs(d)
+    whole = source_rows(spark.read.format("gtidx.changes").load(str(d)))
+
+    def pieces():
+        return spark.read.format("gtidx.changes").option("split_bytes", 16384).load(str(d))
+    df = pieces()
+    assert df.rdd.getNumPartitions() > 4 * len(files)
+    assert source_rows(df) == whole
+    times = sorted({r[3] for r in whole})
+    mid = times[len(times) // 2]
+    for where, keep in [("table = 'fx.t_myi'", lambda r: r[4] == "fx.t_myi"),
+                        (f"timestamp >= {mid}", lambda r: r[3] >= mid)]:
+        got = df.where(where)
+        assert source_rows(got) == [r for r in whole if keep(r)] and pushed(got), where
+    one = whole[len(whole) // 2]
+    got = df.where(f"gtid = '{one[0]}'")
+    assert got.rdd.getNumPartitions() == 1 and source_rows(got) == [r for r in whole if r[0] == one[0]]
+
+    forge_index_record(files[1], lambda b, off: off + b.event_header(off)[3])
+    assert source_rows(pieces()) == whole
+    for f in files:
+        os.remove(f"{f}.idx")
+    df = pieces()
+    assert df.rdd.getNumPartitions() > 4 * len(files) and source_rows(df) == whole
+
+    for bad in ("0", "64M", "-1"):
+        with pytest.raises(BadInputError, match="split_bytes"):
+            ChangesDataSource({"path": str(d), "split_bytes": bad}).reader(None)
+
+
+def test_the_batches_schema_is_the_ddl_schema(spark):
+    """The executors' batches (rowbatch.ARROW_SCHEMA) are what Spark makes of
+    the source's DDL schema (it refuses a batch whose schema differs)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from gtidx.rowbatch import ARROW_SCHEMA
+    from gtidx.spark.changes import CHANGES_SCHEMA
+    assert to_arrow_schema(spark.createDataFrame([], CHANGES_SCHEMA).schema, timezone="UTC").equals(ARROW_SCHEMA)

@@ -19,8 +19,11 @@
                                               `gtidx seek` start-up vs `python -c 'import click'`
                                               in a regular (non-editable) install, interleaved;
                                               DIR: another checkout's seek in every run too
-    tools/bench changes                          format("gtidx.changes") rows/s over >= 4 GiB, with
-                                              pushed-down filters (table, time, GTIDs)
+    tools/bench changes [--file F] [--workload DIR] [--no-spark]
+                                              one 256 MiB binlog: gtidx changes --parquet on one
+                                              core vs mariadb-binlog -v (rows/s, peak RSS, where the
+                                              time goes); then format("gtidx.changes") rows/s over
+                                              >= 4 GiB (DIR: another set), with pushed-down filters
     tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
                                               auto-position and mysqlbinlog --include-gtids
 
@@ -77,8 +80,13 @@ def main(argv=None) -> int:
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
-    s = sub.add_parser("changes", help="format('gtidx.changes') rows/s over the 4 GiB workload")
+    s = sub.add_parser("changes", help="row changes: one 256 MiB binlog beside mariadb-binlog, then "
+                                         "format('gtidx.changes') rows/s over the 4 GiB workload")
     s.add_argument("--queries", help="only these: all,table,window,window-catalog,gtids (default: every one)")
+    s.add_argument("--file", help="the one binlog (default: the 256 MiB workload file)")
+    s.add_argument("--workload", metavar="DIR", help="Spark over the binlogs of DIR (default: the >= 4 GiB "
+                                                      "workload); its missing indexes are built there")
+    s.add_argument("--no-spark", action="store_true", help="the one binlog alone")
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")

@@ -162,7 +162,8 @@ def run_sections(bench, report: dict, names: list[str], files: list[str], args) 
         elif name == "startup":
             report["startup"] = bench.bench_startup(Namespace(runs=args.startup_runs, venv=None))
         elif name == "changes":
-            report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed, queries=None))
+            report["changes"] = bench.bench_changes(Namespace(master="local[*]", seed=args.seed, queries=None, file=None,
+                                                              workload=None, no_spark=False))
         elif name == "mysql":
             report["mysql"] = bench.bench_mysql(Namespace(size_mb=256, targets=100, slow_targets=10, seed=args.seed))
         else:
@@ -439,16 +440,61 @@ def markdown_startup(s: dict) -> list[str]:
 
 
 def markdown_changes(c: dict) -> list[str]:
-    one = c["one_process"]
-    lines = ["", f"**Row changes on Spark** (`format(\"gtidx.changes\")`, one run; local, {c['cores']} cores; "
-             f"{c['files']} binlogs, {c['bytes'] / 2**30:.2f} GiB): one process decoding a "
-             f"{one['file_bytes'] / 2**20:.0f} MiB binlog alone gives {one['rows_s']:,.0f} rows/s (one core; "
-             "the row decoding is mysql-replication's).", "",
-             "| query | rows | s | rows/s | load average |", "|---|---:|---:|---:|---:|"]
+    """The row changes section: the one binlog side by side (``one_file``),
+    then the Spark queries (``runs``); a report made before the one-file
+    part had ``one_process`` instead (one process's rows/s)."""
+    lines = markdown_one_file(c["one_file"]) if "one_file" in c else []
+    if "runs" not in c:
+        return lines
+    head = (f"**Row changes on Spark** (`format(\"gtidx.changes\")`, one run; local, {c['cores']} cores; "
+            f"{c['files']} binlogs, {c['bytes'] / 2**30:.2f} GiB)")
+    if "one_process" in c:
+        one = c["one_process"]
+        head += (f": one process decoding a {one['file_bytes'] / 2**20:.0f} MiB binlog alone gives "
+                 f"{one['rows_s']:,.0f} rows/s (one core; the row decoding is mysql-replication's).")
+    else:
+        head += ": each binlog in partitions of about 64 MiB (`split_bytes`), Arrow batches to Spark."
+    lines += ["", head, "", "| query | rows | s | rows/s | load average |", "|---|---:|---:|---:|---:|"]
     for name, v in c["runs"].items():
         load = "?" if v.get("load_average") is None else f"{v['load_average']:.1f}"
         lines.append(f"| {name} | {v['rows']:,} | {v['s']:.1f} | {v['rows_s']:,.0f} | {load} |")
+    every = c["runs"].get("every row")
+    split = c.get("one_file", {}).get("split")
+    if every and every.get("partitions"):
+        text = (f"Every row: {every['partitions']} partitions, {every['rows_s'] / c['cores']:,.0f} rows/s per core")
+        if split and split["decode_s"] + split["arrow_s"] > 0:
+            ours = every["rows"] * (split["decode_s"] + split["arrow_s"]) / split["rows"]
+            spent = every["s"] * c["cores"]
+            text += (f"; at the one-process rate, decoding and Arrow would take {ours:,.0f} of the run's "
+                     f"{spent:,.0f} core-seconds: Spark's own (and waiting for a core) ~{max(0.0, 1 - ours / spent):.0%}")
+        lines += ["", text + "."]
     return lines
+
+
+def markdown_one_file(o: dict) -> list[str]:
+    """One binlog, side by side (``bench_spark.one_file_changes``)."""
+    g, sp = o["gtidx_parquet"], o["split"]
+    core = "each command on core 0 (taskset)" if o.get("pinned") else "not pinned to a core (no taskset)"
+    decoder = "compiled decoder" if sp["compiled"] else "pure-Python decoder"
+    lines = ["", f"**Row changes, one binlog** (`tools/bench changes`, one run; one {o['file_bytes'] / 2**20:.0f} MiB "
+             f"binlog, {g['rows']:,} changed rows; {core}):", "",
+             "| what | s | CPU s | rows/s | rows per CPU second | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
+    m = o.get("mariadb_binlog")
+    if m:
+        lines.append(f"| `{m['tool']} -v --base64-output=DECODE-ROWS > /dev/null` | {m['s']:.1f} | {m['cpu_s']:.1f} | "
+                     f"{m['rows_s']:,.0f} | {g['rows'] / m['cpu_s']:,.0f} | {m['rss_bytes'] / 2**20:.0f} MiB |")
+    lines.append(f"| `gtidx changes --parquet` ({decoder}) | {g['s']:.1f} | {g['cpu_s']:.1f} | {g['rows_s']:,.0f} | "
+                 f"{g['rows'] / g['cpu_s']:,.0f} | {g['rss_bytes'] / 2**20:.0f} MiB |")
+    text = ""
+    if m:
+        text = (f"gtidx / {m['tool']}: {o['ratio']:.2f}x the rows/s on one core (the target: 2x), "
+                f"{m['cpu_s'] / g['cpu_s']:.2f}x per CPU second (what a core shared with other work does not "
+                "inflate). ")
+    total = sp["total_s"]
+    text += (f"Where gtidx's time goes (in one process, the {decoder}; {sp['rows']:,} rows in {total:.1f} s): "
+             f"decoding {sp['decode_s'] / total:.0%}, building Arrow arrays {sp['arrow_s'] / total:.0%}, "
+             f"writing Parquet {sp['parquet_s'] / total:.0%}.")
+    return lines + ["", text]
 
 
 def spark_cpu_split(s: dict) -> dict:

@@ -1,16 +1,23 @@
 """Spark benchmarks over the >= 4 GiB workload: locate against a library loop
-and against Spark's own floor (``spark``), and ``format("gtidx.changes")``
-rows per second with filters pushed down (``changes``)."""
+and against Spark's own floor (``spark``), and row changes (``changes``):
+one 256 MiB binlog side by side with mariadb-binlog (``gtidx changes
+--parquet`` on one core, where the time goes), then ``format("gtidx.changes")``
+rows per second with filters pushed down."""
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from gtidx import admin, api, show
+from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
-from tools.bench_common import big_workload, machine, sample_gtids, spark_split, tree_cpu
+from tools.bench_common import HERE, big_workload, machine, sample_gtids, spark_split, tree_cpu, workload_file
 
 
 def spark_floor(spark, df, gs) -> dict:
@@ -164,22 +171,29 @@ def bench_spark(args) -> dict:
 
 
 def bench_changes(args) -> dict:
-    """Row changes on Spark (``format("gtidx.changes")``, local[*]) over the
-    >= 4 GiB workload (17 closed 256 MiB binlogs from a real 10.11): every
-    changed row; one rarely written table (``w.m``, its filter pushed down);
-    a one-minute timestamp window, without and with a catalog (which lets
-    whole files go unread); and 1,000 GTIDs (located through the indexes).
-    Beside it, one process decoding one file (rows per second of one core)."""
-    files, directory, total = big_workload()
+    """Row changes. First one binlog (``--file``, default the 256 MiB
+    workload file from a real 10.11), side by side in one run
+    (``one_file_changes``): mariadb-binlog's decoding, ``gtidx changes
+    --parquet`` on one core, and where gtidx's time goes. Then Spark
+    (``format("gtidx.changes")``, local[*]) over the >= 4 GiB workload (17
+    closed 256 MiB binlogs; ``--workload DIR``: the binlogs of DIR instead,
+    to try the code on a small set; ``--no-spark``: not at all): every
+    changed row (each binlog in partitions of ``split_bytes``, 64 MiB); one
+    rarely written table (``w.m``, its filter pushed down); a one-minute
+    timestamp window, without and with a catalog (which lets whole files go
+    unread); and 1,000 GTIDs (located through the indexes)."""
+    file = Path(args.file) if getattr(args, "file", None) else workload_file()
+    with tempfile.TemporaryDirectory(prefix="gtidx-bench-changes-") as tmp:
+        one = one_file_changes(file, tmp)
+    report = {"machine": machine(), "one_file": one}
+    if getattr(args, "no_spark", False):
+        return report
+    if getattr(args, "workload", None):
+        files = api.list_binlogs(args.workload)
+        directory, total = str(args.workload), sum(os.path.getsize(f) for f in files)
+    else:
+        files, directory, total = big_workload()
     list(admin.build(directory))          # missing indexes only
-    from gtidx.changes import ChangeSource
-    small = min(files, key=os.path.getsize)
-    source = ChangeSource(small)
-    t0 = time.perf_counter()
-    with Binlog(small) as b:
-        # each row's images as text, as the Spark source reads them
-        one_rows = sum(1 for r in source.rows(b, None) if (show.text_image(r.before), show.text_image(r.after)))
-    one_s = time.perf_counter() - t0
     # a one-minute window in the middle of the workload's time, and 1,000 GTIDs drawn from it
     with Binlog(files[len(files) // 2]) as b:
         stamps = [x[0] for _, _, x in b.group_spans()]
@@ -207,14 +221,118 @@ def bench_changes(args) -> dict:
             for key, name, df in queries:
                 if args.queries and key not in args.queries.split(","):
                     continue
+                partitions = df.rdd.getNumPartitions() if key == "all" else None
                 load0 = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 n = df.count()
                 s = time.perf_counter() - t0
                 runs[name] = {"rows": n, "s": s, "rows_s": n / s, "load_average": max(load0, os.getloadavg()[0])}
-                print(f"  {name}: {n:,} rows in {s:.1f} s = {n / s:,.0f} rows/s")
+                if partitions is not None:
+                    runs[name]["partitions"] = partitions
+                print(f"  {name}: {n:,} rows in {s:.1f} s = {n / s:,.0f} rows/s"
+                      + ("" if partitions is None else f" ({partitions} partitions)"))
     finally:
         spark.stop()
-    return {"machine": machine(), "files": len(files), "bytes": total, "cores": cores, "runs": runs,
-            "catalog_s": catalog_s, "one_process": {"file_bytes": os.path.getsize(small), "rows": one_rows,
-                                                    "s": one_s, "rows_s": one_rows / one_s}}
+    return dict(report, files=len(files), bytes=total, cores=cores, runs=runs, catalog_s=catalog_s)
+
+
+def _run(argv: list[str], **kw) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, peak RSS in bytes, exit status) of one
+    command, this child's own (``os.wait4``: not the other children's)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, **kw)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, p.returncode
+
+
+def one_file_changes(file: Path, tmp: str) -> dict:
+    """One binlog's row changes, side by side in one run, each command on
+    core 0 (``taskset -c 0``, where there is one):
+
+    * ``mariadb-binlog -v --base64-output=DECODE-ROWS FILE > /dev/null``
+      (the server's C decoder, the rows printed as pseudo-SQL);
+    * ``gtidx changes --parquet OUT FILE`` (this checkout, its own process):
+      rows/s, peak RSS; the rows counted from the Parquet files' metadata,
+      and mariadb-binlog's rows/s counted with them;
+    * in this process, where gtidx's time goes: ``rowbatch.source_batches``
+      timed batch by batch (decoding and building the batch), the time in
+      building Arrow arrays of it (``PyBuilder.finish``, or the compiled
+      decoder's ``batch_from``) apart, and each batch written to Parquet
+      (``ParquetWriter.write_batch``, the CLI's writer) timed apart: the
+      shares of decoding, Arrow and Parquet writing."""
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    size = os.path.getsize(file)
+    out = {"file": str(file), "file_bytes": size, "pinned": bool(pin)}
+    tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+    if tool:
+        wall, cpu, rss, rc = _run(pin + [tool, "-v", "--base64-output=DECODE-ROWS", str(file)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        out["mariadb_binlog"] = {"tool": os.path.basename(tool), "s": wall, "cpu_s": cpu, "rss_bytes": rss,
+                                 "exit": rc}
+        print(f"  {os.path.basename(tool)} -v --base64-output=DECODE-ROWS > /dev/null: {wall:.1f} s "
+              f"(CPU {cpu:.1f} s), exit {rc}")
+    parquet = os.path.join(tmp, "parquet")
+    os.mkdir(parquet)
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    wall, cpu, rss, rc = _run(pin + [sys.executable, "-m", "gtidx", "changes", "--quiet", "--parquet", parquet,
+                                     str(file)], env=env, stdout=subprocess.DEVNULL)
+    import pyarrow.parquet as pq
+    rows = sum(pq.ParquetFile(os.path.join(parquet, f)).metadata.num_rows for f in os.listdir(parquet))
+    out["gtidx_parquet"] = {"s": wall, "cpu_s": cpu, "rss_bytes": rss, "exit": rc, "rows": rows,
+                            "rows_s": rows / wall}
+    print(f"  gtidx changes --parquet (one core): {rows:,} rows in {wall:.1f} s (CPU {cpu:.1f} s) = "
+          f"{rows / wall:,.0f} rows/s, peak RSS {rss / 2**20:.0f} MiB, exit {rc}")
+    if "mariadb_binlog" in out:
+        m = out["mariadb_binlog"]
+        m["rows_s"] = rows / m["s"]
+        out["ratio"] = (rows / wall) / m["rows_s"]
+        print(f"  {m['tool']}: {m['rows_s']:,.0f} rows/s; gtidx / {m['tool']}: {out['ratio']:.2f}x")
+    out["split"] = time_split(file, os.path.join(tmp, "split.parquet"))
+    sp = out["split"]
+    print(f"  in one process ({'compiled' if sp['compiled'] else 'pure Python'} decoder): {sp['rows']:,} rows in "
+          f"{sp['total_s']:.1f} s; decoding {sp['decode_s']:.1f} s ({sp['decode_s'] / sp['total_s']:.0%}), "
+          f"Arrow {sp['arrow_s']:.1f} s ({sp['arrow_s'] / sp['total_s']:.0%}), Parquet writing "
+          f"{sp['parquet_s']:.1f} s ({sp['parquet_s'] / sp['total_s']:.0%})")
+    return out
+
+
+def time_split(file: Path, target: str) -> dict:
+    """``one_file_changes``' in-process split: every batch of ``file``
+    (``rowbatch.source_batches``), the Arrow building timed apart, each
+    written to the Parquet file ``target``."""
+    import pyarrow.parquet as pq
+    from gtidx import rowbatch
+    from gtidx.changes import ChangeSource
+    arrow = [0.0]
+
+    def timed(fn):
+        def inner(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                arrow[0] += time.perf_counter() - t
+        return inner
+    finish, batch_from = rowbatch.PyBuilder.finish, rowbatch.batch_from
+    rowbatch.PyBuilder.finish, rowbatch.batch_from = timed(finish), timed(batch_from)
+    source, stats, made, written, rows = ChangeSource(str(file)), {}, 0.0, 0.0, 0
+    try:
+        with source.open(str(file)) as b, pq.ParquetWriter(target, rowbatch.ARROW_SCHEMA) as writer:
+            batches = rowbatch.source_batches(source, b, None, stats=stats)
+            while True:
+                t0 = time.perf_counter()
+                batch = next(batches, None)
+                t1 = time.perf_counter()
+                made += t1 - t0
+                if batch is None:
+                    break
+                writer.write_batch(batch)
+                written += time.perf_counter() - t1
+                rows += batch.num_rows
+    finally:
+        rowbatch.PyBuilder.finish, rowbatch.batch_from = finish, batch_from
+    return {"compiled": importlib.util.find_spec("gtidx._rows") is not None, "rows": rows, "decode_s": made - arrow[0], "arrow_s": arrow[0],
+            "parquet_s": written, "total_s": made + written, "groups": stats.get("groups", 0),
+            "declined": stats.get("declined", 0)}

@@ -2,7 +2,10 @@
 
 One row per changed row of every event group of the binlogs at PATH_OR_URL
 (a directory, a ``master-bin.index``, one binlog, or a URL read by the
-executors), in binlog order within each file, one partition per file read:
+executors), in binlog order, one partition per file read, or per piece of
+about ``split_bytes`` of a bigger one (``ChangeSource.splits``: a big binlog
+uses every core; a GTID filter's files stay one partition each); the
+partitions in file order, so the rows collected are in binlog order:
 
     gtid, file, offset, timestamp, table, op, before, after, changed, unknown
 
@@ -24,15 +27,22 @@ does); ``file = ...`` / ``IN`` (binlog names).
 
 Options: ``storage_options`` (a JSON object, as for ``format("gtidx")``),
 ``index_root`` (where the indexes and catalog are, ``--index-dir``),
-``history`` (which history of a catalog with several, for a GTID filter).
+``history`` (which history of a catalog with several, for a GTID filter),
+``split_bytes`` (bytes, default ``changes.SPLIT_BYTES``, 64 MiB: the size of
+a piece of a big binlog).
+
+The executors hand Spark Arrow record batches (``rowbatch.source_batches``,
+``ARROW_SCHEMA``: the DDL schema's types), no Python object per row.
 """
 from __future__ import annotations
+
+from typing import Iterator
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual,
                                     In, InputPartition, IsNotNull, LessThan, LessThanOrEqual)
 
-from .. import show
-from ..changes import SCHEMA, ChangeSource
+from .. import rowbatch
+from ..changes import SCHEMA, SPLIT_BYTES, ChangeSource
 from ..errors import BadInputError
 from .where import parse_storage_options
 
@@ -58,13 +68,24 @@ class ChangesDataSource(DataSource):
         if not path:
             raise BadInputError("the gtidx.changes data source needs a path: "
                                 "spark.read.format('gtidx.changes').load(DIR)")
-        history = self.options.get("history")
-        try:
-            history = None if history in (None, "") else int(history)
-        except ValueError:
-            raise BadInputError(f"the gtidx.changes history option must be a number, not {history!r}") from None
+        history = _option_int(self.options, "history", None)
+        split_bytes = _option_int(self.options, "split_bytes", SPLIT_BYTES, 1)
         return ChangesReader(path, parse_storage_options(self.options.get("storage_options")),
-                             self.options.get("index_root") or None, history)
+                             self.options.get("index_root") or None, history, split_bytes=split_bytes, batches=True)
+
+
+def _option_int(options, name: str, default, minimum: int | None = None):
+    """The option ``name`` as an int (Spark gives options as text), ``default`` when not given."""
+    text = options.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise BadInputError(f"the gtidx.changes {name} option must be a number, not {text!r}") from None
+    if minimum is not None and value < minimum:
+        raise BadInputError(f"the gtidx.changes {name} option must be at least {minimum}, not {value}")
+    return value
 
 
 def _number(v) -> float | None:
@@ -73,12 +94,17 @@ def _number(v) -> float | None:
 
 class ChangesReader(DataSourceReader):
     """``gtidx.changes``: Spark's filters turned into ``changes.Filters``, one
-    partition per binlog of ``ChangeSource.plan`` (driver), its rows read as
-    the schema's tuples (executors)."""
+    partition per piece (``ChangeSource.splits``) of each binlog of
+    ``ChangeSource.plan`` (driver), its rows read as Arrow record batches
+    (executors). ``batches``: ``read`` yields the batches (what the data
+    source makes); False, the same batches' rows as the schema's tuples
+    (the maps as dicts), for a caller that reads rows."""
 
     def __init__(self, path: str, storage_options: dict | None = None, index_root: str | None = None,
-                 history: int | None = None):
+                 history: int | None = None, *, split_bytes: int = SPLIT_BYTES, batches: bool = False):
         self.source = ChangeSource(path, storage_options=storage_options, index_root=index_root, history=history)
+        self.split_bytes = split_bytes
+        self.batches = batches
 
     # -- driver ----------------------------------------------------------------------------
     def pushFilters(self, filters):
@@ -98,19 +124,33 @@ class ChangesReader(DataSourceReader):
                 yield f
 
     def partitions(self):
-        return [InputPartition(spec) for spec in self.source.plan()]
+        """(path, spans, split) per partition, in binlog order: a file with
+        located groups (spans) in one, any other in its pieces."""
+        return [InputPartition((path, spans, split)) for path, spans in self.source.plan()
+                for split in ([None] if spans is not None else self.source.splits(path, self.split_bytes))]
 
     # -- executors ---------------------------------------------------------------------------
     def read(self, partition):
         spec = partition.value
         if spec is None:                 # no file passed the filters: Spark reads InputPartition(None)
             return
-        path, spans = spec
-        text_image = show.text_image
+        path, spans, split = spec
         with self.source.open(path) as b:
-            for r in self.source.rows(b, spans):
-                yield (r.gtid, r.file, r.offset, r.timestamp, r.table, r.op, text_image(r.before),
-                       text_image(r.after), r.changed, r.unknown)
+            for batch in rowbatch.source_batches(self.source, b, spans, split=split):
+                if self.batches:
+                    yield batch
+                else:
+                    yield from batch_rows(batch)
 
 
-__all__ = ["ChangesDataSource", "CHANGES_SCHEMA"]
+def batch_rows(batch) -> Iterator[tuple]:
+    """The rows of a record batch of ``ARROW_SCHEMA`` as the schema's tuples
+    (map columns as dicts, as Spark gives them back)."""
+    columns = [c.to_pylist() for c in batch.columns]
+    for i, (_, kind) in enumerate(SCHEMA):
+        if kind.startswith("map<"):
+            columns[i] = [None if m is None else dict(m) for m in columns[i]]
+    return zip(*columns)
+
+
+__all__ = ["ChangesDataSource", "ChangesReader", "CHANGES_SCHEMA", "batch_rows"]
