@@ -45,6 +45,11 @@ try:
 except ImportError:                    # pragma: no cover - depends on the install
     _rows = None
 
+# Decode with the compiled gtidx._rows where it is built (``batches``'
+# ``compiled=None``); False: the definition alone, everywhere (a test, or a
+# comparison of the two).
+USE_COMPILED = _rows is not None
+
 MAX_ROWS = 65_536           # rows per batch, at most
 MAX_BYTES = 32 << 20        # and about this many bytes of values
 SPAN = 64 << 20             # the file's bytes read (and released) this much at a time
@@ -182,13 +187,14 @@ def batches(b, record_chunks, *, tables=None, lo=None, hi=None, compiled: bool |
     yields) in the open binlog ``b``, as record batches. ``tables``: only
     these "db.tbl"; ``lo``/``hi``: only groups stamped in [lo, hi].
     ``compiled``: True the compiled decoder (ImportError without it), False
-    the definition alone, None the compiled where it is built. ``stats``
+    the definition alone, None the compiled where it is built and
+    ``USE_COMPILED``. ``stats``
     (a dict) gets "groups" (decoded), "declined" (by the compiled decoder)
     and "rows". A ``GtidxError`` reading a group ends the batches: the rows
     before it are yielded first."""
     if compiled and _rows is None:
         raise ImportError("gtidx._rows is not built")
-    use_c = _rows is not None and compiled is not False
+    use_c = _rows is not None and (USE_COMPILED if compiled is None else compiled)
     name = os.path.basename(b.path)
     wanted = frozenset(tables) if tables is not None else None
     lo = _NO_LO if lo is None else max(lo, _NO_LO)

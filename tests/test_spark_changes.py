@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, copy_set
-from gtidx import admin, api, show
+from gtidx import admin, api, rowbatch, show
 from gtidx.binlog.mariadb import Binlog
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra)
-from gtidx.spark.changes import ChangesReader  # noqa: E402
+from gtidx.spark.changes import ChangesReader, batch_rows  # noqa: E402
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # noqa: E402
 
 COLUMNS = ["gtid", "file", "offset", "timestamp", "table", "op", "before", "after", "changed", "unknown"]
@@ -161,11 +161,13 @@ def test_filters_give_the_rows_of_the_whole_filtered(spark, tmp_path, scenario):
 
 class Counting:
     """Counts Binlog opens (files opened, driver and reader alike) and groups
-    decoded, while the reader runs in this process."""
+    decoded (by the definition: the compiled decoder is put aside), while
+    the reader runs in this process."""
 
     def __init__(self, monkeypatch):
         self.opened, self.decoded, self.events = [], 0, 0
-        init, decode, event = Binlog.__init__, show.decode_group, show._Lib.event
+        init, decode, event = Binlog.__init__, show.group_rows, show._Lib.event
+        monkeypatch.setattr(rowbatch, "USE_COMPILED", False)     # groups decoded by the definition: counted
 
         def counting_init(b, path, *a, **kw):
             self.opened.append(os.path.basename(str(path)))
@@ -179,7 +181,7 @@ class Counting:
             self.events += 1
             return event(*a, **kw)
         monkeypatch.setattr(Binlog, "__init__", counting_init)
-        monkeypatch.setattr(show, "decode_group", counting_decode)
+        monkeypatch.setattr(show, "group_rows", counting_decode)
         monkeypatch.setattr(show._Lib, "event", counting_event)
 
     def read(self, d: Path, filters: list) -> list[tuple]:
@@ -192,7 +194,7 @@ class Counting:
         parts = reader.partitions()
         self.planned = list(self.opened)
         self.opened.clear()
-        return [row for p in parts for row in reader.read(p)]
+        return [row for p in parts for batch in reader.read(p) for row in batch_rows(batch)]
 
 
 def test_pruning_opens_fewer_files_and_decodes_fewer_groups(spark, tmp_path, monkeypatch):

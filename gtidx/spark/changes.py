@@ -71,7 +71,7 @@ class ChangesDataSource(DataSource):
         history = _option_int(self.options, "history", None)
         split_bytes = _option_int(self.options, "split_bytes", SPLIT_BYTES, 1)
         return ChangesReader(path, parse_storage_options(self.options.get("storage_options")),
-                             self.options.get("index_root") or None, history, split_bytes=split_bytes, batches=True)
+                             self.options.get("index_root") or None, history, split_bytes=split_bytes)
 
 
 def _option_int(options, name: str, default, minimum: int | None = None):
@@ -96,15 +96,12 @@ class ChangesReader(DataSourceReader):
     """``gtidx.changes``: Spark's filters turned into ``changes.Filters``, one
     partition per piece (``ChangeSource.splits``) of each binlog of
     ``ChangeSource.plan`` (driver), its rows read as Arrow record batches
-    (executors). ``batches``: ``read`` yields the batches (what the data
-    source makes); False, the same batches' rows as the schema's tuples
-    (the maps as dicts), for a caller that reads rows."""
+    (executors; ``batch_rows`` gives a batch's rows as the schema's tuples)."""
 
     def __init__(self, path: str, storage_options: dict | None = None, index_root: str | None = None,
-                 history: int | None = None, *, split_bytes: int = SPLIT_BYTES, batches: bool = False):
+                 history: int | None = None, *, split_bytes: int = SPLIT_BYTES):
         self.source = ChangeSource(path, storage_options=storage_options, index_root=index_root, history=history)
         self.split_bytes = split_bytes
-        self.batches = batches
 
     # -- driver ----------------------------------------------------------------------------
     def pushFilters(self, filters):
@@ -136,11 +133,7 @@ class ChangesReader(DataSourceReader):
             return
         path, spans, split = spec
         with self.source.open(path) as b:
-            for batch in rowbatch.source_batches(self.source, b, spans, split=split):
-                if self.batches:
-                    yield batch
-                else:
-                    yield from batch_rows(batch)
+            yield from rowbatch.source_batches(self.source, b, spans, split=split)
 
 
 def batch_rows(batch) -> Iterator[tuple]:
