@@ -200,17 +200,26 @@ class ChangeSource:
         """The binlog ``path`` (one of ``files``), open, through its store."""
         return Binlog(path, storage.resolve(path, self.storage_options)[0])
 
+    @staticmethod
+    def walked(b: Binlog, spans: list) -> Iterator[tuple[tuple, str, int, int]]:
+        """The located groups ``spans`` of ``b`` as their walk reads them:
+        (the GTID event's (timestamp, server_id, seq, domain, flags2), the
+        gtid text asked for, start, end); a span that does not walk as
+        located is a CorruptBinlogError."""
+        for start, end, text in spans:
+            begin, stop, head = next(b.group_spans(start))
+            if (begin, stop) != (start, end):
+                raise CorruptBinlogError(f"the group of {text} located at {start}-{end} walks as "
+                                         f"{begin}-{stop}", path=b.path, offset=start)
+            yield head, text, start, end
+
     def groups(self, b: Binlog, spans: list | None) -> Iterator[tuple[Group, str | None]]:
         """The groups of ``b`` the filters keep, with the gtid text asked for
         (None: the group's own): those located (``spans``), else every group
         whose timestamp passes (headers only)."""
         ok = self.filters.time_ok if self.filters.times else None
         if spans is not None:
-            for start, end, text in spans:
-                begin, stop, (ts, server, seq, domain, flags2) = next(b.group_spans(start))
-                if (begin, stop) != (start, end):
-                    raise CorruptBinlogError(f"the group of {text} located at {start}-{end} walks as "
-                                             f"{begin}-{stop}", path=b.path, offset=start)
+            for (ts, server, seq, domain, flags2), text, start, end in self.walked(b, spans):
                 if ok is None or ok(ts):
                     yield Group(Gtid(domain, server, seq), start, end, ts, flags2), text
             return
@@ -237,12 +246,13 @@ class BinlogChanges(NamedTuple):
     path: str           # the binlog (a path or URL)
     number: int         # 1 .. count
     count: int
-    rows: Iterator      # ChangedRow, in binlog order; then the GtidxError that ended the reading, if one did
+    rows: Iterator      # ChangedRow (or what the reader makes), in binlog order; then the GtidxError
+                        # that ended the reading, if one did
 
 
 def changes(path: str | os.PathLike = ".", *, tables=None, since=None, until=None, gtids=None,
-            storage_options: dict | None = None, index_root=None, history: int | None = None
-            ) -> Iterator[BinlogChanges]:
+            storage_options: dict | None = None, index_root=None, history: int | None = None,
+            reader=None) -> Iterator[BinlogChanges]:
     """The changed rows of the binlogs at ``path`` (a file, directory,
     ``master-bin.index`` or URL), per binlog in binlog order. ``tables``:
     "db.tbl" names; ``since``/``until``: the groups stamped at or after
@@ -252,7 +262,9 @@ def changes(path: str | os.PathLike = ".", *, tables=None, since=None, until=Non
     are checked here (a ``BadInputError``); the binlogs are listed and the
     reading planned when the iteration starts. A binlog whose reading fails
     (a damaged rows event, a corrupt file) ends its rows with the
-    ``GtidxError``, and the next binlogs are read."""
+    ``GtidxError``, and the next binlogs are read. ``reader``: how a binlog is
+    read, ``reader(source, b, spans)`` (default ``ChangeSource.rows``; Arrow
+    record batches: ``rowbatch.source_batches``), its items the ``rows``."""
     path = os.fspath(path)
     filters = Filters(tables=None if tables is None else [_table(t) for t in _many(tables)],
                       gtids=None if gtids is None else [str(as_gtid(g)) for g in _many(gtids)])
@@ -260,7 +272,8 @@ def changes(path: str | os.PathLike = ".", *, tables=None, since=None, until=Non
         filters.times.append((">=", parse_time(since)))
     if until is not None:
         filters.times.append(("<", parse_time(until)))
-    return _binlogs(path, filters, dict(storage_options=storage_options, index_root=index_root, history=history))
+    return _binlogs(path, filters, dict(storage_options=storage_options, index_root=index_root, history=history),
+                    reader or ChangeSource.rows)
 
 
 def _many(values) -> list:
@@ -273,17 +286,17 @@ def _table(name) -> str:
     return name
 
 
-def _binlogs(path: str, filters: Filters, kw: dict) -> Iterator[BinlogChanges]:
+def _binlogs(path: str, filters: Filters, kw: dict, reader) -> Iterator[BinlogChanges]:
     source = ChangeSource(path, filters, **kw)
     planned = source.plan()
     for n, (binlog, spans) in enumerate(planned, 1):
-        yield BinlogChanges(binlog, n, len(planned), _read(source, binlog, spans))
+        yield BinlogChanges(binlog, n, len(planned), _read(source, binlog, spans, reader))
 
 
-def _read(source: ChangeSource, binlog: str, spans) -> Iterator:
+def _read(source: ChangeSource, binlog: str, spans, reader) -> Iterator:
     try:
         with source.open(binlog) as b:
-            yield from source.rows(b, spans)
+            yield from reader(source, b, spans)
     except GtidxError as e:
         yield e
 

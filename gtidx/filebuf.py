@@ -233,6 +233,19 @@ class PreadBuffer:
             self._missing -= e - c
             c = e
 
+    def release(self, lo: int, hi: int) -> None:
+        """Give back the memory of the whole chunks inside ``[lo, hi)``: they
+        are read again if filled later. A reader that goes through a file
+        once holds what it still needs only. Nothing may still read those
+        bytes through a view (an event body taken before): it would see zeros."""
+        shift = self._shift
+        c, e = (max(lo, 0) + (1 << shift) - 1) >> shift, min(hi, self.size) >> shift
+        if e <= c:
+            return
+        self.mem.madvise(mmap.MADV_DONTNEED, c << shift, (e - c) << shift)
+        self._missing += self._have.count(1, c, e)
+        self._have[c:e] = bytes(e - c)
+
     def _read(self, lo: int, hi: int) -> None:
         with memoryview(self.mem) as view:
             self._src.read_into(view[lo:hi], lo)

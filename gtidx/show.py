@@ -76,6 +76,7 @@ COMMIT_ID = struct.Struct("<Q")                # a GTID event's commit id (FL_GR
 GTID_XID = struct.Struct("<iBB")                # then an XA group's formatID, gtrid and bqual lengths
 XA_PREPARE_HEAD = struct.Struct("<BiII")        # one_phase, formatID, gtrid and bqual lengths
 PACKET_OK = b"\x00"                             # mysql-replication's packets start with the OK byte
+RELEASE_STEP = 16 << 20                         # group_rows(release=True) gives memory back this much at a time
 
 
 class RowChange(NamedTuple):
@@ -314,13 +315,31 @@ def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset |
     the others are read for their names only, their rows events skipped
     undecoded); None: every table's. ``schema``: where column names come
     from when the binlog has none (``--schema-from``)."""
+    said: dict = {}
+    rows = list(group_rows(b, group, tables, schema, said))
+    return GroupChanges(group.gtid, b.path, group.start, group.end, group.timestamp, said["statements"],
+                        said["annotations"], rows, said["column_names"])
+
+
+def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | None" = None,
+               schema: "ServerSchema | None" = None, said: dict | None = None, *, release: bool = False):
+    """``decode_group``'s rows, one at a time, as each rows event is decoded
+    (what is held: one event's rows). ``said`` (a dict), once the rows are
+    all read: the group's "statements", "annotations" and "column_names".
+    ``release``: the binlog's memory for the events behind is given back as
+    they are decoded (``Binlog.release``: a reader that goes through a
+    big group once)."""
     lib = None
     table_map: dict = {}          # mysql-replication's, for this group only
     tables_of: dict = {}          # table_id -> Table
     skipped: set = set()          # table_ids of tables not asked for
-    statements, annotations, rows = [], [], []
+    statements, annotations = [], []
     path = b.path
+    behind = group.start
     for ev in b.events_between(group.start, group.end):
+        if release and ev.offset - behind >= RELEASE_STEP:
+            b.release(behind, ev.offset)
+            behind = ev.offset
         etype = ev.type
         if etype in (events.QUERY, events.QUERY_COMPRESSED):
             text = events.decode_query_text(ev.body, path=path, offset=ev.offset)
@@ -391,15 +410,15 @@ def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset |
                 after, gone_a = row_image(r["after_values"], r["after_none_sources"], t, lib)
                 changed = [k for k in t.keys if k in before and k in after and before[k] != after[k]]
                 unknown = [k for k in t.keys if k in gone_b or k in gone_a]
-                rows.append(RowChange(t.name, op, before, after, changed, unknown, ev.offset))
+                yield RowChange(t.name, op, before, after, changed, unknown, ev.offset)
             else:
                 image, gone = row_image(r["values"], r["none_sources"], t, lib)
-                rows.append(RowChange(t.name, op, None if op == "insert" else image,
-                                      image if op == "insert" else None, None, gone, ev.offset))
+                yield RowChange(t.name, op, None if op == "insert" else image,
+                                image if op == "insert" else None, None, gone, ev.offset)
     named = {t.names_from for t in tables_of.values()}
-    column_names = "none" if not named else named.pop() if len(named) == 1 else "mixed"
-    return GroupChanges(group.gtid, path, group.start, group.end, group.timestamp, statements,
-                        annotations, rows, column_names)
+    if said is not None:
+        said.update(statements=statements, annotations=annotations,
+                    column_names="none" if not named else named.pop() if len(named) == 1 else "mixed")
 
 
 # -- text, in the spirit of mariadb-binlog -v -----------------------------------------

@@ -136,6 +136,21 @@ class Binlog:
         reads each slice from the file first (``filebuf.FillingView``)."""
         return self._private.view()
 
+    def fill(self, lo: int, hi: int) -> None:
+        """Make ``[lo, hi)`` of ``mapping`` hold the file's bytes."""
+        self._fill(lo, hi)
+
+    def release(self, lo: int, hi: int) -> None:
+        """Give back the memory ``mapping`` holds for ``[lo, hi)`` (``PreadBuffer.release``)."""
+        if self._private is not None:
+            self._private.release(lo, hi)
+
+    @property
+    def mapping(self):
+        """The file's bytes at their offsets, read-only, where ``fill`` put them
+        (a compiled reader's input: ``fill`` first, ``release`` after)."""
+        return memoryview(self._mm).toreadonly()
+
     @property
     def etag(self) -> str | None:
         """The object's ETag as the HEAD that opened it saw it (every read

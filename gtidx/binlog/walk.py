@@ -157,36 +157,53 @@ def group_records(b, start: int | None = None) -> bytes:
     """``Binlog.group_spans`` of ``b`` packed, for many groups at once: one GROUP_RECORD
     (start, end, seq_no, timestamp, server_id, domain_id, flags2) per
     group, in file order; the same groups, and the same error where that
-    walk raises (then no records). Where the compiled ``gtidx._skip`` is
-    built, the groups are walked in C (``groups``) as long as nothing is
-    unusual, and ``group_walk`` (the definition) takes over from the last
-    group start where something is: the file's tail, a damaged event, a
-    group longer than the walk's largest window (``group_walk`` walks that
-    one group, then C goes on); without it, ``group_walk`` walks it all."""
+    walk raises (then no records). ``group_record_chunks`` joined."""
+    return b"".join(group_record_chunks(b, start))
+
+
+def group_record_chunks(b, start: int | None = None):
+    """``group_records`` a piece at a time: bytes of GROUP_RECORDs (at most
+    ``_GROUP_CHUNK`` records each, in file order), then the error that walk
+    raises where it raises one (the records before it were yielded). A
+    reader that stops early stops the walk (memory: one chunk). Where the
+    compiled ``gtidx._skip`` is built, the groups are walked in C
+    (``groups``) as long as nothing is unusual, and ``group_walk`` (the
+    definition) takes over from the last group start where something is:
+    the file's tail, a damaged event, a group longer than the walk's
+    largest window (``group_walk`` walks that one group, then C goes on);
+    without it, ``group_walk`` walks it all."""
     off = b.body_start if start is None else start
     pack = GROUP_RECORD.pack
 
-    def walked(at: int, one: bool = False) -> tuple[bytes, int | None]:
+    def walked(at: int, one: bool = False):
         # group_walk from a point where a walk may start: all its groups, or
         # (one) its first group only where C can go on after it (its end
-        # is an event that is complete, so no tail yield): then also that end
+        # is an event that is complete, so no tail yield): chunks of records,
+        # then (one) None or that end
         out = []
         walk = group_walk(b, at, None, 0)
         try:
             for gs, e, (ts, server, seq, domain, flags2) in walk:
                 out.append(pack(gs, e, seq, ts, server, domain, flags2))
                 if one and b.complete_at(e):
-                    return b"".join(out), e
+                    yield b"".join(out)
+                    yield e
+                    return
+                if len(out) == _GROUP_CHUNK:
+                    yield b"".join(out)
+                    out = []
         finally:
             walk.close()
-        return b"".join(out), None
+        yield b"".join(out)
+        if one:
+            yield None
 
     if _groups is None:
-        return walked(off)[0]
+        yield from walked(off)
+        return
     size = b.size
     body_min = HEADER_LEN + GTID_BODY_LEN + b.checksum_len
     rec = GROUP_RECORD.size
-    chunks = []
     out = bytearray(rec * _GROUP_CHUNK)
     used = 0                            # bytes of out written
     w = b.window(off, size)
@@ -194,8 +211,8 @@ def group_records(b, start: int | None = None) -> bytes:
         n, off, why = _groups(w.view, off - w.base, w.base, size, _COLD_BYTES, GTID, body_min,
                               memoryview(out)[used:])
         used += n * rec
-        if why == 2:                    # out is full: keep it, go on in a fresh one
-            chunks.append(bytes(out[:used]))
+        if why == 2:                    # out is full: hand it on, go on in it again
+            yield bytes(out[:used])
             used = 0
             continue
         if why == 1 or w.base + len(w.view) >= w.end:
@@ -203,16 +220,15 @@ def group_records(b, start: int | None = None) -> bytes:
         base, have = w.base, len(w.view)
         w.move(off)
         if off == base and len(w.view) <= have:      # no group ends in the largest window
-            chunks.append(bytes(out[:used]))
+            yield bytes(out[:used])
             used = 0
-            part, off = walked(off, one=True)
-            chunks.append(part)
+            *parts, off = walked(off, one=True)
+            yield from parts
             if off is None:
-                return b"".join(chunks)
+                return
             w.move(off)
-    chunks.append(bytes(out[:used]))
-    chunks.append(walked(off)[0])
-    return b"".join(chunks)
+    yield bytes(out[:used])
+    yield from walked(off)
 
 
 def apply_until(b, state: BinlogState, start: int, target: int) -> bool:

@@ -57,7 +57,8 @@ def changes(path, tables, since, until, gtids, as_json, parquet_dir, quiet, stor
         raise click.UsageError("give --json or --parquet OUT_DIR, not both")
     from .. import changes as library
     binlogs = library.changes(path, tables=tables or None, since=since, until=until, gtids=gtids or None,
-                              storage_options=storage_options, index_root=index_root, history=history)
+                              storage_options=storage_options, index_root=index_root, history=history,
+                              reader=None if parquet_dir is None else _batches())
     with Progress(quiet) as shown:
         if parquet_dir is not None:
             worst = _to_parquet(binlogs, _out_dir(parquet_dir), shown)
@@ -140,80 +141,62 @@ def _out_dir(path: str) -> str:
     return path
 
 
-def _pyarrow():
+def _parquet():
     try:
-        import pyarrow
         import pyarrow.parquet
     except ImportError as e:
         raise BadInputError(f"gtidx changes --parquet needs pyarrow ({e})",
                             hint="pip install 'gtidx[parquet]'") from None
-    return pyarrow, pyarrow.parquet
+    return pyarrow.parquet
 
 
-def arrow_schema(pa):
-    """``changes.SCHEMA`` as Arrow types (Spark's map<string,string> and
-    array<string> as ``pa.map_`` and ``pa.list_`` of strings)."""
-    from ..changes import SCHEMA
-    types = {"string": pa.string(), "long": pa.int64(), "map<string,string>": pa.map_(pa.string(), pa.string()),
-             "array<string>": pa.list_(pa.string())}
-    return pa.schema([(name, types[kind]) for name, kind in SCHEMA])
+def _batches():
+    """How ``--parquet`` reads a binlog: ``rowbatch`` record batches of one
+    row group each (``ROW_GROUP_ROWS``, ``ROW_GROUP_BYTES``)."""
+    _parquet()
+    from functools import partial
+
+    from ..rowbatch import source_batches
+    return partial(source_batches, max_rows=ROW_GROUP_ROWS, max_bytes=ROW_GROUP_BYTES)
 
 
 def _to_parquet(binlogs, out_dir: str, shown: Progress) -> int:
-    """One Parquet file per binlog; the worst exit code of the binlogs that failed (0: none)."""
-    pa, pq = _pyarrow()
-    schema = arrow_schema(pa)
+    """One Parquet file per binlog, a row group per record batch; the worst
+    exit code of the binlogs that failed (0: none)."""
+    pq = _parquet()
+    from ..rowbatch import ARROW_SCHEMA
     worst, count = 0, _Count(shown)
     for b in binlogs:
         count.binlog(b)
-        err = _write_parquet(pa, pq, schema, b.rows, os.path.join(out_dir, os.path.basename(b.path) + ".parquet"),
+        err = _write_parquet(pq, ARROW_SCHEMA, b.rows, os.path.join(out_dir, os.path.basename(b.path) + ".parquet"),
                              count)
         if err is not None:
             worst = max(worst, _failed(err, shown))
     return worst
 
 
-def _write_parquet(pa, pq, schema, rows, target: str, count: _Count) -> GtidxError | None:
-    """``rows`` as the Parquet file ``target`` (a temporary name, then renamed
-    over it), in row groups (``ROW_GROUP_ROWS``, ``ROW_GROUP_BYTES``). A
-    binlog whose reading failed keeps the rows before the failure, and its
-    error as the file's key-value metadata ``gtidx:error`` (JSON); returned."""
+def _write_parquet(pq, schema, batches, target: str, count: _Count) -> GtidxError | None:
+    """The record ``batches`` as the Parquet file ``target`` (a temporary
+    name, then renamed over it), a row group each. A binlog whose reading
+    failed keeps the rows before the failure, and its error as the file's
+    key-value metadata ``gtidx:error`` (JSON); returned."""
     import json
 
     from ..safefile import create_temp, discard, publish
-    from ..show import text_image
     err, tmp = None, None
     try:
         fd, tmp = create_temp(target)
         with os.fdopen(fd, "wb") as f:
             writer = pq.ParquetWriter(f, schema)
-            columns = [[] for _ in schema.names]
-            held = 0
-
-            def write_group():
-                writer.write_batch(pa.RecordBatch.from_arrays(
-                    [pa.array(c, type=t) for c, t in zip(columns, schema.types)], schema=schema))
-                for c in columns:
-                    c.clear()
-            for r in rows:
-                if isinstance(r, GtidxError):
-                    err = r
-                    writer.add_key_value_metadata({"gtidx:error": json.dumps(error_json(r))})
+            for batch in batches:
+                if isinstance(batch, GtidxError):
+                    err = batch
+                    writer.add_key_value_metadata({"gtidx:error": json.dumps(error_json(batch))})
                     break
-                before, after = text_image(r.before), text_image(r.after)
-                for c, v in zip(columns, (r.gtid, r.file, r.offset, r.timestamp, r.table, r.op,
-                                          None if before is None else list(before.items()),
-                                          None if after is None else list(after.items()), r.changed, r.unknown)):
-                    c.append(v)
-                held += sum(len(v) for image in (before, after) if image for v in image.values() if v)
-                count.rows += 1
-                if len(columns[0]) >= ROW_GROUP_ROWS or held >= ROW_GROUP_BYTES:
-                    write_group()
-                    held = 0
+                writer.write_batch(batch)
+                count.rows += batch.num_rows
                 if count.due():
                     count.show()
-            if columns[0]:
-                write_group()
             writer.close()
             f.flush()
             os.fsync(f.fileno())

@@ -1,0 +1,308 @@
+"""Row changes as Arrow record batches: what ``gtidx changes --parquet`` writes
+and ``format("gtidx.changes")`` hands Spark.
+
+A batch holds the changed rows of a run of event groups, in binlog order,
+with the columns of ``changes.SCHEMA`` (``ARROW_SCHEMA``: map<string,string>
+and array<string> as ``pa.map_`` and ``pa.list_`` of strings). Each value is
+what ``show.decode_group`` gives, as text (``show.text_image``): that
+function is the definition. Where the optional compiled ``gtidx._rows`` is
+built, it decodes runs of groups straight into Arrow buffers (no Python
+object per value) and hands back any group it cannot decode exactly as the
+definition does (a column type it does not know, damage): those are decoded
+by ``show.decode_group`` into the same batch, so the rows, their order and
+the errors are the definition's either way.
+
+Memory: a batch is at most ``MAX_ROWS`` rows or about ``MAX_BYTES`` bytes of
+values (the compiled decoder cuts batches between groups, the definition
+between rows), and the file's bytes are read a stretch (``SPAN``) at a time
+and given back once decoded; a group longer than ``SPAN`` is decoded by the
+definition, a rows event at a time: what is held does not grow with the
+file or the group.
+
+pyarrow is imported by this module: only the commands that make batches
+import it.
+"""
+from __future__ import annotations
+
+import bisect
+import codecs
+import importlib
+import math
+import os
+from typing import Iterator
+
+import pyarrow as pa
+
+from . import show
+from .binlog.events import GROUP_RECORD, Group
+from .binlog.walk import group_record_chunks
+from .changes import SCHEMA
+from .errors import GtidxError
+from .gtid import Gtid
+
+try:
+    from . import _rows
+except ImportError:                    # pragma: no cover - depends on the install
+    _rows = None
+
+MAX_ROWS = 65_536           # rows per batch, at most
+MAX_BYTES = 32 << 20        # and about this many bytes of values
+SPAN = 16 << 20             # the file's bytes read (and released) this much at a time
+
+_TYPES = {"string": pa.string(), "long": pa.int64(), "map<string,string>": pa.map_(pa.string(), pa.string()),
+          "array<string>": pa.list_(pa.string())}
+ARROW_SCHEMA = pa.schema([(name, _TYPES[kind]) for name, kind in SCHEMA])
+
+_REC = GROUP_RECORD.size
+_NO_LO, _NO_HI = -(1 << 63), (1 << 63) - 1
+
+
+# -- the builders ---------------------------------------------------------------------
+
+class PyBuilder:
+    """A batch built from Python values: the builder where ``gtidx._rows`` is
+    not built (or not wanted). ``add_row`` as the compiled ``Decoder``'s."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.columns = [[] for _ in SCHEMA]
+        self.rows = 0
+        self.nbytes = 0
+        self.groups = 0
+        self.declined = 0
+
+    def add_row(self, gtid, offset, timestamp, table, op, before, after, changed, unknown) -> None:
+        for column, v in zip(self.columns, (gtid, self.file, offset, timestamp, table, op, before, after,
+                                            changed, unknown)):
+            column.append(v)
+        self.rows += 1
+        self.nbytes += sum(len(v) for image in (before, after) if image for v in image.values() if v)
+
+    def finish(self) -> pa.RecordBatch:
+        batch = pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(self.columns, ARROW_SCHEMA.types)],
+                                           schema=ARROW_SCHEMA)
+        for c in self.columns:
+            c.clear()
+        self.rows = self.nbytes = 0
+        return batch
+
+
+def _charset_tables() -> tuple[bytes, bytes]:
+    """``kinds`` and ``charmaps`` for ``gtidx._rows.Decoder``: per character set
+    id, how ``show_rows.Table`` decodes a column in it (the encoding
+    mysql-replication names, ``bytes.decode``, hex where that fails): 1 UTF-8,
+    2 never text (binary, or an encoding Python does not know), 3 + k the
+    single-byte encoding whose 256 code points are ``charmaps[k]`` (u32,
+    0xFFFFFFFF: a byte the codec refuses), 0 anything else (the group is
+    decoded by the definition)."""
+    from pymysqlreplication.constants import CHARSET
+    kinds = bytearray(b"\x01" * 65536)       # an id mysql-replication does not know: UTF-8, as show_rows
+    maps, known = [], {}
+    for i in range(65536):
+        cs = CHARSET.charset_by_id(str(i), "mariadb")
+        if cs is None:
+            continue
+        if i == show.CHARSET_BINARY:
+            kinds[i] = 2
+            continue
+        enc = cs.encoding
+        if enc not in known:
+            known[enc] = _kind(enc, maps)
+        kinds[i] = known[enc]
+    return bytes(kinds), b"".join(maps)
+
+
+def _kind(encoding: str | None, maps: list) -> int:
+    if encoding is None:
+        return 1
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return 2                  # decoding raises LookupError: the value stays bytes
+    if name == "utf-8":
+        return 1
+    single = name in ("latin-1", "iso8859-1", "ascii")
+    if not single:
+        try:
+            single = hasattr(importlib.import_module(f"encodings.{name.replace('-', '_')}"), "decoding_table")
+        except ImportError:
+            single = False
+    if not single or len(maps) > 250:
+        return 0
+    table = bytearray()
+    for b in range(256):
+        try:
+            ch = bytes([b]).decode(encoding)
+            table += ord(ch).to_bytes(4, "little") if len(ch) == 1 else b"\xff\xff\xff\xff"
+        except UnicodeDecodeError:
+            table += b"\xff\xff\xff\xff"
+    maps.append(bytes(table))
+    return 2 + len(maps)
+
+
+_tables = None
+
+
+def _decoder(b, tables, name: str):
+    global _tables
+    if _tables is None:
+        _tables = _charset_tables()
+    kinds, charmaps = _tables
+    return _rows.Decoder(kinds, charmaps, b.checksum_len, tables, name)
+
+
+def batch_from(parts) -> pa.RecordBatch:
+    """The compiled ``Decoder.finish()``'s buffers as a record batch."""
+    return _rows.batch_from(parts, ARROW_SCHEMA) if hasattr(_rows, "batch_from") else parts
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+def _group(rec: tuple) -> Group:
+    start, end, seq, ts, server, domain, flags2 = rec
+    return Group(Gtid(domain, server, seq), start, end, ts, flags2)
+
+
+def _fallback(builder, finish, b, rec: tuple, tables, max_rows: int, max_bytes: int):
+    """The definition's rows of one group, added to ``builder``: the batches
+    that fill up on the way (a big group is cut between its rows)."""
+    g = _group(rec)
+    gtid, text, add = str(g.gtid), show.text_image, builder.add_row
+    for r in show.group_rows(b, g, tables, release=True):
+        add(gtid, g.start, g.timestamp, r.table, r.op, text(r.before), text(r.after), r.changed, r.unknown)
+        if builder.rows >= max_rows or builder.nbytes >= max_bytes:
+            yield finish()
+
+
+def batches(b, record_chunks, *, tables=None, lo=None, hi=None, compiled: bool | None = None,
+            stats: dict | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES
+            ) -> Iterator[pa.RecordBatch]:
+    """The changed rows of the groups ``record_chunks`` names (bytes of
+    GROUP_RECORDs, in file order, such as ``walk.group_record_chunks``
+    yields) in the open binlog ``b``, as record batches. ``tables``: only
+    these "db.tbl"; ``lo``/``hi``: only groups stamped in [lo, hi].
+    ``compiled``: True the compiled decoder (ImportError without it), False
+    the definition alone, None the compiled where it is built. ``stats``
+    (a dict) gets "groups" (decoded), "declined" (by the compiled decoder)
+    and "rows". A ``GtidxError`` reading a group ends the batches: the rows
+    before it are yielded first."""
+    if compiled and _rows is None:
+        raise ImportError("gtidx._rows is not built")
+    use_c = _rows is not None and compiled is not False
+    name = os.path.basename(b.path)
+    wanted = frozenset(tables) if tables is not None else None
+    lo = _NO_LO if lo is None else max(lo, _NO_LO)
+    hi = _NO_HI if hi is None else min(hi, _NO_HI)
+    builder = _decoder(b, wanted, name) if use_c else PyBuilder(name)
+    finish = (lambda: batch_from(builder.finish())) if use_c else builder.finish
+    rows = 0
+    try:
+        for batch in _decode(b, record_chunks, builder, finish, use_c, wanted, lo, hi, max_rows, max_bytes):
+            rows += batch.num_rows
+            yield batch
+    finally:
+        if stats is not None:
+            stats["groups"] = stats.get("groups", 0) + builder.groups
+            stats["declined"] = stats.get("declined", 0) + builder.declined
+            stats["rows"] = stats.get("rows", 0) + rows
+
+
+def _decode(b, record_chunks, builder, finish, use_c, wanted, lo, hi, max_rows, max_bytes):
+    unpack = GROUP_RECORD.unpack_from
+    try:
+        for chunk in record_chunks:
+            n = len(chunk) // _REC
+            ends = memoryview(chunk).cast("Q")[1::_REC // 8]      # each record's end (its 2nd u64)
+            i = 0
+            while i < n:
+                if not use_c:
+                    rec = unpack(chunk, i * _REC)
+                    i += 1
+                    if lo <= rec[3] <= hi:
+                        yield from _fallback(builder, finish, b, rec, wanted, max_rows, max_bytes)
+                        builder.groups += 1
+                    continue
+                # a stretch of groups whose bytes are read at once; a group
+                # longer than SPAN alone, by the definition (cut between rows)
+                first, end = unpack(chunk, i * _REC)[:2]
+                if end - first > SPAN:
+                    yield from _fallback(builder, finish, b, unpack(chunk, i * _REC), wanted, max_rows, max_bytes)
+                    b.release(first, end)
+                    i += 1
+                    continue
+                stop = bisect.bisect_right(ends, first + SPAN, i)
+                last_end = ends[stop - 1]
+                b.fill(first, last_end)
+                while i < stop:
+                    i, status = builder.decode(b.mapping, chunk, i, stop, lo, hi, max_rows, max_bytes)
+                    if status == 2:         # declined: the definition decodes it
+                        yield from _fallback(builder, finish, b, unpack(chunk, i * _REC), wanted, max_rows,
+                                             max_bytes)
+                        i += 1
+                    elif status == 1:
+                        yield finish()
+                b.release(first, last_end)
+        if builder.rows:
+            yield finish()
+    except GtidxError:
+        if builder.rows:            # the rows before the error, then the error
+            yield finish()
+        raise
+
+
+def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, compiled: bool | None = None,
+                   stats: dict | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES
+                   ) -> Iterator[pa.RecordBatch]:
+    """The rows ``source`` (a ``changes.ChangeSource``: its filters) wants
+    of the open binlog ``b``, as record batches: the located groups
+    ``spans`` (``ChangeSource.plan``'s), or every group, or (``split``) the
+    groups that start in [lo, hi) (lo a group's start: a partition of a big
+    binlog). ``ChangeSource.rows``, in Arrow."""
+    f = source.filters
+    lo, hi = f.bounds()
+    chunks = _located(source, b, spans) if spans is not None else _split(b, split) if split else \
+        group_record_chunks(b)
+    if any(op == "in" for op, _ in f.times):
+        chunks = _time_kept(chunks, f.time_ok)
+    return batches(b, chunks, tables=f.tables, lo=None if lo == -math.inf else int(lo),
+                   hi=None if hi == math.inf else int(hi), compiled=compiled, stats=stats, max_rows=max_rows,
+                   max_bytes=max_bytes)
+
+
+def _located(source, b, spans) -> Iterator[bytes]:
+    pack = GROUP_RECORD.pack
+    yield b"".join(pack(start, end, seq, ts, server, domain, flags2)
+                   for (ts, server, seq, domain, flags2), _, start, end in source.walked(b, spans))
+
+
+def _split(b, split: tuple[int, int]) -> Iterator[bytes]:
+    lo, hi = split
+    walk = group_record_chunks(b, lo)
+    try:
+        for chunk in walk:
+            starts = memoryview(chunk).cast("Q")[::_REC // 8]
+            k = bisect.bisect_left(starts, hi)
+            if k:
+                yield chunk[:k * _REC]
+            if k < len(starts):
+                return
+    finally:
+        walk.close()
+
+
+def _time_kept(chunks, ok) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield b"".join(chunk[i:i + _REC] for i in range(0, len(chunk), _REC)
+                       if ok(GROUP_RECORD.unpack_from(chunk, i)[3]))
+
+
+def binlog_table(path, *, tables=None, compiled: bool | None = None, stats: dict | None = None) -> pa.Table:
+    """Every changed row of the binlog ``path`` (``batches`` over all its groups)."""
+    from .binlog.mariadb import Binlog
+    with Binlog(path) as b:
+        return pa.Table.from_batches(list(batches(b, group_record_chunks(b), tables=tables, compiled=compiled,
+                                                  stats=stats)), schema=ARROW_SCHEMA)
+
+
+__all__ = ["ARROW_SCHEMA", "MAX_ROWS", "MAX_BYTES", "PyBuilder", "batches", "source_batches", "binlog_table",
+           "batch_from"]
