@@ -37,25 +37,26 @@ def test_the_compiled_decoder_is_built():
     assert rowbatch._rows is _rows
 
 
-def outcome(path, *, compiled, tables=None, chunks=None, max_rows=rowbatch.MAX_ROWS, stats=None):
+def outcome(path, *, compiled, tables=None, chunks=None, max_rows=rowbatch.MAX_ROWS, stats=None, lo=None, hi=None):
     """The rows ``rowbatch.batches`` gives for ``path`` (each as a dict), and
     the error that ended them: (type name, message) or None."""
     rows, err = [], None
     with Binlog(path) as b:
         try:
             for batch in rowbatch.batches(b, chunks if chunks is not None else group_record_chunks(b),
-                                          tables=tables, compiled=compiled, stats=stats, max_rows=max_rows):
+                                          tables=tables, compiled=compiled, stats=stats, max_rows=max_rows,
+                                          lo=lo, hi=hi):
                 rows += batch.to_pylist()
         except Exception as e:      # the definition's error, whatever it is, is the answer to equal
             err = (type(e).__name__, str(e))
     return rows, err
 
 
-def assert_equal(path, *, tables=None, chunks=None, max_rows=rowbatch.MAX_ROWS, declined=0) -> dict:
-    """Compiled == definition on ``path``; the compiled path's stats."""
+def assert_equal(path, *, declined=0, **kw) -> dict:
+    """Compiled == definition on ``path`` (``kw``: ``outcome``'s); the compiled path's stats."""
     stats = {}
-    mine = outcome(path, compiled=True, tables=tables, chunks=chunks, max_rows=max_rows, stats=stats)
-    theirs = outcome(path, compiled=False, tables=tables, chunks=chunks, max_rows=max_rows)
+    mine = outcome(path, compiled=True, stats=stats, **kw)
+    theirs = outcome(path, compiled=False, **kw)
     assert mine[1] == theirs[1]
     assert len(mine[0]) == len(theirs[0])
     for i, (a, b) in enumerate(zip(*(mine[0], theirs[0]))):
@@ -80,8 +81,13 @@ def test_every_mariadb_fixture_equals_the_definition(path):
     if stats["rows"]:
         # batches cut between groups, and one table asked for
         assert_equal(path, max_rows=7)
-        first = outcome(path, compiled=False)[0][0]["table"]
-        assert_equal(path, tables=[first, "no.such"])
+        rows = outcome(path, compiled=False)[0]
+        assert_equal(path, tables=[rows[0]["table"], "no.such"])
+        # a time range: only the groups stamped in it
+        times = sorted({r["timestamp"] for r in rows})
+        lo, hi = times[len(times) // 3], times[2 * len(times) // 3]
+        stats = assert_equal(path, lo=lo, hi=hi)
+        assert 0 < stats["rows"] <= len(rows)
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("mysql-*/*/binlog.[0-9]*")),
