@@ -40,7 +40,9 @@
  *    fields that do not end where their length says, column names that are
  *    not UTF-8, empty or repeated, or not one per column; a rows event whose
  *    v2 extra data is longer than its length field (ndb, partition info);
- *  - a group whose rows would not fit one batch's 2 GiB string buffers.
+ *  - a group whose rows would not fit one batch's 2 GiB string buffers;
+ *  - a row of no bytes (an image with no column): the definition would read
+ *    such rows forever.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1908,6 +1910,9 @@ rows_event(Decoder *d, int etype, const uint8_t *body, Py_ssize_t n, const char 
         return PYERR;
     Val *a = (Val *)vb->p, *b2 = a + t->ncols;
     while (r->pos < r->end) {
+        /* a row of no bytes (no column in its image) would be read forever: the
+           definition's loop never ends there; this one declines */
+        Py_ssize_t row_start = r->pos;
         d->txt.len = 0;
         int rc = read_image(d, t, r, bm1, bml, a);
         if (rc < 0)
@@ -1917,6 +1922,8 @@ rows_event(Decoder *d, int etype, const uint8_t *body, Py_ssize_t n, const char 
             if (rc < 0)
                 return rc;
         }
+        if (r->pos == row_start)
+            return DECLINE;
         if (emit_row(d, gtid, gn, offset, ts, t, op, op == 0 ? NULL : a, op == 0 ? a : op == 1 ? b2 : NULL) < 0) {
             d->full = 1;
             return DECLINE;
