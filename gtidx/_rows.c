@@ -1175,16 +1175,29 @@ float32_value(Decoder *d, Val *v, float f)
     return float_text(d, v, x);
 }
 
-static int
-int_text(char *o, int64_t x)
-{
-    return sprintf(o, "%lld", (long long)x);
-}
-
+/* decimal digits of x (no sprintf: the hot path of integer columns) */
 static int
 uint_text(char *o, uint64_t x)
 {
-    return sprintf(o, "%llu", (unsigned long long)x);
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + x % 10);
+        x /= 10;
+    } while (x);
+    for (int i = 0; i < n; i++)
+        o[i] = tmp[n - 1 - i];
+    o[n] = 0;
+    return n;
+}
+
+static int
+int_text(char *o, int64_t x)
+{
+    if (x >= 0)
+        return uint_text(o, (uint64_t)x);
+    o[0] = '-';
+    return 1 + uint_text(o + 1, (uint64_t)0 - (uint64_t)x);
 }
 
 /* str(decimal.Decimal(res)) for res "[-]digits.digits" (to-scientific-string) */
