@@ -47,7 +47,7 @@ except ImportError:                    # pragma: no cover - depends on the insta
 
 MAX_ROWS = 65_536           # rows per batch, at most
 MAX_BYTES = 32 << 20        # and about this many bytes of values
-SPAN = 16 << 20             # the file's bytes read (and released) this much at a time
+SPAN = 64 << 20             # the file's bytes read (and released) this much at a time
 
 _TYPES = {"string": pa.string(), "long": pa.int64(), "map<string,string>": pa.map_(pa.string(), pa.string()),
           "array<string>": pa.list_(pa.string())}
@@ -222,6 +222,7 @@ def _decode(b, record_chunks, builder, finish, use_c, wanted, lo, hi, max_rows, 
                     if lo <= rec[3] <= hi:
                         yield from _fallback(builder, finish, b, rec, wanted, max_rows, max_bytes)
                         builder.groups += 1
+                        b.release(rec[0], rec[1])
                     continue
                 # a stretch of groups whose bytes are read at once; a group
                 # longer than SPAN alone, by the definition (cut between rows)
