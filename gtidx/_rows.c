@@ -4,8 +4,8 @@
  *
  * Decoder(kinds, charmaps, checksum_len, tables, file) decodes runs of event
  * groups (GROUP_RECORDs) of one binlog straight into Arrow buffers (the
- * schema is rowbatch.ARROW_SCHEMA; docs: /work/prompts/rows-contract.md and
- * rowbatch's docstring). The definition it must equal, value for value, is
+ * schema is rowbatch.ARROW_SCHEMA; rowbatch.batches drives it, and
+ * rowarrow.batch_from turns finish()'s buffers into a RecordBatch). The definition it must equal, value for value, is
  * show.decode_group + show_rows (mysql-replication's decoders, fed the event
  * bytes) + show.as_text: this file reproduces their results, and where it
  * cannot be sure to, it declines the group (status 2) and Python decodes it
@@ -20,8 +20,9 @@
  *
  * Declined (the definition decides), and why:
  *  - a bad CRC32, an event whose length does not fit the group, a compressed
- *    event that does not inflate to its stated length: damage (the
- *    definition raises the exact error);
+ *    event that does not inflate to its stated length, a QUERY, GTID or
+ *    XA_PREPARE event too short for its fields: damage (the definition raises
+ *    the exact error);
  *  - a rows event with no TABLE_MAP in its group, a rows or TABLE_MAP event
  *    whose fields run past its end or leave bytes over: the same;
  *  - column types mysql-replication reads differently or not at all: MySQL's
@@ -34,12 +35,15 @@
  *    overflows a float (the definition raises), fractional seconds > 6,
  *    a TIMESTAMP2 fraction over 999999, a DATETIME2 with its sign bit clear,
  *    DECIMAL digit groups out of range (damage), DECIMAL precision 0, > 65 or
- *    scale > precision, ENUM indexes past the members, a charset id the
- *    kinds table marks unknown (multi-byte charsets other than UTF-8);
+ *    scale > precision, ENUM indexes past the members, BLOB length or
+ *    ENUM/SET sizes outside 1..8 bytes, a TIMESTAMP outside years 1000-9999,
+ *    a charset id the kinds table marks unknown (multi-byte charsets other
+ *    than UTF-8) or does not hold;
  *  - optional metadata the definition reads oddly: unknown field types,
  *    fields that do not end where their length says, column names that are
- *    not UTF-8, empty or repeated, or not one per column; a rows event whose
- *    v2 extra data is longer than its length field (ndb, partition info);
+ *    not UTF-8, empty or repeated, or not one per column; column metadata
+ *    that does not take the length the TABLE_MAP states; a v2 rows event
+ *    with extra data (ndb, partition info: the definition reads it its own way);
  *  - a group whose rows would not fit one batch's 2 GiB string buffers;
  *  - a row of no bytes (an image with no column): the definition would read
  *    such rows forever.

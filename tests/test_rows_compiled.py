@@ -202,6 +202,27 @@ def test_a_bad_crc_is_the_definitions_error(tmp_path):
     assert stats["declined"] == 1
 
 
+def test_a_row_of_no_bytes_is_declined():
+    """A rows event whose columns bitmap names no column (its CRC32 made
+    right): each row would take no byte, and the definition's loop would read
+    such rows forever; the decoder hands the group back, without a row."""
+    import zlib
+
+    from gtidx import _rows
+    src = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
+    data = bytearray(src.read_bytes())
+    off, ln, rec = next(e for e in rows_events(src) if data[e[0] + 4] in (23, 30))
+    at = off + 19 + (8 if data[off + 4] == 23 else 10)
+    width = data[at]
+    assert width < 251
+    data[at + 1:at + 1 + (width + 7) // 8] = bytes((width + 7) // 8)
+    data[off + ln - 4:off + ln] = struct.pack("<I", zlib.crc32(bytes(data[off:off + ln - 4])))
+    kinds, charmaps = rowbatch._charset_tables()
+    d = _rows.Decoder(kinds, charmaps, 4, None, src.name)
+    assert d.decode(bytes(data), rec, 0, 1, None, None, 100, 1 << 20) == (0, 2)
+    assert (d.declined, d.groups, d.rows) == (1, 0, 0)
+
+
 # -- a live 10.11: every type, every binlog_row_metadata x binlog_row_image ------------------------
 
 ALL_CREATE = """CREATE TABLE sh.{t} (
