@@ -33,7 +33,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from . import show
+from . import show, show_rows
 from .binlog.events import GROUP_RECORD, Group
 from .binlog.walk import group_record_chunks
 from .changes import SCHEMA
@@ -107,7 +107,7 @@ def _charset_tables() -> tuple[bytes, bytes]:
         cs = CHARSET.charset_by_id(str(i), "mariadb")
         if cs is None:
             continue
-        if i == show.CHARSET_BINARY:
+        if i == show_rows.CHARSET_BINARY:
             kinds[i] = 2
             continue
         enc = cs.encoding
@@ -158,7 +158,8 @@ def _decoder(b, tables, name: str):
 
 def batch_from(parts) -> pa.RecordBatch:
     """The compiled ``Decoder.finish()``'s buffers as a record batch."""
-    return _rows.batch_from(parts, ARROW_SCHEMA) if hasattr(_rows, "batch_from") else parts
+    from .rowarrow import batch_from as arrow_batch
+    return arrow_batch(parts, ARROW_SCHEMA)
 
 
 # -- reading ----------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ def _write_parquet(pq, schema, batches, target: str, count: _Count) -> GtidxErro
                     err = batch
                     writer.add_key_value_metadata({"gtidx:error": json.dumps(error_json(batch))})
                     break
-                writer.write_batch(batch)
+                writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)   # the compiled decoder cuts between groups
                 count.rows += batch.num_rows
                 if count.due():
                     count.show()
