@@ -304,6 +304,26 @@ def _table_map_name(body) -> str | None:
         return None
 
 
+def _imageless(etype: int, body) -> bool:
+    """Does a rows event hold row bytes while an image's columns bitmap names
+    no column (each row then takes no byte: mysql-replication would read
+    rows forever)? A layout too short to say is left to the decoder."""
+    try:
+        at = ROWS_POST_HEADER_V1.size
+        if etype in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2):
+            at += ROWS_VAR_HEADER_LEN.unpack_from(body, at)[0]
+        width, at = _length_coded(body, at)
+    except (IndexError, ValueError, struct.error):
+        return False
+    n = (width + 7) // 8
+    images = 2 if etype in (UPDATE_ROWS_V1, UPDATE_ROWS_V2) else 1
+    bitmaps = bytes(body[at:at + images * n])
+    if len(bitmaps) < images * n or at + images * n >= len(body):
+        return False
+    named = [int.from_bytes(bitmaps[k * n:(k + 1) * n], "little") & ((1 << width) - 1) for k in range(images)]
+    return not all(named)
+
+
 def _table_id(body) -> int:
     return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
 
@@ -375,6 +395,9 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
             lib = _library()
         if etype in _UNCOMPRESSED:
             etype, body = _plain_rows_event(ev, path)
+        if etype != TABLE_MAP and _imageless(etype, body):
+            raise _undecodable(b, ev, f"cannot decode {ev.name} event",
+                               ValueError("a row image names no column, yet the event holds row bytes"))
         raw = bytearray(events.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
                                                  events.HEADER_LEN + len(body) + events.CRC_LEN, 0, ev.flags))
         raw += body

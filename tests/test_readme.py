@@ -553,7 +553,7 @@ def test_runtime_dependencies_are_what_the_package_imports():
             for top in {x.split(".")[0] for x in names} - set(sys.stdlib_module_names) - {"gtidx"}:
                 imported.setdefault(top, set()).add(p.relative_to(ROOT / "gtidx").as_posix())
     # optional: the spark package's (its data sources) under the spark extra, storage.py's
-    # (object stores, imported for URLs only) under s3, cli/changes.py's and rowbatch.py's
+    # (object stores, imported for URLs only) under s3, cli/changes.py's, rowbatch.py's and rowarrow.py's
     # (gtidx changes --parquet and row changes as Arrow batches: pyarrow) under parquet (the
     # spark extra has pyarrow too); a module imported by several is in each one's extra
     s3_extra = {module(r) for r in project["optional-dependencies"]["s3"]}
@@ -561,9 +561,10 @@ def test_runtime_dependencies_are_what_the_package_imports():
     spark_files = {p.relative_to(ROOT / "gtidx").as_posix() for p in (ROOT / "gtidx" / "spark").rglob("*.py")}
     assert "spark/changes.py" in spark_files
     extra_of = {**{f: spark_extra for f in spark_files}, "storage.py": s3_extra, "cli/changes.py": parquet_extra,
-                "rowbatch.py": parquet_extra}
+                "rowbatch.py": parquet_extra, "rowarrow.py": parquet_extra}
     runtime = {m for m, where in imported.items() if not where <= set(extra_of)}
-    assert runtime == declared, f"imported outside gtidx/spark, storage.py, cli/changes.py and rowbatch.py: {runtime}; " \
+    assert runtime == declared, f"imported outside gtidx/spark, storage.py, cli/changes.py, rowbatch.py and " \
+                                f"rowarrow.py: {runtime}; " \
                                 f"declared: {declared}"
     for m, where in imported.items():
         if where <= set(extra_of):

@@ -24,6 +24,7 @@ from conftest import FIXTURES
 from gtidx import rowbatch
 from gtidx.binlog.mariadb import Binlog
 from gtidx.binlog.walk import group_record_chunks
+from gtidx.errors import UnsupportedBinlogError
 from test_show import row_server, run_workload  # noqa: F401 - row_server: the module's own 10.11
 
 REC = struct.Struct("<QQQIIII")
@@ -202,10 +203,11 @@ def test_a_bad_crc_is_the_definitions_error(tmp_path):
     assert stats["declined"] == 1
 
 
-def test_a_row_of_no_bytes_is_declined():
+def test_a_row_of_no_bytes_is_declined(tmp_path):
     """A rows event whose columns bitmap names no column (its CRC32 made
-    right): each row would take no byte, and the definition's loop would read
-    such rows forever; the decoder hands the group back, without a row."""
+    right): each row would take no byte, and mysql-replication's loop would
+    read such rows forever; the decoder hands the group back, without a row,
+    and the definition refuses the event (show._imageless) with its offset."""
     import zlib
 
     from gtidx import _rows
@@ -221,6 +223,12 @@ def test_a_row_of_no_bytes_is_declined():
     d = _rows.Decoder(kinds, charmaps, 4, None, src.name)
     assert d.decode(bytes(data), rec, 0, 1, None, None, 100, 1 << 20) == (0, 2)
     assert (d.declined, d.groups, d.rows) == (1, 0, 0)
+    copy = tmp_path / src.name
+    copy.write_bytes(bytes(data))
+    for compiled in (True, False):
+        with pytest.raises(UnsupportedBinlogError) as e:
+            rowbatch.binlog_table(copy, compiled=compiled)
+        assert e.value.offset == off and "names no column" in str(e.value)
 
 
 # -- a live 10.11: every type, every binlog_row_metadata x binlog_row_image ------------------------
