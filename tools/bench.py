@@ -19,11 +19,12 @@
                                               `gtidx seek` start-up vs `python -c 'import click'`
                                               in a regular (non-editable) install, interleaved;
                                               DIR: another checkout's seek in every run too
-    tools/bench changes [--file F] [--workload DIR] [--no-spark]
+    tools/bench changes [--file F] [--workload DIR] [--no-spark] [--memory]
                                               one 256 MiB binlog: gtidx changes --parquet on one
                                               core vs mariadb-binlog -v (rows/s, peak RSS, where the
                                               time goes); then format("gtidx.changes") rows/s over
-                                              >= 4 GiB (DIR: another set), with pushed-down filters
+                                              >= 4 GiB (DIR: another set), with pushed-down filters;
+                                              --memory: peak RSS on 1 GiB of big transactions
     tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
                                               auto-position and mysqlbinlog --include-gtids
 
@@ -46,7 +47,8 @@ any Python loop over events can do.
 This module is the one entry (``tools/bench <sub>``): it parses the options and
 dispatches; the measuring lives in tools/bench_common.py (shared helpers),
 bench_files.py (scan, build, lookup), bench_live.py (tail, mysql),
-bench_spark.py (spark, changes), bench_cli.py (batch, startup); the report in
+bench_spark.py (spark, changes), bench_rows.py (changes --memory), bench_cli.py (batch,
+startup); the report in
 tools/bench_report.py, its main tables measured by bench_rounds.py and its S3
 and cluster sections by bench_remote.py. None of them imports this module.
 """
@@ -57,7 +59,7 @@ import json
 import sys
 from pathlib import Path
 
-from tools import bench_cli, bench_files, bench_live, bench_report, bench_spark
+from tools import bench_cli, bench_files, bench_live, bench_report, bench_rows, bench_spark
 from tools.bench_common import BASELINE_FIGURES, against_baseline, child_argv
 
 
@@ -87,6 +89,9 @@ def main(argv=None) -> int:
     s.add_argument("--workload", metavar="DIR", help="Spark over the binlogs of DIR (default: the >= 4 GiB "
                                                       "workload); its missing indexes are built there")
     s.add_argument("--no-spark", action="store_true", help="the one binlog alone")
+    s.add_argument("--memory", action="store_true",
+                   help="also the peak RSS of gtidx changes --parquet on a 1 GiB binlog of 1,000-row transactions "
+                        "with 1 MiB blobs (tools/bench_rows.py; made once by a real 10.11)")
     s.add_argument("--master", default="local[*]")
     s.add_argument("--seed", type=int, default=5)
     s.add_argument("--json", help="also write the report here")
@@ -137,6 +142,8 @@ def main(argv=None) -> int:
               "tail": bench_live.bench_tail, "spark": bench_spark.bench_spark, "batch": bench_cli.bench_batch,
               "startup": bench_cli.bench_startup, "changes": bench_spark.bench_changes,
               "mysql": bench_live.bench_mysql}[a.cmd](a)
+    if a.cmd == "changes" and a.memory:
+        report["memory"] = bench_rows.bench_memory(a)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     return 0

@@ -1,5 +1,5 @@
 """Memory of ``gtidx changes --parquet`` on a big binlog of big transactions
-(``tools/bench changes-memory``).
+(``tools/bench changes --memory``).
 
 The binlog, written by a real 10.11 (``tools/mariadb.py``) and cached: about
 1 GiB of 1,000-row transactions whose rows hold a 1 KiB blob, every 100th a
@@ -62,7 +62,7 @@ def make_blob_binlog(root: Path = DEFAULT_DIR) -> dict:
 
 def bench_memory(args) -> dict:
     """Peak RSS, wall time and rows/s of ``gtidx changes --parquet`` on the blob binlog."""
-    meta = make_blob_binlog(Path(args.dir) if getattr(args, "dir", None) else DEFAULT_DIR)
+    meta = make_blob_binlog(DEFAULT_DIR)
     out = Path(tempfile.mkdtemp(prefix="gtidx-mem-"))
     try:
         t0 = time.perf_counter()
