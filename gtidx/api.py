@@ -39,13 +39,33 @@ from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_
 from .series.listing import Listing, list_binlogs, list_path, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
 from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
-from .series.results import (BinlogInfo, Location, Occurrence, Probe, ReplicaStart, SeveralHistories, StateAt,
-                             TimePoint)
+from .series.results import Location, Occurrence, SeveralHistories, StateAt
 
 if TYPE_CHECKING:
     # Imported where used, not here (a lookup imports only what it needs): show,
-    # which imports mysql-replication (only when a group is decoded).
+    # which imports mysql-replication (only when a group is decoded), and the
+    # answers of replica_start, probe, at_time and scan (series.answers).
     from . import show as show_module
+    from .series.answers import BinlogInfo, Probe, ReplicaStart, TimePoint
+
+# The answer types of the questions other than where a GTID is and the state
+# at an offset, exported here as the others are: their module is imported
+# when one of them is first asked for (PEP 562), not with this one.
+_ANSWERS = ("BinlogInfo", "Probe", "ReplicaStart", "TimePoint")
+
+
+def __getattr__(name):
+    if name in _ANSWERS:
+        from .series import answers
+        value = getattr(answers, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ANSWERS))
+
 
 # -- one file -------------------------------------------------------------------------
 
@@ -55,6 +75,7 @@ def binlog_info(path: str | os.PathLike) -> BinlogInfo:
 
 
 def _info(b: Binlog) -> BinlogInfo:
+    from .series.answers import BinlogInfo
     mysql = b.flavor == "mysql"
     start = (b.previous_gtids.copy() if b.previous_gtids is not None else None) if mysql else b.start_state.copy()
     return BinlogInfo(b.path, b.size, b.fde.server_version,

@@ -24,7 +24,6 @@ behaviour, because a lookup does not import ``dataclasses``.
 """
 from __future__ import annotations
 
-import re
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from .errors import GtidSyntaxError, quoted as _shown
@@ -32,8 +31,6 @@ from .errors import GtidSyntaxError, quoted as _shown
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 
-# ASCII digits only: Python's \d would also accept other scripts' digits.
-_GTID_RE = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
 
 # The widest part is a u64: 20 decimal digits. Longer numbers (leading zeros
 # aside) are out of range before conversion: Python refuses to convert more
@@ -59,10 +56,11 @@ class Gtid(NamedTuple):
         """Strict: exactly ``D-S-N`` in decimal, no spaces, in range, seq > 0."""
         if not isinstance(text, str):
             raise GtidSyntaxError(f"GTID must be text like 0-1-100, not {type(text).__name__}")
-        m = _GTID_RE.fullmatch(text)
-        if m is None:
+        parts = text.split("-")
+        # three runs of ASCII digits (isdigit alone would take other scripts' digits too)
+        if len(parts) != 3 or not all(x.isascii() and x.isdigit() for x in parts):
             raise GtidSyntaxError(f"bad GTID {_shown(text)}", hint="expected domain-server-seq, e.g. 0-1-100")
-        parts = [x.lstrip("0") or "0" for x in m.groups()]
+        parts = [x.lstrip("0") or "0" for x in parts]
         for name, part in zip(("domain id", "server id", "seq_no"), parts):
             if len(part) > _MAX_DIGITS:
                 raise GtidSyntaxError(f"bad GTID {_shown(text)}: {name} has more than {_MAX_DIGITS} digits",

@@ -19,15 +19,18 @@ MIXED = FIXTURES / "mariadb-10.11" / "mixed" / "master-bin.000002"
 GTID = "2-2-225"
 
 # What a lookup in one indexed binlog never needs: logging (unless the library
-# warns), the catalog of an archive, MySQL GTID sets, probing, decoding a group
-# (show: mysql-replication, PyMySQL), the sidecar, Spark, object stores.
-NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog.probe", "gtidx.show", "gtidx.tail",
+# warns), the catalog of an archive, MySQL GTID sets, probing, the answers of
+# other questions (series.answers), decoding a group (show: mysql-replication,
+# PyMySQL), the sidecar, Spark, object stores.
+NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog.probe", "gtidx.series.answers",
+                    "gtidx.show", "gtidx.tail",
                     "gtidx.spark", "gtidx.spark.changes", "gtidx.changes", "gtidx.binlog.mysql", "pymysqlreplication",
                     "pymysql", "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
 # `gtidx --help` runs no command: none of the library (gtidx.gtid with
 # gtidx.index.format, whose limits the options' help states).
 # A lookup builds its own command only (cli.main.COMMANDS: the others' modules are
-# not imported) and writes nothing (gtidx.index.writer).
+# not imported: a seek not pos's and probe's, cli.offsets, nor pos seek's,
+# cli.lookup) and writes nothing (gtidx.index.writer).
 # nor gtidx.safefile, the writers' module. Nor fcntl (filebuf: os.set_blocking),
 # nor json: the fingerprint gtidx stores with an index is bytes in a struct
 # layout (index.meta), and text output is not JSON.
@@ -72,10 +75,10 @@ def test_a_lookup_imports_only_what_it_needs(indexed):
     p, modules = in_fresh_python(["seek", "--gtid", GTID, str(indexed)])
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert p.stdout == f"{GTID} {indexed} start 922987 end 923294 resume 923294 (via index)\n"
-    assert sorted(m for m in NOT_FOR_A_TEXT_LOOKUP if m in modules) == []
+    assert sorted(m for m in NOT_FOR_A_TEXT_LOOKUP + ["gtidx.cli.offsets"] if m in modules) == []
     p, modules = in_fresh_python(["pos", str(indexed), "923294"])
     assert p.returncode == 0 and p.stdout.startswith("0-1-"), p.stderr
-    assert sorted(m for m in NOT_FOR_A_TEXT_LOOKUP if m in modules) == []
+    assert sorted(m for m in NOT_FOR_A_TEXT_LOOKUP + ["gtidx.cli.lookup"] if m in modules) == []
     p, modules = in_fresh_python(["pos", "--json", str(indexed), "923294"])
     assert p.returncode == 0 and json.loads(p.stdout)["via"] == "index", p.stderr
     assert sorted(m for m in NOT_FOR_A_LOOKUP if m in modules) == []

@@ -115,7 +115,8 @@ def is_mariadb(server_version: str) -> bool:
     return "mariadb" in server_version.lower()
 
 
-_VERSION = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
+# compiled on first use (re's cache), not at import: only a MySQL binlog needs it
+_VERSION = r"([0-9]+)\.([0-9]+)\.([0-9]+)"
 
 
 def has_checksum_alg(server_version: str) -> bool:
@@ -125,7 +126,7 @@ def has_checksum_alg(server_version: str) -> bool:
     post-header lengths."""
     if is_mariadb(server_version):
         return True
-    m = _VERSION.match(server_version)
+    m = re.match(_VERSION, server_version)
     return m is None or tuple(int(x) for x in m.groups()) >= (5, 6, 1)
 
 

@@ -1,135 +1,18 @@
-"""The lookup commands of the ``gtidx`` command line: seek, pos, probe.
+"""The lookup command of the ``gtidx`` command line: seek (where a GTID, a
+replica's start or a point in time is).
 
-Imported when one of them runs or a help text lists them (``main.COMMANDS``):
-a lookup builds these three commands, not all thirteen, and imports the
-library (``api``) only when it runs, not for ``gtidx --help``.
+Imported when it runs or a help text lists it (``main.COMMANDS``): a seek
+builds this command alone, not all thirteen (``offsets``: pos and probe),
+and imports the library (``api``) only when it runs, not for ``gtidx
+--help``.
 """
 from __future__ import annotations
 
 import click
 
-from ..errors import GtidxError, redact, shown
-from .options import PATH, Offset, examples, history_option, index_dir_option, json_option, storage_option
-from .output import Output, emit_json, error_json, one_line
-
-
-def _from_option(what: str):
-    # bytes that are not UTF-8 are kept (surrogateescape), to be echoed as \xNN (errors.shown)
-    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="surrogateescape"),
-                        metavar="FILE|-", help=f"Many lookups: {what} per line (blank lines and # comments "
-                        "skipped), answered in input order, one result per line (--json: JSON Lines; a bad "
-                        "line gives its error object and the batch goes on). Exit status: the worst line's.")
-
-
-def _lines(stream):
-    """(line text) of a --from input, read as it is answered: stripped, blank
-    lines and # comments skipped."""
-    for line in stream:
-        text = line.strip()
-        if text and not text.startswith("#"):
-            yield text
-
-
-def _batch(stream, answers, as_json: bool, to_json, to_text) -> None:
-    """Answer the lines of a --from input ``stream``: ``answers(texts)`` yields
-    one result per text, in order, reading ``texts`` as it goes; each result
-    is written as it comes (JSON Lines, or text), so that memory does not grow
-    with the input. An error is its line's error object (or a text line,
-    the line echoed ``shown``: escaped, cut), and the batch goes on; then
-    exit with the worst line's status."""
-    import json
-    from collections import deque
-    pending = deque()                   # the texts read, not answered yet
-
-    def texts():
-        for text in _lines(stream):
-            pending.append(text)
-            yield text
-    worst = 0
-    with Output() as out:
-        for r in answers(texts()):
-            text = pending.popleft()
-            if isinstance(r, GtidxError):
-                worst = max(worst, r.exit_code)
-                out.write(json.dumps({"input": shown(text), "error": error_json(r)}) + "\n" if as_json
-                          else f"{shown(text)}: {r}\n")
-            else:
-                out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
-    if worst:
-        click.get_current_context().exit(worst)
-
-
-def _state_json(r) -> dict:
-    return {"file": redact(r.file), "offset": r.offset, "position": r.position.one_line(), "state": one_line(r.state),
-            "via": r.via}
-
-
-@click.command(epilog=examples(
-    'gtidx pos /var/lib/mysql/master-bin.000020 58727',
-    'gtidx pos --json /var/lib/mysql/master-bin.000020 0x1000',
-    'gtidx pos --from offsets.txt /var/lib/mysql/master-bin.000020'))
-@click.argument("file", type=PATH, required=False)
-@click.argument("offset", type=Offset(), required=False)
-@click.option("--no-index", is_flag=True, help="Answer by scanning the binlog, ignoring its .idx.")
-@json_option("One JSON object: {file, offset, position, state, via}.")
-@_from_option("'FILE OFFSET' (or OFFSET alone, in the FILE argument)")
-@storage_option
-@index_dir_option
-def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
-    """The GTID position at OFFSET of FILE, as BINLOG_GTID_POS(FILE, OFFSET) prints it.
-    With --from, the positions at many offsets (FILE OFFSET lines)."""
-    from .. import api
-    kw = {"use_index": not no_index, "storage_options": storage_options, "index_root": index_root}
-    if batch is not None:
-        if offset is not None:
-            raise click.UsageError("--from takes the offsets from its lines: give no OFFSET argument")
-
-        def pairs(texts):
-            for text in texts:
-                name, _, number = text.rpartition(" ")
-                yield (name.strip() or file, number) if name.strip() or file else (text, None)
-        _batch(batch, lambda texts: api.states_at(pairs(texts), **kw), as_json, _state_json,
-               lambda r: f"{r.position}\n")
-        return
-    if file is None or offset is None:
-        raise click.UsageError(f"Missing argument '{'FILE' if file is None else 'OFFSET'}' (or --from FILE|-)")
-    r = api.state_at(file, offset, **kw)
-    if as_json:
-        emit_json(_state_json(r))
-    else:
-        with Output() as out:
-            out.write(f"{r.position}\n")
-
-
-@click.command(epilog=examples('gtidx probe /var/lib/mysql/master-bin.000020 58730'))
-@click.argument("file", type=PATH)
-@click.argument("offset", type=Offset())
-@click.option("--no-index", is_flag=True, help="Walk from the start of the binlog, ignoring its .idx.")
-@json_option("One JSON object: {file, offset, before, after, state, damaged, via}.")
-@storage_option
-@index_dir_option
-def probe(file, offset, no_index, as_json, storage_options, index_root):
-    """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
-    (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
-    prints it. Where the event chain is broken (a destroyed header), the damaged bytes and the
-    next trustworthy boundary (exit 0; exit 3 when none follows)."""
-    from .. import api
-    r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
-                  index_root=index_root)
-    pos = None if r.position is None else str(r.position)
-    if as_json:
-        emit_json({"file": redact(r.file), "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
-                    "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
-        return
-    shown = "unknown" if pos is None else pos or "(empty)"
-    where = (f"an event boundary, position {shown}" if r.before == r.after else
-             f"before {r.before}, after {r.after}, position at {r.before}: {shown}")
-    with Output() as out:
-        out.write(f"{redact(r.file)} offset {r.offset}: {where} (via {r.via})\n")
-        if r.damaged is not None:
-            lo, hi = r.damaged
-            out.write(f"damaged: no trustworthy event in bytes {lo} to {hi} (the event chain breaks at {lo} and "
-                      f"resumes at {hi}){'; the position after them is unknown' if pos is None else ''}\n")
+from ..errors import redact
+from .options import PATH, examples, from_option, history_option, index_dir_option, json_option, storage_option
+from .output import Output, emit_json, one_line, write_batch
 
 
 def _location_json(loc) -> dict:
@@ -195,7 +78,7 @@ def _seek_text(r) -> str:
 @click.option("--every", is_flag=True,
               help="One GTID: scan every binlog for every occurrence (certain also where seq_no went "
                    "back and recovered inside one binlog, which start states cannot show; reads all binlogs).")
-@_from_option("a GTID (or a replication position, one GTID per domain)")
+@from_option("a GTID (or a replication position, one GTID per domain)")
 @storage_option
 @index_dir_option
 @history_option("PATH")
@@ -213,9 +96,9 @@ def seek(spec, replica, when, path, as_json, every, batch, storage_options, inde
     if batch is not None:
         if every:
             raise click.UsageError("--every is for one GTID (--gtid)")
-        _batch(batch, lambda texts: api.seek_many(texts, path, storage_options=storage_options,
-                                                  index_root=index_root, history=history),
-               as_json, _seek_json, _seek_text)
+        write_batch(batch, lambda texts: api.seek_many(texts, path, storage_options=storage_options,
+                                                       index_root=index_root, history=history),
+                    as_json, _seek_json, _seek_text)
         return
     if when is not None:
         t = api.parse_time(when)

@@ -6,8 +6,8 @@ to see one). With ``--json`` a failure also prints ``{"error": {"message",
 "path", "offset", "hint", "exit_code"}}`` on stdout (``output``). A missing
 path is an I/O error (3) for every command, said by the library, not by
 click. The commands' modules are imported lazily: ``COMMANDS`` names where
-each is defined (``lookup``: seek, pos, probe; ``commands``: scan, show, build,
-verify, info, dump; ``changes``: changes; ``sidecar``: tail, status;
+each is defined (``lookup``: seek; ``offsets``: pos, probe; ``commands``: scan,
+show, build, verify, info, dump; ``changes``: changes; ``sidecar``: tail, status;
 ``archive``: catalog, spark), and a command is built, its options made, only
 when it runs or a help text lists it, so that ``gtidx --help`` and a lookup do
 not pay for the rest.
@@ -29,8 +29,8 @@ from .output import (JSON, STDOUT_DONE, OutputFailed, ReaderGone, emit_json, err
 # (click's LazyGroup pattern).
 COMMANDS = {
     "build": ("commands", "build"), "catalog": ("archive", "catalog"), "changes": ("changes", "changes"),
-    "dump": ("commands", "dump"), "info": ("commands", "info"), "pos": ("lookup", "pos"),
-    "probe": ("lookup", "probe"), "scan": ("commands", "scan"), "seek": ("lookup", "seek"),
+    "dump": ("commands", "dump"), "info": ("commands", "info"), "pos": ("offsets", "pos"),
+    "probe": ("offsets", "probe"), "scan": ("commands", "scan"), "seek": ("lookup", "seek"),
     "show": ("commands", "show_group"), "spark": ("archive", "spark"),
     "status": ("sidecar", "status"), "tail": ("sidecar", "tail"), "verify": ("commands", "verify"),
 }

@@ -44,6 +44,16 @@ def json_option(help_text: str = "One JSON object (a failure: {\"error\": {...}}
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
+def from_option(what: str):
+    """``--from FILE|-`` (the parameter ``batch``): many lookups, ``what`` per
+    line, answered as ``output.write_batch`` answers them."""
+    # bytes that are not UTF-8 are kept (surrogateescape), to be echoed as \xNN (errors.shown)
+    return click.option("--from", "batch", type=click.File("r", encoding="utf-8", errors="surrogateescape"),
+                        metavar="FILE|-", help=f"Many lookups: {what} per line (blank lines and # comments "
+                        "skipped), answered in input order, one result per line (--json: JSON Lines; a bad "
+                        "line gives its error object and the batch goes on). Exit status: the worst line's.")
+
+
 class Count(click.IntRange):
     """A whole number option: ASCII digits only (int() would take "4_096" and
     "４０９６", and fails on 5,000 digits)."""

@@ -21,7 +21,7 @@ import time
 import click
 
 from .. import liblog
-from ..errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, redact
+from ..errors import EXIT_BAD_INPUT, EXIT_CORRUPT, BadInputError, GtidxError, GtidxIOError, redact, shown
 
 JSON = "gtidx.json"                 # ctx.meta: --json was given
 STDOUT_DONE = "gtidx.stdout_done"   # ctx.meta: the error is already in stdout's document
@@ -155,6 +155,44 @@ def close_stream(out: Stdout, err: BaseException | None, tail: str = "") -> None
     out.flush()
     click.get_current_context().meta[STDOUT_DONE] = True
     raise err
+
+
+def _lines(stream):
+    """(line text) of a --from input, read as it is answered: stripped, blank
+    lines and # comments skipped."""
+    for line in stream:
+        text = line.strip()
+        if text and not text.startswith("#"):
+            yield text
+
+
+def write_batch(stream, answers, as_json: bool, to_json, to_text) -> None:
+    """Answer the lines of a --from input ``stream`` (``options.from_option``):
+    ``answers(texts)`` yields one result per text, in order, reading
+    ``texts`` as it goes; each result is written as it comes (JSON Lines, or
+    text), so that memory does not grow with the input. An error is its line's error object (or a text line,
+    the line echoed ``shown``: escaped, cut), and the batch goes on; then
+    exit with the worst line's status."""
+    import json
+    from collections import deque
+    pending = deque()                   # the texts read, not answered yet
+
+    def texts():
+        for text in _lines(stream):
+            pending.append(text)
+            yield text
+    worst = 0
+    with Output() as out:
+        for r in answers(texts()):
+            text = pending.popleft()
+            if isinstance(r, GtidxError):
+                worst = max(worst, r.exit_code)
+                out.write(json.dumps({"input": shown(text), "error": error_json(r)}) + "\n" if as_json
+                          else f"{shown(text)}: {r}\n")
+            else:
+                out.write(json.dumps(to_json(r)) + "\n" if as_json else to_text(r))
+    if worst:
+        click.get_current_context().exit(worst)
 
 
 def wants_json(args) -> bool:

@@ -20,11 +20,12 @@ from .facts import Facts
 from .files import FileCache, SeriesFile
 from .listing import Listing
 from .planner import LocatePlan, NoFile, Planner, PlanTable
-from .results import Location, Occurrence, Probe, ReplicaStart, StateAt, TimePoint
+from .results import Location, Occurrence, StateAt
 from .trust import CatalogTrust, listed_catalog
 
 if TYPE_CHECKING:
     from .. import catalog
+    from .answers import Probe, ReplicaStart, TimePoint
 
 # Many GTIDs in one binlog (``locate_many``, Spark's per-file tasks): one
 # pass over its groups beats index lookups from this many GTIDs per byte on
@@ -138,6 +139,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             via = "index" if f.reader is not None else "scan"
         else:
             start, state, via = f.record(lambda r: r.at_offset(offset))
+        from .answers import Probe
         if offset < 4:                 # the magic: before the first event, answered as offset 4
             return Probe(b.path, offset, 0, 0 if offset == 0 else 4, state if known else None, None, via)
         from ..binlog.probe import walk_to
@@ -426,6 +428,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             offset, state, via = (*f.start_record(), "scan")
         first = self._first_sent(path, offset, pos.skipped_from(state), strict, via)
         start = f.binlog.start_state.copy()
+        from .answers import ReplicaStart
         return ReplicaStart(pos, path, len(MAGIC), start, Position(pos.skipped_from(start).values()), first, via)
 
     def _start_before(self, path: str, pos: Position) -> bool:
@@ -497,6 +500,7 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         wins, so a stretch of binlog is passed over only where it is known
         that every group in it is older (see ``_time_skip``); the rest is
         walked, reading event headers only."""
+        from .answers import TimePoint
         t = parse_time(when)
         first = first_second(t)         # a group's whole second is at or after t from this one on
         for path in self.files:

@@ -49,7 +49,8 @@ from typing import Iterable, Iterator, NamedTuple
 from ..inputs import first_second, parse_offset, parse_time
 from .base import SeriesShell
 from .listing import Listing, list_path
-from .results import Location, ReplicaStart, TimePoint
+from .answers import ReplicaStart, TimePoint
+from .results import Location
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
                      UnsupportedBinlogError, quoted)
