@@ -202,3 +202,55 @@ def test_damaged_payload_is_exit_3_at_its_offset(written, tmp_path):
     out = subprocess.run([*run, str(tmp_path / "forged"), str(start)], capture_output=True, text=True)
     assert out.returncode == 3 and out.stderr.count("\n") == 1, out.stderr
     assert f"offset {at}" in out.stderr and "TRANSACTION_PAYLOAD" in out.stderr, out.stderr
+
+
+def test_probe_equals_show_binlog_events(written):
+    """Every event boundary of the binlog (SHOW BINLOG EVENTS' positions) is
+    one for probe, with the set ``pos`` gives there; three bytes inside each
+    event give that event's start and end."""
+    path, events, srv = written
+    # the events of a compressed transaction are listed too, each at the payload's end and ending there
+    spans = [(int(e[1]), int(e[4])) for e in events if int(e[1]) < int(e[4])]
+    assert len(spans) < len(events) and spans[0][0] == 4 and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert spans[-1][1] == path.stat().st_size
+    probed = 0
+    with api.open_binlogs(path) as logs:
+        for lo, hi in spans:
+            r = logs.probe(path, lo)
+            assert (r.before, r.after, r.damaged) == (lo, lo, None)
+            assert r.position == logs.state_at(path, lo).state
+            for inside in {lo + 1, (lo + hi) // 2, hi - 1}:
+                r = logs.probe(path, inside)
+                assert (r.before, r.after) == (lo, hi), (lo, hi, inside)
+                assert r.state == logs.state_at(path, lo).state
+                probed += 1
+    assert probed > 3 * len(spans) // 2
+    out = subprocess.run([sys.executable, "-m", "gtidx", "probe", "--json", str(path), str(spans[-1][0] + 1)],
+                         capture_output=True, text=True)
+    doc = json.loads(out.stdout)
+    assert out.returncode == 0 and (doc["before"], doc["after"]) == spans[-1] and "\n" not in doc["state"]
+    out = subprocess.run([sys.executable, "-m", "gtidx", "probe", str(path), str(spans[-1][1] + 1)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "past the end" in out.stderr
+
+
+def test_probe_across_a_destroyed_header(written, tmp_path):
+    """A destroyed header (a compressed transaction's payload event): the
+    damaged range is that event, the chain resumes at the next one, the set
+    after it unknown; exit 0 (the damage is in the answer)."""
+    path, events, srv = written
+    spans = [(int(e[1]), int(e[4])) for e in events if int(e[1]) < int(e[4])]
+    lo, hi = next((int(e[1]), int(e[4])) for e in events if e[2] == "Transaction_payload")
+    data = bytearray(path.read_bytes())
+    data[lo + 9:lo + 13] = b"\xff\xff\xff\x7f"          # its length: nothing real
+    bad = tmp_path / path.name
+    bad.write_bytes(data)
+    r = api.probe(bad, lo + 5)
+    assert (r.before, r.after, r.damaged) == (lo, hi, (lo, hi))
+    r = api.probe(bad, hi + 1)
+    assert r.damaged == (lo, hi) and r.state is None and r.before == hi
+    out = subprocess.run([sys.executable, "-m", "gtidx", "probe", str(bad), str(hi)], capture_output=True, text=True)
+    assert out.returncode == 0 and f"damaged: no trustworthy event in bytes {lo} to {hi}" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "gtidx", "show", str(bad), str(max(s for s, _ in spans if s < lo))],
+                         capture_output=True, text=True)
+    assert out.returncode == 3 and out.stderr.count("\n") == 1 and f"offset {lo}" in out.stderr, out.stderr
