@@ -142,8 +142,7 @@ class _Reader:
             return
         if etype != TABLE_MAP and etype not in MYSQL_ROWS_OP:
             raise self._error(UnsupportedBinlogError,
-                              f"a {MYSQL_EVENT_NAMES.get(etype, f'type {etype}')} event (type {etype}) in the "
-                              "transaction: gtidx show does not know what it does", where,
+                              f"{_named(etype)} in the transaction: gtidx show does not know what it does", where,
                               hint="nothing is left out silently: gtidx show reads QUERY, rows, TABLE_MAP, "
                                    "XID, XA_PREPARE, INTVAR, RAND, USER_VAR, ROWS_QUERY and TRANSACTION_PAYLOAD")
         yield from self._rows(etype, ts, server_id, flags, body, where)
@@ -205,6 +204,11 @@ class _Reader:
             raise undecodable(self.b, ev, f"cannot decode the rows of {ev.name} event on {t.name}{where.says()}",
                               err) from None
         yield from out
+
+
+def _named(etype: int) -> str:
+    name = MYSQL_EVENT_NAMES.get(etype)
+    return f"an event of type {etype}" if name is None else f"a {name} event (type {etype})"
 
 
 def _raw_json(packet):

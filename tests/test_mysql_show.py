@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,8 @@ from gtidx.binlog.mysql import MysqlBinlog
 from tests.showoracle import differences, mysql_escaped, mysqlbinlog_rows
 from tools.make_mysql_fixtures import Session
 from tools.mysql97 import MySQL97
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "mysql-9.7"
 
 COLUMNS = ["id", "i", "u", "ti", "bi", "ubi", "d", "dt", "ts", "tm", "dd", "y", "j", "b", "v", "e", "s", "bt",
            "f", "db", "c", "txt"]
@@ -76,6 +79,25 @@ def _round(s: Session, rng: random.Random, n0: int) -> None:
     s.sql("DELETE FROM shw.t WHERE id = %s", [n0])
 
 
+STATEMENTS = [
+    "CREATE TABLE shw.ai (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20))",
+    "INSERT INTO shw.ai (v) VALUES ('stmt')",            # statement-based: INTVAR before it
+    "XA START 'gx', 'bq', 7", "INSERT INTO shw.ai (v) VALUES ('xa')", "XA END 'gx', 'bq', 7",
+    "XA PREPARE 'gx', 'bq', 7", "XA COMMIT 'gx', 'bq', 7",
+]
+
+
+def _statements(s: Session) -> None:
+    """DDL, a statement-based insert (INTVAR), an XA transaction, and rows
+    with their SQL (binlog_rows_query_log_events: ROWS_QUERY events)."""
+    s.sql("SET SESSION binlog_format = 'STATEMENT'")
+    for q in STATEMENTS:
+        s.sql(q)
+    s.sql("SET SESSION binlog_format = 'ROW'")
+    s.sql("SET SESSION binlog_rows_query_log_events = ON")
+    s.sql("INSERT INTO shw.ai (v) VALUES ('annotated')")
+
+
 @pytest.fixture(scope="module")
 def written():
     """A closed binlog of the rounds: (its path, its SHOW BINLOG EVENTS, server)."""
@@ -96,6 +118,7 @@ def written():
             s.sql(f"SET SESSION binlog_transaction_compression = {compression}")
             s.sql(f"SET SESSION binlog_row_value_options = '{options}'")
             _round(s, rng, 10 * r)
+        _statements(Session(srv))
         s.sql("SET gtid_next = 'AUTOMATIC:shw'")        # a tagged GTID
         s.sql(f"INSERT INTO shw.t (id, v) VALUES (1000, 'tagged')")
         s.sql("SET gtid_next = 'AUTOMATIC'")
@@ -114,13 +137,14 @@ def _same(ours: list, theirs: list, column_names: str) -> list:
     """``differences`` with a partial JSON update compared as text, named
     columns mapped to their positions."""
     named = column_names == "metadata"
-    order = COLUMNS if named else None
+    columns = {"shw.t": COLUMNS, "shw.ai": ["id", "v"]}[ours[0]["table"]] if ours else COLUMNS
+    order = columns if named else None
     ours = [dict(r) for r in ours]
     theirs = [list(t) for t in theirs]
     for o, t in zip(ours, theirs):
         for side, i in (("before", 2), ("after", 3)):
             for k, v in list((o[side] or {}).items()):
-                n = COLUMNS.index(k) + 1 if named else int(k[1:])
+                n = columns.index(k) + 1 if named else int(k[1:])
                 if isinstance(v, str) and v.startswith("JSON_") and t[i] is not None and n in t[i]:
                     if t[i][n] == v.encode():
                         del t[i][n]
@@ -136,6 +160,7 @@ def test_show_equals_mysqlbinlog(written):
     payloads = {int(e[1]) for e in events if e[2] == "Transaction_payload"}
     compared = rows = compressed = partial = 0
     kinds = set()
+    statements, annotations = [], []
     with MysqlBinlog(path) as b:
         groups = list(b.transactions())
     assert sorted(oracle) == [g.start for g in groups]
@@ -153,8 +178,15 @@ def test_show_equals_mysqlbinlog(written):
         kinds.add(doc["column_names"])
         partial += sum(isinstance(v, str) and v.startswith("JSON_") for r in doc["rows"]
                        for v in (r["after"] or {}).values())
+        statements += doc["statements"]
+        annotations += doc["annotations"]
     print(f"{compared} transactions ({compressed} compressed, {rows} rows, {partial} partial JSON updates) "
           "equal mysqlbinlog -v")
+    assert TABLE.replace("\n", " ").split() == next(x for x in statements if "shw.t" in x).split()
+    assert "SET INSERT_ID=1" in statements and STATEMENTS[1] in statements
+    assert "XA START X'6778',X'6271',7" in statements and "XA PREPARE X'6778',X'6271',7" in statements
+    assert "XA COMMIT X'6778',X'6271',7" in statements
+    assert annotations == ["INSERT INTO shw.ai (v) VALUES ('annotated')"]
     assert compressed >= 10 and partial >= 3 and kinds >= {"metadata", "positional"}
     assert any(doc_gtid.count(":") == 2 for doc_gtid in (v["gtid"] for v in oracle.values()))
 
@@ -254,3 +286,66 @@ def test_probe_across_a_destroyed_header(written, tmp_path):
     out = subprocess.run([sys.executable, "-m", "gtidx", "show", str(bad), str(max(s for s, _ in spans if s < lo))],
                          capture_output=True, text=True)
     assert out.returncode == 3 and out.stderr.count("\n") == 1 and f"offset {lo}" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
+def test_show_equals_mysqlbinlog_on_the_fixtures(fixture):
+    """Every transaction of every MySQL fixture (anonymous ones, tagged
+    GTIDs, many UUIDs, compressed, without checksums) as mysqlbinlog -v
+    prints it."""
+    srv = MySQL97().ensure()
+    compared = 0
+    for path in sorted((FIXTURES / fixture).glob("binlog.0*")):
+        oracle = mysqlbinlog_rows(path, _mysqlbinlog(srv))
+        with MysqlBinlog(path) as b:
+            groups = list(b.transactions())
+        assert sorted(oracle) == [g.start for g in groups]
+        for g in groups:
+            doc = api.show(path, offset=g.start).as_dict()
+            want = oracle[g.start]
+            assert (doc["gtid"] or "ANONYMOUS") == want["gtid"] and doc["compressed"] == want["compressed"]
+            assert differences(doc["rows"], want["rows"], escape=mysql_escaped) == [], g
+            compared += 1
+    assert compared or fixture == "empty"
+
+
+def test_an_unknown_event_in_a_payload_is_an_error_naming_it(written, tmp_path):
+    """An event type gtidx show does not know, inside a compressed
+    transaction (forged: the BEGIN made type 37 with the ignorable flag, the
+    payload compressed again, sizes and CRC32 right): exit 2, one line, its
+    type named, never left out."""
+    import zstandard
+    from gtidx.binlog import mysqlpayload
+    path, events, srv = written
+    lo, hi = next((int(e[1]), int(e[4])) for e in events if e[2] == "Transaction_payload")
+    start = max(int(e[1]) for e in events if int(e[1]) < lo and e[2] == "Gtid")
+    data = bytearray(path.read_bytes())
+    body = bytes(data[lo + 19:hi - 4])
+    p = mysqlpayload.decode(body, path=str(path), offset=lo)
+    inner = bytearray(b"".join(bytes(mysqlpayload.EVENT_HEADER.pack(e.timestamp, e.type, e.server_id, e.length, 0,
+                                                                    e.flags)) + e.body for e in p.events))
+    assert p.events[0].type == 2           # the BEGIN
+    inner[4] = 37
+    struct.pack_into("<H", inner, 17, p.events[0].flags | 0x80)
+    packed = zstandard.ZstdCompressor().compress(bytes(inner))
+
+    def field(kind, value):
+        v = value.to_bytes(2, "little")
+        return bytes([kind, 3, 252]) + v
+    new_body = field(2, 0)[:1] + bytes([1, 0]) + field(3, len(inner)) + field(1, len(packed)) + b"\0" + packed
+    header = bytearray(data[lo:lo + 19])
+    struct.pack_into("<I", header, 9, 19 + len(new_body) + 4)
+    struct.pack_into("<I", header, 13, 0)
+    event = bytes(header) + new_body
+    event += struct.pack("<I", zlib.crc32(event))
+    forged = tmp_path / path.name
+    forged.write_bytes(bytes(data[:lo]) + event + bytes(data[hi:hi]))   # the file ends after it
+    with MysqlBinlog(forged) as b:
+        g = next(x for x in b.groups() if x.start == start)
+    with pytest.raises(Exception) as e:
+        api.show(forged, offset=g.start)
+    assert e.value.exit_code == 2 and "an event of type 37" in str(e.value) and e.value.offset == lo, e.value
+    out = subprocess.run([sys.executable, "-m", "gtidx", "show", str(forged), str(start)], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "type 37" in out.stderr, out.stderr
+    assert f"offset {lo}" in out.stderr and "uncompressed payload" in out.stderr
