@@ -322,7 +322,8 @@ def _show_mysql(where, *, gtid=None, offset=None, schema=None, history=None, **k
     if offset is not None:
         with MysqlSeries([as_path(where)], use_index=False, **kw) as logs:
             b = logs.opened(logs.files[0])
-            return show_mysql.decode_transaction(b, _group_at(b, offset), schema=schema)
+            start = _walk_start(b, offset, logs.index_root)      # gtidx's MySQL index: records at ends
+            return show_mysql.decode_transaction(b, _group_at(b, offset, start), schema=schema)
     with MysqlSeries.from_listing(where, history=history, **kw) as logs:
         loc = logs.locate(gtid)
         return show_mysql.decode_transaction(logs.opened(loc.file), loc, schema=schema)

@@ -349,3 +349,28 @@ def test_an_unknown_event_in_a_payload_is_an_error_naming_it(written, tmp_path):
                          text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "type 37" in out.stderr, out.stderr
     assert f"offset {lo}" in out.stderr and "uncompressed payload" in out.stderr
+
+
+def test_show_through_the_index_equals_show_by_scan(written, tmp_path, monkeypatch):
+    """With gtidx's MySQL index beside the binlog, the walk to a transaction
+    starts at the record before it (records lie at transaction ends) and
+    shows the same."""
+    path, events, srv = written
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    from gtidx import admin
+    assert all(not isinstance(r, Exception) for r in admin.build([str(copy)], span_min=1, max_ratio=None))
+    starts = []
+    group_at = api._group_at
+
+    def spy(b, offset, start=None):
+        starts.append(start)
+        return group_at(b, offset, start)
+    monkeypatch.setattr(api, "_group_at", spy)
+    with MysqlBinlog(path) as b:
+        groups = list(b.transactions())
+    for g in groups:
+        a, b = api.show(copy, offset=g.start).as_dict(), api.show(path, offset=g.start).as_dict()
+        assert {**a, "file": None} == {**b, "file": None}
+    from_index = [s for s in starts[::2] if s is not None]
+    assert len(from_index) >= len(groups) - 2 and len(starts[1::2]) == len(groups) and not any(starts[1::2])
