@@ -362,8 +362,9 @@ def _group_at(b: Binlog, offset: int, start: int | None = None) -> Group:
         if offset < g.end:
             if offset == g.start or any(ev.offset == offset for ev in b.events_between(g.start, g.end)):
                 return g
+            named = "(anonymous)" if g.gtid is None else g.gtid       # a MySQL anonymous transaction
             raise NotFoundError(f"offset {offset} is not an event boundary (it is inside the event group "
-                                f"{'(anonymous)' if g.gtid is None else g.gtid} at {g.start}-{g.end})", path=b.path, offset=offset,
+                                f"{named} at {g.start}-{g.end})", path=b.path, offset=offset,
                                 hint=f"the group starts at {g.start}")
     raise NotFoundError("no event group at this offset (before the first group, between groups "
                         "or past the last one)", path=b.path, offset=offset,

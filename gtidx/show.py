@@ -62,13 +62,13 @@ WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2 = 30, 31, 32
 WRITE_ROWS_COMPRESSED_V1, UPDATE_ROWS_COMPRESSED_V1, DELETE_ROWS_COMPRESSED_V1 = 166, 167, 168  # log_bin_compress
 WRITE_ROWS_COMPRESSED_V2, UPDATE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 = 169, 170, 171
 ROWS_OP = {WRITE_ROWS_V1: "insert", UPDATE_ROWS_V1: "update", DELETE_ROWS_V1: "delete",
-            WRITE_ROWS_V2: "insert", UPDATE_ROWS_V2: "update", DELETE_ROWS_V2: "delete"}
+           WRITE_ROWS_V2: "insert", UPDATE_ROWS_V2: "update", DELETE_ROWS_V2: "delete"}
 # A compressed rows event and the plain type it stands for.
 _UNCOMPRESSED = {**{t: WRITE_ROWS_V1 + t - WRITE_ROWS_COMPRESSED_V1
                     for t in range(WRITE_ROWS_COMPRESSED_V1, DELETE_ROWS_COMPRESSED_V1 + 1)},
                  **{t: WRITE_ROWS_V2 + t - WRITE_ROWS_COMPRESSED_V2
                     for t in range(WRITE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 + 1)}}
-FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a transaction
+FRAMING = (b"BEGIN", b"COMMIT")           # QUERY events that only frame a transaction
 
 ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows and TABLE_MAP events)
 ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
@@ -106,13 +106,13 @@ class GroupChanges(NamedTuple):
 
     def as_dict(self) -> dict:
         """The ``--json`` document."""
-        out = {"gtid": None if self.gtid is None else str(self.gtid), "file": self.file, "start": self.start, "end": self.end,
-                "timestamp": self.timestamp, "statements": self.statements,
-                "annotations": self.annotations, "column_names": self.column_names,
-                "rows": [{"table": r.table, "op": r.op, "before": json_image(r.before),
-                          "after": json_image(r.after), "changed": r.changed, "unknown": r.unknown}
-                         for r in self.rows],
-                "note": FK_NOTE}
+        out = {"gtid": None if self.gtid is None else str(self.gtid), "file": self.file, "start": self.start,
+               "end": self.end, "timestamp": self.timestamp, "statements": self.statements,
+               "annotations": self.annotations, "column_names": self.column_names,
+               "rows": [{"table": r.table, "op": r.op, "before": json_image(r.before),
+                         "after": json_image(r.after), "changed": r.changed, "unknown": r.unknown}
+                        for r in self.rows],
+               "note": FK_NOTE}
         if self.compressed is not None:
             out["compressed"] = self.compressed
         return out

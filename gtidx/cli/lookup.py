@@ -111,8 +111,9 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
 def probe(file, offset, no_index, as_json, storage_options, index_root):
     """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
     (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
-    prints it (a MySQL binlog: the GTID set executed there, as gtidx pos prints it). Where the event chain is broken (a destroyed header), the damaged bytes and the
-    next trustworthy boundary (exit 0; exit 3 when none follows)."""
+    prints it (a MySQL binlog: the GTID set executed there, as gtidx pos prints it). Where the
+    event chain is broken (a destroyed header), the damaged bytes and the next trustworthy
+    boundary (exit 0; exit 3 when none follows)."""
     from .. import api
     r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
                   index_root=index_root)
