@@ -40,10 +40,18 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r
 
 def to_text(data) -> str:
     """A whole binary JSON document as text. Empty bytes: ``null`` (what the
-    server stores for a JSON null it was given as an empty value)."""
+    server stores for a JSON null it was given as an empty value). A
+    document that is one string is that string, unquoted, as ``mysqlbinlog
+    -v`` prints it (the server's ``to_string`` without JSON quoting); strings
+    inside arrays and objects are quoted."""
     data = bytes(data)
     if not data:
         return "null"
+    if data[0] == STRING:
+        n, at = _varlen(data, 1)
+        if at + n > len(data):
+            raise ValueError("JSON: a string runs past its document")
+        return data[at:at + n].decode("utf-8")
     return _value(data[0], data, 1, len(data), True)
 
 
@@ -66,11 +74,28 @@ def _varlen(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _double(v: float) -> str:
-    text = repr(v)
-    if "e" in text:
-        mant, exp = text.split("e")
-        return f"{mant}e{int(exp)}"
-    return text
+    """A double as the server prints it in JSON (``my_gcvt``): its shortest
+    digits, in fixed notation when the decimal point is at most 15 places
+    left of them or 14 right (``0.00000000000001``), else ``1e300``,
+    ``1.5e-15``; a fraction ``.0`` when it has neither."""
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"JSON: a double {v!r}")
+    sign = "-" if str(v).startswith("-") else ""
+    digits, exp = repr(abs(v)).partition("e")[::2]
+    whole, _, frac = digits.partition(".")
+    point = len(whole) + (int(exp) if exp else 0)       # value = 0.DIGITS * 10**point
+    digits = (whole + frac).lstrip("0")
+    point -= len(whole + frac) - len((whole + frac).lstrip("0"))
+    digits = digits.rstrip("0")
+    if not digits:
+        return f"{sign}0.0"
+    n = len(digits)
+    if point >= -14 and (point <= 15 or n > point):
+        text = ("0." + "0" * -point + digits if point <= 0 else
+                digits + "0" * (point - n) if point >= n else digits[:point] + "." + digits[point:])
+    else:
+        text = digits[0] + ("." + digits[1:] if n > 1 else "") + f"e{point - 1}"
+    return sign + (text if "." in text or "e" in text else text + ".0")
 
 
 def _value(t: int, data: bytes, at: int, end: int, top: bool = False) -> str:
