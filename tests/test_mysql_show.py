@@ -390,3 +390,19 @@ def test_show_through_the_index_equals_show_by_scan(written, tmp_path, monkeypat
         assert {**a, "file": None} == {**b, "file": None}
     from_index = [s for s in starts[::2] if s is not None]
     assert len(from_index) >= len(groups) - 2 and len(starts[1::2]) == len(groups) and not any(starts[1::2])
+
+
+def test_json_doubles_as_the_server_prints_them():
+    """A JSON double's text (``mysqljson.to_text`` of the binary form) is
+    the server's (``CAST(JSON_ARRAY(...) AS CHAR)``): fixed or exponent
+    notation, ``.0`` on a whole number, over many magnitudes."""
+    from gtidx import mysqljson
+    srv = MySQL97().ensure()
+    rng = random.Random("gtidx-json-doubles")
+    values = [1e300, -5e-7, 0.1, 100.0, 1e15, 1e16, 1.5e-14, 1.5e-15, 1e-5, 1e21, 2.0 ** 60, 1e-300, 5e-324,
+              -0.0, 0.0, 1 / 3, 3.25e10] + [rng.random() * 10 ** rng.randint(-25, 25) * rng.choice([1, -1])
+                                            for _ in range(300)]
+    marks = ",".join("CAST(%s AS DOUBLE)" for _ in values)
+    theirs = srv.sql(f"SELECT CAST(JSON_ARRAY({marks}) AS CHAR)", [repr(v) for v in values])[0][0]
+    ours = "[" + ", ".join(mysqljson.to_text(bytes([mysqljson.DOUBLE]) + struct.pack("<d", v)) for v in values) + "]"
+    assert ours == theirs
