@@ -307,10 +307,19 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     try:
         if offset is not None:
             offset = parse_offset(offset) if isinstance(offset, str) else as_int(offset, "offset", 0)
-            with BinlogSeries([as_path(path)], use_index=False, **kw) as logs:
-                b = logs.opened(logs.files[0]).binlog
-                start = _walk_start(b, offset, logs.index_root)
-                return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
+            try:
+                with BinlogSeries([as_path(path)], use_index=False, **kw) as logs:
+                    b = logs.opened(logs.files[0]).binlog
+                    start = _walk_start(b, offset, logs.index_root)
+                    return show_module.decode_group(b, _group_at(b, offset, start), schema=schema)
+            except MySQLBinlogError as e:
+                if e.offset != 4:
+                    raise               # a MySQL binlog (its FDE says so): shown by show_mysql
+            return _show_mysql(path, offset=offset, schema=schema, **kw)
+        if ":" in str(gtid):            # MySQL's uuid:N (a MariaDB GTID has no colon)
+            listing = list_series(path, storage_options, index_root=index_root)
+            if listing.flavor == "mysql":
+                return _show_mysql(listing, gtid=gtid, schema=schema, history=history, **kw)
         g = as_gtid(gtid)
         try:
             listing = list_path(path, storage_options)
@@ -324,6 +333,21 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     finally:
         if schema is not None:
             schema.close()
+
+
+def _show_mysql(where, *, gtid=None, offset=None, schema=None, history=None, **kw):
+    """``show`` on MySQL binlogs: the transaction of ``gtid`` in the listing
+    ``where``, or the one at ``offset`` of the binlog ``where`` (a path)."""
+    from . import show_mysql
+    from .series.mysql import MysqlSeries
+    if offset is not None:
+        with MysqlSeries([as_path(where)], use_index=False, **kw) as logs:
+            b = logs.opened(logs.files[0])
+            start = _walk_start(b, offset, logs.index_root)      # gtidx's MySQL index: records at ends
+            return show_mysql.decode_transaction(b, _group_at(b, offset, start), schema=schema)
+    with MysqlSeries.from_listing(where, history=history, **kw) as logs:
+        loc = logs.locate(gtid)
+        return show_mysql.decode_transaction(logs.opened(loc.file), loc, schema=schema)
 
 
 def _walk_start(b: Binlog, offset: int, index_root=None) -> int | None:
@@ -359,8 +383,9 @@ def _group_at(b: Binlog, offset: int, start: int | None = None) -> Group:
         if offset < g.end:
             if offset == g.start or any(ev.offset == offset for ev in b.events_between(g.start, g.end)):
                 return g
+            named = "(anonymous)" if g.gtid is None else g.gtid       # a MySQL anonymous transaction
             raise NotFoundError(f"offset {offset} is not an event boundary (it is inside the event group "
-                                f"{g.gtid} at {g.start}-{g.end})", path=b.path, offset=offset,
+                                f"{named} at {g.start}-{g.end})", path=b.path, offset=offset,
                                 hint=f"the group starts at {g.start}")
     raise NotFoundError("no event group at this offset (before the first group, between groups "
                         "or past the last one)", path=b.path, offset=offset,

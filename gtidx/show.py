@@ -61,14 +61,14 @@ WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1 = 23, 24, 25
 WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2 = 30, 31, 32
 WRITE_ROWS_COMPRESSED_V1, UPDATE_ROWS_COMPRESSED_V1, DELETE_ROWS_COMPRESSED_V1 = 166, 167, 168  # log_bin_compress
 WRITE_ROWS_COMPRESSED_V2, UPDATE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 = 169, 170, 171
-_ROWS_OP = {WRITE_ROWS_V1: "insert", UPDATE_ROWS_V1: "update", DELETE_ROWS_V1: "delete",
-            WRITE_ROWS_V2: "insert", UPDATE_ROWS_V2: "update", DELETE_ROWS_V2: "delete"}
+ROWS_OP = {WRITE_ROWS_V1: "insert", UPDATE_ROWS_V1: "update", DELETE_ROWS_V1: "delete",
+           WRITE_ROWS_V2: "insert", UPDATE_ROWS_V2: "update", DELETE_ROWS_V2: "delete"}
 # A compressed rows event and the plain type it stands for.
 _UNCOMPRESSED = {**{t: WRITE_ROWS_V1 + t - WRITE_ROWS_COMPRESSED_V1
                     for t in range(WRITE_ROWS_COMPRESSED_V1, DELETE_ROWS_COMPRESSED_V1 + 1)},
                  **{t: WRITE_ROWS_V2 + t - WRITE_ROWS_COMPRESSED_V2
                     for t in range(WRITE_ROWS_COMPRESSED_V2, DELETE_ROWS_COMPRESSED_V2 + 1)}}
-_FRAMING = (b"BEGIN", b"COMMIT")          # QUERY events that only frame a transaction
+FRAMING = (b"BEGIN", b"COMMIT")           # QUERY events that only frame a transaction
 
 ROWS_POST_HEADER_V1 = struct.Struct("<6sH")      # table_id, flags (MariaDB's rows and TABLE_MAP events)
 ROWS_VAR_HEADER_LEN = struct.Struct("<H")        # v2: the extra data's length, itself included
@@ -102,16 +102,20 @@ class GroupChanges(NamedTuple):
     rows: list              # RowChange, in binlog order
     column_names: str       # "metadata" (all tables' names from the binlog), "server" (--schema-from),
                             # "positional", "mixed" or "none"
+    compressed: bool | None = None  # MySQL: whether its events came in a TRANSACTION_PAYLOAD; MariaDB: None
 
     def as_dict(self) -> dict:
         """The ``--json`` document."""
-        return {"gtid": str(self.gtid), "file": self.file, "start": self.start, "end": self.end,
-                "timestamp": self.timestamp, "statements": self.statements,
-                "annotations": self.annotations, "column_names": self.column_names,
-                "rows": [{"table": r.table, "op": r.op, "before": json_image(r.before),
-                          "after": json_image(r.after), "changed": r.changed, "unknown": r.unknown}
-                         for r in self.rows],
-                "note": FK_NOTE}
+        out = {"gtid": None if self.gtid is None else str(self.gtid), "file": self.file, "start": self.start,
+               "end": self.end, "timestamp": self.timestamp, "statements": self.statements,
+               "annotations": self.annotations, "column_names": self.column_names,
+               "rows": [{"table": r.table, "op": r.op, "before": json_image(r.before),
+                         "after": json_image(r.after), "changed": r.changed, "unknown": r.unknown}
+                        for r in self.rows],
+               "note": FK_NOTE}
+        if self.compressed is not None:
+            out["compressed"] = self.compressed
+        return out
 
 
 def as_text(v) -> str | None:
@@ -146,17 +150,22 @@ def json_image(image: dict | None) -> dict | None:
 # -- mysql-replication, fed bytes -----------------------------------------------
 
 class _NoServer:
-    """The 'control connection' mysql-replication's events ask: there is none."""
+    """The 'control connection' mysql-replication's events ask: there is none.
+    It says which server wrote the binlog (``dbms``): the character set ids
+    and a few column types read differently."""
     charset = "utf8mb4"
 
+    def __init__(self, dbms: str = "mariadb"):
+        self.dbms = dbms
+
     def _get_dbms(self) -> str:
-        return "mariadb"
+        return self.dbms
 
 
 class _Lib:
     """mysql-replication's pieces, imported on first use."""
 
-    def __init__(self):
+    def __init__(self, dbms: str = "mariadb"):
         try:
             from pymysql.protocol import MysqlPacket
             from pymysqlreplication import row_event
@@ -168,11 +177,13 @@ class _Lib:
         self.MysqlPacket, self.Wrapper = MysqlPacket, BinLogPacketWrapper
         self.TableMapEvent = row_event.TableMapEvent
         self.classes = {row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent,
-                        row_event.DeleteRowsEvent}
+                        row_event.DeleteRowsEvent,
+                        row_event.PartialUpdateRowsEvent}      # MySQL's JSON diffs (MariaDB has none)
+        self.dbms = dbms
         self.CHARSET, self.FIELD_TYPE, self.NONE_SOURCE = CHARSET, FIELD_TYPE, NONE_SOURCE
         FT = FIELD_TYPE
         self.int_bits = {FT.TINY: 8, FT.SHORT: 16, FT.INT24: 24, FT.LONG: 32, FT.LONGLONG: 64}
-        self.conn = _NoServer()
+        self.conn = _NoServer(dbms)
 
     def event(self, raw: bytes, table_map: dict):
         """mysql-replication's event object for one whole event (header,
@@ -184,14 +195,19 @@ class _Lib:
                             optional_meta_data=True, enable_logging=False).event
 
 
-_lib = None
+_libs: dict = {}
+
+
+def library(dbms: str = "mariadb") -> _Lib:
+    """mysql-replication's pieces for binlogs of ``dbms`` ("mariadb" or "mysql"), imported once."""
+    lib = _libs.get(dbms)
+    if lib is None:
+        lib = _libs[dbms] = _Lib(dbms)
+    return lib
 
 
 def _library() -> _Lib:
-    global _lib
-    if _lib is None:
-        _lib = _Lib()
-    return _lib
+    return library("mariadb")
 
 
 # -- compressed events (log_bin_compress) ---------------------------------------
@@ -260,7 +276,7 @@ def _gtid_xid(body) -> str | None:
     return _xid_text(format_id, bytes(body[at:at + gtrid_len + bqual_len]), gtrid_len)
 
 
-def _xa_prepare(ev: events.Event, path) -> str:
+def xa_prepare_text(ev: events.Event, path) -> str:
     """XA_PREPARE event: ``XA PREPARE xid`` (``XA COMMIT xid ONE PHASE`` when one-phase)."""
     try:
         one_phase, format_id, gtrid_len, bqual_len = XA_PREPARE_HEAD.unpack_from(ev.body, 0)
@@ -271,7 +287,7 @@ def _xa_prepare(ev: events.Event, path) -> str:
     return f"XA COMMIT {xid} ONE PHASE" if one_phase else f"XA PREPARE {xid}"
 
 
-def _undecodable(b: Binlog, ev: events.Event, what: str, err: Exception):
+def undecodable(b: Binlog, ev: events.Event, what: str, err: Exception):
     """The error for an event mysql-replication could not decode. Its CRC32 was
     right (a binlog with checksums): the bytes are the server's, a layout the
     decoder does not know (exit 2). Without checksums it may be damage (exit 3)."""
@@ -287,7 +303,7 @@ def _undecodable(b: Binlog, ev: events.Event, what: str, err: Exception):
                                    "gtidx show cannot decode")
 
 
-def _table_map_name(body) -> str | None:
+def table_map_name(body) -> str | None:
     """The "db.tbl" a TABLE_MAP event maps (read from its bytes, as
     mysql-replication reads them: length-prefixed, NUL-terminated, UTF-8),
     None when the bytes do not read so (the full decoder then decides)."""
@@ -324,7 +340,7 @@ def _imageless(etype: int, body) -> bool:
     return not all(named)
 
 
-def _table_id(body) -> int:
+def table_id_of(body) -> int:
     return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
 
 
@@ -365,7 +381,7 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
             text = events.decode_query_text(ev.body, path=path, offset=ev.offset)
             if etype == events.QUERY_COMPRESSED:
                 text = _uncompress(text, path=path, offset=ev.offset)
-            if text.strip().upper() not in _FRAMING:
+            if text.strip().upper() not in FRAMING:
                 statements.append(text.decode("utf-8", "replace"))
             continue
         if etype == events.ANNOTATE_ROWS:
@@ -377,19 +393,19 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
                 statements.append(f"XA START {xid}")
             continue
         if etype == events.XA_PREPARE:
-            statements.append(_xa_prepare(ev, path))
+            statements.append(xa_prepare_text(ev, path))
             continue
-        if etype != TABLE_MAP and etype not in _ROWS_OP and etype not in _UNCOMPRESSED:
+        if etype != TABLE_MAP and etype not in ROWS_OP and etype not in _UNCOMPRESSED:
             continue
         body = ev.body
         if tables is not None:
             if etype == TABLE_MAP:
-                name = _table_map_name(body)
+                name = table_map_name(body)
                 if name is not None and name not in tables:
-                    skipped.add(_table_id(body))
+                    skipped.add(table_id_of(body))
                     continue
-                skipped.discard(_table_id(body))
-            elif _table_id(body) in skipped:
+                skipped.discard(table_id_of(body))
+            elif table_id_of(body) in skipped:
                 continue
         if lib is None:
             lib = _library()
@@ -407,18 +423,18 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
         except CorruptBinlogError:
             raise
         except Exception as err:        # the library's decoding failed
-            raise _undecodable(b, ev, f"cannot decode {ev.name} event", err) from None
+            raise undecodable(b, ev, f"cannot decode {ev.name} event", err) from None
         if etype == TABLE_MAP:
             if e is None:
                 raise CorruptBinlogError("TABLE_MAP event not decoded", path=path, offset=ev.offset)
             tables_of[e.table_id] = Table(e, lib, schema)
             continue
-        table_id = _table_id(body)
+        table_id = table_id_of(body)
         t = tables_of.get(table_id)
         if e is None or t is None:
             raise CorruptBinlogError(f"rows event for table_id {table_id} with no TABLE_MAP before it "
                                      "in its event group", path=path, offset=ev.offset)
-        op = _ROWS_OP[etype]
+        op = ROWS_OP[etype]
         try:
             decoded = e.rows
             if e.packet.read_bytes != e.event_size:
@@ -426,7 +442,7 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
                 # than the body misread some column's layout (its values are wrong)
                 raise ValueError(f"the rows take {e.packet.read_bytes} bytes of the event's {e.event_size}")
         except Exception as err:
-            raise _undecodable(b, ev, f"cannot decode the rows of {ev.name} event on {t.name}", err) from None
+            raise undecodable(b, ev, f"cannot decode the rows of {ev.name} event on {t.name}", err) from None
         for r in decoded:
             if op == "update":
                 before, gone_b = row_image(r["before_values"], r["before_none_sources"], t, lib)
@@ -494,8 +510,10 @@ def row_line(r) -> str:
 
 def format_text(g: GroupChanges, when: str) -> str:
     """The text output of ``gtidx show``."""
-    lines = [f"# GTID {g.gtid} in {g.file} start {g.start} end {g.end} at {when}",
-             f"# note: {FK_NOTE}"]
+    lines = [f"# GTID {'anonymous' if g.gtid is None else g.gtid} in {g.file} start {g.start} end {g.end} "
+             f"at {when}", f"# note: {FK_NOTE}"]
+    if g.compressed:
+        lines.append("# compressed: its events are those of a TRANSACTION_PAYLOAD event (ZSTD), shown uncompressed")
     for s in g.statements:
         lines.append(s.rstrip() + ";")
     lines.extend(f"#Q> {a}" for a in g.annotations)       # the SQL behind the rows, as mariadb-binlog -v shows it

@@ -18,6 +18,9 @@ import getpass
 import struct
 from urllib.parse import unquote, urlsplit
 
+from typing import NamedTuple
+
+from . import mysqljson
 from .errors import BadInputError, GtidxIOError
 
 CHARSET_BINARY = 63              # the ``binary`` character set's id: bytes, not text
@@ -66,9 +69,9 @@ class Table:
             if signed is not None:
                 c.unsigned = bool(signed[i])
             enc = None
-            if lib.TableMapEvent._is_character_column(c.type, dbms="mariadb"):
+            if lib.TableMapEvent._is_character_column(c.type, dbms=lib.dbms):
                 if pos < len(charsets):
-                    cs = lib.CHARSET.charset_by_id(str(charsets[pos]), "mariadb")
+                    cs = lib.CHARSET.charset_by_id(str(charsets[pos]), lib.dbms)
                     enc = "binary" if charsets[pos] == CHARSET_BINARY else (cs.encoding if cs else None)
                 pos += 1
                 c.character_set_name = _RAW      # bytes back: decoded here (_value)
@@ -156,8 +159,20 @@ class ServerSchema:
 
 # -- values ----------------------------------------------------------------------
 
+class JsonBytes(NamedTuple):
+    """A MySQL JSON column's bytes as the rows event holds them: a binary
+    JSON document, or (``partial``) a partial update's diffs."""
+    data: bytes
+    partial: bool
+
+
 def _value(v, t: Table, i: int, lib):
     """One column value as the output shows it (see the module docstring)."""
+    if isinstance(v, JsonBytes):       # MySQL's JSON: the server's text (mysqlbinlog -v prints it so)
+        try:
+            return mysqljson.diff_text(f"@{i + 1}", v.data) if v.partial else mysqljson.to_text(v.data)
+        except (ValueError, IndexError, struct.error, UnicodeDecodeError) as e:
+            raise ValueError(f"column {t.keys[i]} of {t.name}: {e}") from None
     temporal = _temporal(v, t.types[i], t.fsp[i] or 0, lib.FIELD_TYPE)
     if temporal is not None:
         return temporal

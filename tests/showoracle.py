@@ -79,6 +79,16 @@ def escaped(data: bytes) -> bytes:
     return b"".join(bytes([c]) if c > 0x1F else b"\\x%02x" % c for c in data)
 
 
+# MySQL 9.7's mysqlbinlog also escapes the quote and the backslash, and a few
+# control characters by their C names (seen in its output)
+_MYSQL_ESCAPES = {0x5C: b"\\\\", 0x27: b"\\'", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r"}
+
+
+def mysql_escaped(data: bytes) -> bytes:
+    """Bytes as MySQL's mysqlbinlog -v writes a string, without the quotes."""
+    return b"".join(_MYSQL_ESCAPES.get(c) or (bytes([c]) if c > 0x1F else b"\\x%02x" % c) for c in data)
+
+
 def _epoch(iso: str) -> Decimal:
     when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
     whole = Decimal(int(when.replace(microsecond=0).timestamp()))
@@ -89,8 +99,9 @@ _AMBIGUOUS = re.compile(r"^-\d+ \(\d+\)$")
 _DATE = re.compile(r"^\d{4}-\d\d-\d\d$")
 
 
-def same_value(ours, theirs: bytes, encoding: str | None = None) -> bool:
-    """Does our JSON value say what mariadb-binlog's text says?"""
+def same_value(ours, theirs: bytes, encoding: str | None = None, escape=escaped) -> bool:
+    """Does our JSON value say what mariadb-binlog's text says? (``escape``:
+    how the oracle writes a string: ``mysql_escaped`` for MySQL's mysqlbinlog)"""
     if ours is None:
         return theirs == b"NULL"
     if theirs == b"NULL":
@@ -109,7 +120,7 @@ def same_value(ours, theirs: bytes, encoding: str | None = None) -> bool:
         except ValueError:
             return False
     if isinstance(ours, dict):
-        return theirs == b"'" + escaped(bytes.fromhex(ours["hex"])) + b"'"
+        return theirs == b"'" + escape(bytes.fromhex(ours["hex"])) + b"'"
     assert isinstance(ours, str), ours
     if _AMBIGUOUS.match(ours):
         return theirs.decode() == ours
@@ -125,7 +136,7 @@ def same_value(ours, theirs: bytes, encoding: str | None = None) -> bool:
         return True
     for enc in ([encoding] if encoding else ["utf-8", "cp1252", "latin1"]):
         try:
-            if escaped(ours.encode(enc)) == inner:
+            if escape(ours.encode(enc)) == inner:
                 return True
         except UnicodeEncodeError:
             pass
@@ -133,7 +144,7 @@ def same_value(ours, theirs: bytes, encoding: str | None = None) -> bool:
 
 
 def differences(ours_rows: list, theirs_rows: list, order: list | None = None,
-                encodings: dict | None = None, named: dict | None = None) -> list:
+                encodings: dict | None = None, named: dict | None = None, escape=escaped) -> list:
     """Where ``show``'s rows (JSON dicts) and mariadb-binlog's differ: [] when
     they agree on tables, operations, which columns each image has and every
     value. ``order``: the column names in table order (named columns), else
@@ -168,6 +179,66 @@ def differences(ours_rows: list, theirs_rows: list, order: list | None = None,
                     if mine[k] != want:
                         wrong.append((i, side, k, mine[k], theirs[n]))
                     continue
-                if not same_value(mine[k], theirs[n], encodings.get(k)):
+                if not same_value(mine[k], theirs[n], encodings.get(k), escape):
                     wrong.append((i, side, k, mine[k], theirs[n]))
     return wrong
+
+
+# -- MySQL: mysqlbinlog -v --base64-output=DECODE-ROWS ------------------------------
+
+_MY_GTID_EVENT = re.compile(rb"^#\d{6} .*\t(GTID|Anonymous_GTID)\t")
+_MY_GTID_NEXT = re.compile(rb"^SET @@SESSION.GTID_NEXT= '([^']*)'")
+
+
+def mysqlbinlog_rows(path, command: list) -> dict[int, dict]:
+    """{transaction start offset: {"gtid": text or "ANONYMOUS", "rows": [...],
+    "compressed": bool}} for every transaction of the MySQL binlog ``path``,
+    as ``command`` (a ``mysqlbinlog``, reading the file on its stdin) prints
+    them with ``-v --base64-output=DECODE-ROWS``; rows as ``binlog_rows``'
+    (table, op, before, after). A value that ``mysqlbinlog`` writes over
+    several lines (a partial JSON update) is joined into one: a single space
+    between its lines, none after an opening parenthesis."""
+    with open(path, "rb") as f:
+        out = subprocess.run([*command, "-v", "--base64-output=DECODE-ROWS", "-"], stdin=f,
+                             capture_output=True, check=True).stdout
+    groups: dict[int, dict] = {}
+    at = cur = image = last = None
+    for line in out.split(b"\n"):
+        m = _AT.match(line)
+        if m:
+            at = int(m.group(1))
+            continue
+        if _MY_GTID_EVENT.match(line):
+            cur = groups.setdefault(at, {"gtid": None, "rows": [], "compressed": False})
+            continue
+        if cur is None:
+            continue
+        m = _MY_GTID_NEXT.match(line)
+        if m and cur["gtid"] is None:
+            cur["gtid"] = m.group(1).decode()
+            continue
+        if line.startswith(b"# Start of compressed events."):
+            cur["compressed"] = True
+            continue
+        m = _ROW.match(line)
+        if m:
+            cur["rows"].append([f"{m.group(2).decode()}.{m.group(3).decode()}", _OPS[m.group(1)], None, None])
+            continue
+        if line == b"### SET":
+            image = cur["rows"][-1][3] = {}
+            continue
+        if line == b"### WHERE":
+            image = cur["rows"][-1][2] = {}
+            continue
+        m = _COL.match(line)
+        if m:
+            value = m.group(2)
+            last = int(m.group(1))
+            image[last] = value if value.endswith(b"'") else value.rstrip(b" ")
+            continue
+        if line.startswith(b"###      ") and image is not None and last is not None:
+            sep = b"" if image[last].endswith(b"(") else b" "    # a value continued on the next line
+            image[last] += sep + line[3:].strip()
+    for g in groups.values():
+        g["rows"] = [tuple(r) for r in g["rows"]]
+    return groups

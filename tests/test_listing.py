@@ -7,7 +7,7 @@ import pytest
 
 from conftest import FIXTURES, count_listings
 from gtidx import api
-from gtidx.errors import MySQLBinlogError, NotFoundError
+from gtidx.errors import NotFoundError
 
 MULTI = FIXTURES / "mariadb-10.11" / "multifile"
 ROTATED = FIXTURES / "mysql-9.7" / "rotated"
@@ -59,10 +59,16 @@ def test_single_file_lookups_keep_their_errors():
         api.state_at(str(ROTATED / "binlog.000015"), 999999)
 
 
-def test_probe_of_a_mysql_binlog_says_it_is_not_supported_yet():
-    with pytest.raises(MySQLBinlogError, match="probe .* is not supported yet") as e:
-        api.probe(str(ROTATED / "binlog.000015"), 200)
-    assert e.value.exit_code == 2
+def test_probe_of_a_mysql_binlog_answers_as_pos():
+    """A MySQL binlog is probed as a MariaDB one is (tests/test_mysql_show.py
+    holds every boundary against the server's): the event around the
+    offset, the set at its start as ``pos`` says it."""
+    path = str(ROTATED / "binlog.000015")
+    r = api.probe(path, 200)
+    assert r.before < 200 < r.after and r.damaged is None
+    assert r.position == r.state == api.state_at(path, r.before).state
+    with pytest.raises(NotFoundError):
+        api.state_at(path, 200)
 
 
 def test_a_gtid_over_several_histories_lists_once(tmp_path, monkeypatch):

@@ -940,8 +940,8 @@ def test_s3_flavor_of_a_prefix_with_a_catalog_reads_no_binlog(s3):
 def test_s3_mysql_binlogs_answer_as_locally(s3, tmp_path):
     """MySQL binlogs in an object store: seek (a GTID, every occurrence, a
     replica's set), pos, seek --time answer as the same files do locally,
-    by scan and, once built in the store, by their indexes; probe says it is
-    MariaDB's only, one line."""
+    by scan and, once built in the store, by their indexes; probe and show
+    too."""
     names = sorted(f.name for f in MYSQL.glob("binlog.0*"))
     url = _put(s3, "mysql", {n: MYSQL / n for n in names})
     local = tmp_path / "mysql"
@@ -971,7 +971,12 @@ def test_s3_mysql_binlogs_answer_as_locally(s3, tmp_path):
             assert same(gtidx.state_at(url + name, off), gtidx.state_at(str(local / name), off))
     got = _cli("seek", "--json", "--gtid", gtids[7], url)
     assert got.returncode == 0 and json.loads(got.stdout)["file"] == url + Path(api.seek(gtids[7], str(local)).file).name
-    _one_line_error(_cli("probe", url + names[0], "200"), 2, "MySQL binlog", "probe", "not supported yet")
+    a, b = api.probe(url + names[0], 200), api.probe(str(local / names[0]), 200)
+    assert same(a, b) and a.before < 200 < a.after
+    got = _cli("show", "--json", "--gtid", gtids[7], url)
+    assert got.returncode == 0, got.stderr
+    want = api.show(str(local), gtid=gtids[7]).as_dict()
+    assert json.loads(got.stdout) == {**want, "file": url + Path(want["file"]).name}
 
 
 def test_s3_a_prefix_mixing_flavors_is_refused_when_the_odd_file_is_read(s3):

@@ -94,15 +94,17 @@ KNOWN_TYPES = bytes(1 <= t <= 41 or 160 <= t <= 175 for t in range(256))
 _U32_MASK = 0xFFFFFFFF
 
 
-def plausible_header(offset: int, etype: int, length: int, next_pos: int, checksum_len: int) -> bool:
+def plausible_header(offset: int, etype: int, length: int, next_pos: int, checksum_len: int,
+                     known: bytes = KNOWN_TYPES) -> bool:
     """Could the header (type, length, next-position field) read at ``offset``
     be a real event's? Its type is one a server writes, its length holds a
     header and a checksum (a GTID event: its fixed body too), and its
     next-position field is 0 (MariaDB 11.4+ writes that for events from the
     transaction cache) or the event's end (modulo 2**32: it wraps at 4 GiB).
     Every event of the fixtures (10.11 and 11.8) passes; a destroyed header
-    almost never does. Whether the event fits in the file is the caller's."""
-    if not KNOWN_TYPES[etype] or length < HEADER_LEN + checksum_len:
+    almost never does. Whether the event fits in the file is the caller's.
+    ``known``: the types the file's server writes (``Binlog.known_types``)."""
+    if not known[etype] or length < HEADER_LEN + checksum_len:
         return False
     if etype == GTID and length < HEADER_LEN + GTID_BODY_LEN + checksum_len:
         return False

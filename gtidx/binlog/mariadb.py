@@ -54,7 +54,7 @@ from .events import (CHECKSUM_CRC32, CHECKSUM_NONE, CHECKSUM_UNDEF, CRC_LEN,
                      GTID_LIST, HEADER_LEN, IN_USE_FLAG, MAGIC, MYSQL_ANONYMOUS_GTID,
                      MYSQL_GTID, MYSQL_PREVIOUS_GTIDS, ROTATE, START_ENCRYPTION, START_EVENT_V3, STOP, TYPE_LENGTH,
                      TYPE_SERVER_LENGTH, U32, Event, FormatDescription, Group, decode_gtid_list, event_crcs,
-                     has_checksum_alg, is_group_terminator, is_mariadb)
+                     has_checksum_alg, is_group_terminator, is_mariadb, KNOWN_TYPES)
 from .events import GROUP_RECORD  # noqa: F401 - re-exported: callers unpack group_records with it
 
 
@@ -70,6 +70,7 @@ class Binlog:
     SIGBUS): walks through a moving ``filebuf.Window``, the rest through the
     ``PreadBuffer`` ``_mm`` after ``_fill``.
     """
+    known_types = KNOWN_TYPES      # the event types its server writes (a probe's plausible headers)
 
     def __init__(self, path: str | os.PathLike, store=None, opened=None):
         """``store``: where ``path`` is (a ``storage`` store); by default

@@ -43,8 +43,9 @@ from .events import (EVENT_HEADER, HEADER_LEN, INCIDENT, QUERY, TYPE_LENGTH, U32
                      decode_query_text, is_mariadb)
 from .mariadb import Binlog
 from .mysqlevents import (ANONYMOUS_GTID, BOUNDARY, GTID_LOG, GTID_TAGGED, GTID_TYPES, IGNORABLE_FLAG, IGNORED,
-                          MYSQL_EVENT_NAMES, PRE_STATEMENT, PREVIOUS_GTIDS, TRANSACTION_PAYLOAD, U16, GtidFields,
-                          MysqlGroup, decode_previous_gtids, decode_tagged_gtid, decode_untagged_gtid)
+                          MYSQL_EVENT_NAMES, MYSQL_KNOWN_TYPES, PRE_STATEMENT, PREVIOUS_GTIDS, TRANSACTION_PAYLOAD,
+                          U16, GtidFields, MysqlGroup, decode_previous_gtids, decode_tagged_gtid,
+                          decode_untagged_gtid)
 from .. import filebuf
 from ..errors import CorruptBinlogError, MySQLBinlogError, UnsupportedBinlogError
 from ..mysqlgtid import GtidSet, uuid_text
@@ -63,6 +64,7 @@ class MysqlBinlog(Binlog):
     """One MySQL binlog file, read-only (see the module doc)."""
 
     flavor = "mysql"
+    known_types = MYSQL_KNOWN_TYPES
 
     def _read_preamble(self) -> None:
         length = self._read_fde()
@@ -137,6 +139,18 @@ class MysqlBinlog(Binlog):
             return decode_tagged_gtid(body) if etype == GTID_TAGGED else decode_untagged_gtid(body, etype)
         except (ValueError, struct.error, UnicodeDecodeError) as e:
             raise self.corrupt(f"{MYSQL_EVENT_NAMES[etype]} event does not decode: {e}", off) from None
+
+    def add_gtid(self, state: GtidSet, etype: int, event) -> None:
+        """Add to ``state`` the GTID of the whole GTID or GTID_TAGGED
+        ``event`` (its bytes, header to checksum) of type ``etype``: a
+        probe's walk (``binlog.probe.walk_to``) keeps the set so."""
+        body = event[HEADER_LEN:len(event) - self.checksum_len]
+        try:
+            g = decode_tagged_gtid(body) if etype == GTID_TAGGED else decode_untagged_gtid(body, etype)
+        except (ValueError, struct.error, UnicodeDecodeError):
+            return                   # its CRC32 passed (with checksums): a layout gtidx does not read
+        if g.gtid is not None:
+            state.add(*g.gtid)
 
     def _query_at(self, off: int, ln: int) -> bytes:
         self._fill(off, off + ln)

@@ -31,6 +31,8 @@ HEARTBEAT_V2 = 41
 GTID_TAGGED = 42
 
 GTID_TYPES = frozenset({GTID_LOG, ANONYMOUS_GTID, GTID_TAGGED})
+# every type a MySQL server (5.7 to 9.x) writes: 1 to GTID_TAGGED (MariaDB's 160+ are not MySQL's)
+MYSQL_KNOWN_TYPES = bytes(1 <= t <= GTID_TAGGED for t in range(256))
 PRE_STATEMENT = frozenset({INTVAR, RAND, USER_VAR})
 # Never part of a transaction: an open one ends before them (a file's end).
 BOUNDARY = frozenset({ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS})

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .events import CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, KNOWN_TYPES, U32, event_crc, plausible_header
+from .events import CRC_LEN, EVENT_HEADER, GTID, GTID_HEAD, HEADER_LEN, U32, event_crc, plausible_header
 from .mariadb import Binlog
 from ..errors import CorruptBinlogError
 from ..gtid import BinlogState
@@ -95,6 +95,7 @@ class _Chain:
         self.bytes = _Bytes(b)
         self.size = b.size
         self.crc = b.checksum_len
+        self.known = b.known_types
 
     def event_at(self, off: int):
         """``(type, length, next_pos)`` of a checked event at ``off``; PARTIAL when its
@@ -104,7 +105,7 @@ class _Chain:
         if len(data) - i < HEADER_LEN:
             return PARTIAL
         _, etype, _, ln, next_pos, _ = EVENT_HEADER.unpack_from(data, i)
-        if not plausible_header(off, etype, ln, next_pos, self.crc):
+        if not plausible_header(off, etype, ln, next_pos, self.crc, self.known):
             return None
         if off + ln > self.size:
             return PARTIAL
@@ -154,7 +155,7 @@ class _Chain:
         (None: none up to the end of the file): a checked event (``event_at``)
         that starts a chain (``chains``). Offsets whose type byte no server
         writes (most of them) are passed over without a call."""
-        known = KNOWN_TYPES
+        known = self.known
         last = self.size - HEADER_LEN
         c = lo + 1
         while c <= last:
@@ -169,11 +170,14 @@ class _Chain:
         return None
 
 
-def walk_to(b: Binlog, start: int, state: BinlogState | None, target: int) -> Boundaries:
+def walk_to(b: Binlog, start: int, state: BinlogState | None, target: int, gtids=None) -> Boundaries:
     """The boundaries around ``target`` (``start`` <= target <= b.size),
     walking the chain from the boundary ``start`` whose state is ``state``
     (None: unknown). Raises CorruptBinlogError when ``target`` lies in
-    damaged bytes that no trustworthy boundary follows."""
+    damaged bytes that no trustworthy boundary follows. ``gtids``: how the
+    state follows the events, ``(types, add)``: ``add(state, type, the
+    event's bytes)`` for each event of those types (a MySQL binlog's GTID
+    events, its state a ``GtidSet``); None: MariaDB's GTID events."""
     chain = _Chain(b)
     size = b.size
     off = start
@@ -187,7 +191,10 @@ def walk_to(b: Binlog, start: int, state: BinlogState | None, target: int) -> Bo
             end = off + ln
             if end > target:
                 return Boundaries(off, end, state, damaged)
-            if etype == GTID and state is not None:
+            if gtids is not None:
+                if etype in gtids[0] and state is not None:
+                    gtids[1](state, etype, chain.bytes.get(off, ln))
+            elif etype == GTID and state is not None:
                 _, server_id, seq, domain, _ = GTID_HEAD.unpack_from(chain.bytes.get(off, GTID_HEAD.size))
                 state.apply(domain, server_id, seq)
             off = end

@@ -66,15 +66,17 @@ def pos(file, offset, no_index, as_json, batch, storage_options, index_root):
 def probe(file, offset, no_index, as_json, storage_options, index_root):
     """The event boundaries around any byte OFFSET of FILE: the start of the event holding it
     (BEFORE), the next boundary (AFTER) and the GTID position at BEFORE, as BINLOG_GTID_POS
-    prints it. Where the event chain is broken (a destroyed header), the damaged bytes and the
-    next trustworthy boundary (exit 0; exit 3 when none follows)."""
+    prints it (a MySQL binlog: the GTID set executed there, as gtidx pos prints it). Where the
+    event chain is broken (a destroyed header), the damaged bytes and the next trustworthy
+    boundary (exit 0; exit 3 when none follows)."""
     from .. import api
     r = api.probe(file, offset, use_index=not no_index, storage_options=storage_options,
                   index_root=index_root)
     pos = None if r.position is None else str(r.position)
-    if as_json:
-        emit_json({"file": redact(r.file), "offset": r.offset, "before": r.before, "after": r.after, "state": pos,
-                    "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
+    if as_json:      # a MySQL set on one line (one_line); a MariaDB position is one already
+        emit_json({"file": redact(r.file), "offset": r.offset, "before": r.before, "after": r.after,
+                   "state": None if r.position is None else one_line(r.position),
+                   "damaged": None if r.damaged is None else list(r.damaged), "via": r.via})
         return
     shown = "unknown" if pos is None else pos or "(empty)"
     where = (f"an event boundary, position {shown}" if r.before == r.after else

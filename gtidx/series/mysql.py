@@ -31,14 +31,11 @@ an offset:
   its start every transaction whose GTID is in the set is skipped, the first
   other is the first sent; an anonymous transaction met on the way is the
   server's ``ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION``.
+* ``MysqlSeries.probe(file, offset)``: MariaDB's checked walk (``binlog.probe``).
 
-The index: each per-file walk starts where ``_start_for_offset`` /
-``_start_for_gtid`` say, ``(offset, set there, via)``: the file's gtidx
-index record (``index.mysql.MysqlIndexReader``: ``at_offset(target)``, the
-last record at or before ``target``; ``before_gtid(g)``, the last record
-whose set lacks ``g``) when the file has a usable index and the record is
-an event of the file (CRC checked), else the start of the file and its
-Previous_gtids (a scan, said once per file).
+The index: each per-file walk starts at ``(offset, set there, via)``: the
+file's index record (``index.mysql.MysqlIndexReader``: ``at_offset``, ``before_gtid``)
+when usable and an event of the file (CRC checked), else the file's start.
 """
 from __future__ import annotations
 
@@ -49,7 +46,7 @@ from typing import Iterable, Iterator, NamedTuple
 from ..inputs import first_second, parse_offset, parse_time
 from .base import SeriesShell
 from .listing import Listing, list_path
-from .answers import ReplicaStart, TimePoint
+from .answers import Probe, ReplicaStart, TimePoint
 from .results import Location
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
@@ -74,6 +71,12 @@ class MysqlStateAt(NamedTuple):
     def position(self) -> GtidSet:
         """The set (MySQL has one kind of position: a GTID set)."""
         return self.state
+
+
+class MysqlProbe(Probe):
+    """``Probe`` on a MySQL binlog: ``state`` the GTID set at ``before``, also its ``position``."""
+    __slots__ = ()
+    position = MysqlStateAt.position
 
 
 def _series_error(e: UnsupportedBinlogError, path: str) -> UnsupportedBinlogError:
@@ -260,13 +263,11 @@ class MysqlSeries(SeriesShell):
         return b.body_start, self.previous_gtids(path).copy(), "scan"
 
     def _start_for_offset(self, path: str, target: int) -> tuple[int, GtidSet, str]:
-        """Where a walk to ``target`` starts: the last index record at or
-        before it, else the start of the file."""
+        """Where a walk to ``target`` starts: the last index record at or before it, else the file's start."""
         return self._from_record(path, lambda r: r.at_offset(target))
 
     def _start_for_gtid(self, path: str, g: MysqlGtid) -> tuple[int, GtidSet, str]:
-        """Where a walk looking for ``g`` starts: the last index record whose
-        set lacks it, else the start of the file."""
+        """Where a walk looking for ``g`` starts: the last index record whose set lacks it, else the start."""
         return self._from_record(path, lambda r: r.before_gtid(g))
 
     # -- the set at an offset --------------------------------------------------------------------
@@ -295,12 +296,22 @@ class MysqlSeries(SeriesShell):
                                 hint="inside an event, or in a last event not yet whole")
         return MysqlStateAt(b.path, offset, cur, via)
 
-    def probe(self, file, offset) -> None:
-        """``gtidx probe`` is MariaDB's only: on a MySQL binlog, a
-        MySQLBinlogError (exit 2) saying so, once the offset and the file
-        are checked."""
-        parse_offset(offset)
-        raise self.opened(self.resolve(file)).not_yet("probe (the event boundaries around an offset)")
+    def probe(self, file, offset) -> MysqlProbe:
+        """``BinlogSeries.probe`` on a MySQL binlog (``binlog.probe.walk_to``, MySQL's event types);
+        the set at ``before`` (None: no Previous_gtids, or damaged bytes before)."""
+        offset = parse_offset(offset)
+        path = self.resolve(file)
+        b = self.opened(path)
+        if offset > b.size:
+            raise BadInputError(f"offset {offset} is past the end of the file (size {b.size})", path=b.path)
+        start, state, via = 4, None if b.previous_gtids is None else b.previous_gtids.copy(), "scan"
+        if offset > b.body_start and b.previous_gtids is not None:
+            start, state, via = self._start_for_offset(path, offset)
+        if offset < 4:                 # the magic: before the first event, answered as offset 4
+            return MysqlProbe(b.path, offset, 0, 0 if offset == 0 else 4, state, None, via)
+        from ..binlog.probe import walk_to
+        r = walk_to(b, start, state, offset, gtids=(_GTID_EVENTS, b.add_gtid))
+        return MysqlProbe(b.path, offset, r.before, r.after, r.state, r.damaged, via)
 
     def _walk(self, b: MysqlBinlog, start: int, cur: GtidSet, target: int) -> bool:
         """Add to ``cur`` every GTID whose event lies in [start, target),
@@ -513,8 +524,7 @@ def _server_uuid(text) -> str:
 
 
 class _Prevs:
-    """The Previous_gtids of a series' files as a sequence, each read when
-    first asked for (``holder`` reads a few of them)."""
+    """The Previous_gtids of a series' files as a sequence, each read when first asked for (``holder``)."""
 
     def __init__(self, logs: MysqlSeries):
         self.logs = logs
@@ -544,8 +554,7 @@ def holder(prevs, g: MysqlGtid) -> int | None:
 
 
 def parse_spec(value) -> MysqlGtid | GtidSet:
-    """A seek's spec on MySQL binlogs: one GTID, else a GTID set (a
-    replica's position); GtidSyntaxError for neither."""
+    """A seek's spec on MySQL binlogs: one GTID, else a GTID set; GtidSyntaxError for neither."""
     try:
         return value if isinstance(value, MysqlGtid) else MysqlGtid.parse(value)
     except GtidSyntaxError:
@@ -581,8 +590,7 @@ def _answer(logs: MysqlSeries, spec, replica: bool, every: bool = False, server_
 
 def seek_many(specs: Iterable, listing: Listing, *, replica: bool = False, storage_options: dict | None = None,
               index_root=None, history: int | None = None, **_) -> Iterator:
-    """``api.seek_many`` on MySQL binlogs (``listing``: as the façade listed
-    them): each spec's answer or error, in order."""
+    """``api.seek_many`` on MySQL binlogs (``listing``: as listed): each spec's answer or error, in order."""
     with MysqlSeries.from_listing(listing, storage_options=storage_options, index_root=index_root,
                                   history=history) as logs:
         for spec in specs:
