@@ -412,7 +412,7 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
         if etype in _UNCOMPRESSED:
             etype, body = _plain_rows_event(ev, path)
         if etype != TABLE_MAP and _imageless(etype, body):
-            raise _undecodable(b, ev, f"cannot decode {ev.name} event",
+            raise undecodable(b, ev, f"cannot decode {ev.name} event",
                                ValueError("a row image names no column, yet the event holds row bytes"))
         raw = bytearray(events.EVENT_HEADER.pack(ev.timestamp, etype, ev.server_id,
                                                  events.HEADER_LEN + len(body) + events.CRC_LEN, 0, ev.flags))
