@@ -128,6 +128,24 @@ def test_json_text_and_parquet_are_decode_group_on_every_fixture(tmp_path, monke
     assert dirs >= 15
 
 
+def test_parquet_encodes_and_describes_columns_as_readers_use_them(tmp_path):
+    """Dictionaries for the repeating columns (file, table, op, the images'
+    column names), none for the values; min/max statistics for the columns a
+    reader filters on, none for the images."""
+    r = run("--parquet", tmp_path, MULTI)
+    assert r.exit_code == 0, r.output
+    f = pq.ParquetFile(tmp_path / "master-bin.000018.parquet")
+    group = f.metadata.row_group(0)
+    chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    for name in ("file", "table", "op", "before.key_value.key", "after.key_value.key"):
+        assert chunks[name].has_dictionary_page, name
+    for name in ("before.key_value.value", "after.key_value.value", "changed.list.element"):
+        assert not chunks[name].has_dictionary_page, name
+    for name in ("gtid", "file", "offset", "timestamp", "table", "op"):
+        assert chunks[name].is_stats_set, name
+    assert not chunks["before.key_value.value"].is_stats_set
+
+
 def test_parquet_row_groups_are_bounded_by_their_values_bytes(tmp_path, monkeypatch):
     """A row group is written once its values reach ROW_GROUP_BYTES, whatever its rows."""
     from gtidx.cli import changes as command

@@ -19,8 +19,14 @@ from .output import Output, Progress, error_json, say
 # A Parquet row group holds at most this many rows, and is written once its
 # row images hold about this many bytes of values: what is held in memory is
 # one row group, whatever the binlog's size.
-ROW_GROUP_ROWS = 10_000
+ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 64 << 20
+# Dictionary encoding where values repeat (a binlog's name, tables, ops, the
+# column names of the images), none for the values (mostly distinct: the
+# encoder would try and give up on every page); min/max statistics for the
+# columns a reader filters on, none for the images.
+DICTIONARY = ["file", "table", "op", "before.key_value.key", "after.key_value.key"]
+STATISTICS = ["gtid", "file", "offset", "timestamp", "table", "op"]
 
 
 @click.command(epilog=examples(
@@ -187,7 +193,7 @@ def _write_parquet(pq, schema, batches, target: str, count: _Count) -> GtidxErro
     try:
         fd, tmp = create_temp(target)
         with os.fdopen(fd, "wb") as f:
-            writer = pq.ParquetWriter(f, schema)
+            writer = pq.ParquetWriter(f, schema, use_dictionary=DICTIONARY, write_statistics=STATISTICS)
             for batch in batches:
                 if isinstance(batch, GtidxError):
                     err = batch
