@@ -22,6 +22,8 @@ import base64
 import json
 import struct
 
+from .binlog.events import length_coded
+
 SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY, LITERAL = 0, 1, 2, 3, 4
 INT16, UINT16, INT32, UINT32, INT64, UINT64, DOUBLE, STRING, OPAQUE = 5, 6, 7, 8, 9, 10, 11, 12, 15
 LITERALS = {0: "null", 1: "true", 2: "false"}
@@ -190,16 +192,6 @@ def _opaque(ftype: int, raw: bytes) -> str:
     return f'"base64:type{ftype}:{base64.b64encode(raw).decode()}"'
 
 
-def _packed(data: bytes, at: int) -> tuple[int, int]:
-    first = data[at]
-    if first < 251:
-        return first, at + 1
-    width = {252: 2, 253: 3, 254: 8}.get(first)
-    if width is None:
-        raise ValueError("JSON diff: bad packed integer")
-    return int.from_bytes(data[at + 1:at + 1 + width], "little"), at + 1 + width
-
-
 def diffs(data) -> list[tuple[int, str, tuple | None]]:
     """A partial update's diffs: [(operation, path, (value type, text) or None)], in order."""
     data = bytes(data)
@@ -209,12 +201,12 @@ def diffs(data) -> list[tuple[int, str, tuple | None]]:
             op = data[at]
             if op not in (REPLACE, INSERT, REMOVE):
                 raise ValueError(f"JSON diff: unknown operation {op}")
-            n, at = _packed(data, at + 1)
+            n, at = length_coded(data, at + 1)
             path = data[at:at + n].decode("utf-8")
             at += n
             value = None
             if op != REMOVE:
-                n, at = _packed(data, at)
+                n, at = length_coded(data, at)
                 if at + n > len(data) or n == 0:
                     raise ValueError("JSON diff: its value runs past the column")
                 value = (data[at], _value(data[at], data, at + 1, at + n, True))

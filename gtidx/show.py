@@ -229,17 +229,6 @@ def _uncompress(blob, *, path, offset) -> bytes:
     return out
 
 
-def _length_coded(buf, at: int) -> tuple[int, int]:
-    """A packed integer (MySQL's net_field_length) at ``at``: (value, its end)."""
-    first = buf[at]
-    if first < 251:
-        return first, at + 1
-    width = {252: 2, 253: 3, 254: 8}.get(first)
-    if width is None:
-        raise ValueError("bad packed integer")
-    return int.from_bytes(bytes(buf[at + 1:at + 1 + width]), "little"), at + 1 + width
-
-
 def _plain_rows_event(ev: events.Event, path) -> tuple[int, bytes]:
     """A compressed rows event as the plain one it stands for: (type, body)."""
     body = ev.body
@@ -247,7 +236,7 @@ def _plain_rows_event(ev: events.Event, path) -> tuple[int, bytes]:
         at = ROWS_POST_HEADER_V1.size
         if ev.type >= WRITE_ROWS_COMPRESSED_V2:
             at += ROWS_VAR_HEADER_LEN.unpack_from(body, at)[0]
-        width, at = _length_coded(body, at)
+        width, at = events.length_coded(body, at)
         at += (width + 7) // 8 * (2 if ev.type in (UPDATE_ROWS_COMPRESSED_V1, UPDATE_ROWS_COMPRESSED_V2) else 1)
         head = bytes(body[:at])
     except (IndexError, ValueError, struct.error):
@@ -328,7 +317,7 @@ def _imageless(etype: int, body) -> bool:
         at = ROWS_POST_HEADER_V1.size
         if etype in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2):
             at += ROWS_VAR_HEADER_LEN.unpack_from(body, at)[0]
-        width, at = _length_coded(body, at)
+        width, at = events.length_coded(body, at)
     except (IndexError, ValueError, struct.error):
         return False
     n = (width + 7) // 8
@@ -342,6 +331,23 @@ def _imageless(etype: int, body) -> bool:
 
 def table_id_of(body) -> int:
     return int.from_bytes(ROWS_POST_HEADER_V1.unpack_from(body)[0], "little")
+
+
+def row_changes(decoded: list, op: str, t, lib, offset: int):
+    """The ``RowChange``s of one rows event's rows as mysql-replication
+    decoded them (``decoded``: its ``rows``), for the table ``t``
+    (``show_rows.Table``): the images, the columns changed and those absent."""
+    for r in decoded:
+        if op == "update":
+            before, gone_b = row_image(r["before_values"], r["before_none_sources"], t, lib)
+            after, gone_a = row_image(r["after_values"], r["after_none_sources"], t, lib)
+            changed = [k for k in t.keys if k in before and k in after and before[k] != after[k]]
+            unknown = [k for k in t.keys if k in gone_b or k in gone_a]
+            yield RowChange(t.name, op, before, after, changed, unknown, offset)
+        else:
+            image, gone = row_image(r["values"], r["none_sources"], t, lib)
+            yield RowChange(t.name, op, None if op == "insert" else image,
+                            image if op == "insert" else None, None, gone, offset)
 
 
 def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset | None" = None,
@@ -443,17 +449,7 @@ def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | N
                 raise ValueError(f"the rows take {e.packet.read_bytes} bytes of the event's {e.event_size}")
         except Exception as err:
             raise undecodable(b, ev, f"cannot decode the rows of {ev.name} event on {t.name}", err) from None
-        for r in decoded:
-            if op == "update":
-                before, gone_b = row_image(r["before_values"], r["before_none_sources"], t, lib)
-                after, gone_a = row_image(r["after_values"], r["after_none_sources"], t, lib)
-                changed = [k for k in t.keys if k in before and k in after and before[k] != after[k]]
-                unknown = [k for k in t.keys if k in gone_b or k in gone_a]
-                yield RowChange(t.name, op, before, after, changed, unknown, ev.offset)
-            else:
-                image, gone = row_image(r["values"], r["none_sources"], t, lib)
-                yield RowChange(t.name, op, None if op == "insert" else image,
-                                image if op == "insert" else None, None, gone, ev.offset)
+        yield from row_changes(decoded, op, t, lib, ev.offset)
     named = {t.names_from for t in tables_of.values()}
     if said is not None:
         said.update(statements=statements, annotations=annotations,

@@ -30,9 +30,9 @@ from .binlog import events, mysqlpayload
 from .binlog.mysqlevents import (GTID_TYPES, IGNORED, INTVAR, MYSQL_EVENT_NAMES, RAND, TRANSACTION_PAYLOAD,
                                  USER_VAR)
 from .errors import CorruptBinlogError, UnsupportedBinlogError
-from .show import (FRAMING, ROWS_OP, TABLE_MAP, GroupChanges, RowChange, library, table_id_of, table_map_name,
-                   undecodable, xa_prepare_text)
-from .show_rows import JsonBytes, Table, row_image
+from .show import (FRAMING, ROWS_OP, TABLE_MAP, GroupChanges, library, row_changes, table_id_of,
+                   table_map_name, undecodable, xa_prepare_text)
+from .show_rows import JsonBytes, Table
 
 ROWS_QUERY = 29
 PARTIAL_UPDATE_ROWS = 39
@@ -188,18 +188,7 @@ class _Reader:
             decoded = e.rows
             if e.packet.read_bytes != e.event_size:
                 raise ValueError(f"the rows take {e.packet.read_bytes} bytes of the event's {e.event_size}")
-            out = []
-            for r in decoded:
-                if op == "update":
-                    before, gone_b = row_image(r["before_values"], r["before_none_sources"], t, lib)
-                    after, gone_a = row_image(r["after_values"], r["after_none_sources"], t, lib)
-                    changed = [k for k in t.keys if k in before and k in after and before[k] != after[k]]
-                    unknown = [k for k in t.keys if k in gone_b or k in gone_a]
-                    out.append(RowChange(t.name, op, before, after, changed, unknown, where.offset))
-                else:
-                    image, gone = row_image(r["values"], r["none_sources"], t, lib)
-                    out.append(RowChange(t.name, op, None if op == "insert" else image,
-                                         image if op == "insert" else None, None, gone, where.offset))
+            out = list(row_changes(decoded, op, t, lib, where.offset))
         except Exception as err:
             raise undecodable(self.b, ev, f"cannot decode the rows of {ev.name} event on {t.name}{where.says()}",
                               err) from None

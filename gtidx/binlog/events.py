@@ -237,3 +237,16 @@ def is_group_terminator(event_type: int, body, standalone: bool) -> bool:
     except CorruptBinlogError:
         return False
     return text in _TERMINATING_QUERIES or text.startswith(_TERMINATING_XA)
+
+
+def length_coded(buf, at: int) -> tuple[int, int]:
+    """A packed integer (MySQL's net_field_length, also in MySQL's JSON diffs)
+    at ``at``: (value, its end); ValueError for a first byte no packed
+    integer starts with, IndexError where ``buf`` ends first."""
+    first = buf[at]
+    if first < 251:
+        return first, at + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None:
+        raise ValueError("bad packed integer")
+    return int.from_bytes(bytes(buf[at + 1:at + 1 + width]), "little"), at + 1 + width
