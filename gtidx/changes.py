@@ -40,7 +40,7 @@ import os
 from typing import Iterator, NamedTuple
 
 from . import api, show, storage
-from .binlog.events import BOUNDARY_TYPES, GROUP_RECORD, GTID
+from .binlog.events import BOUNDARY_TYPES, GTID, record_starts
 from .binlog.mariadb import Binlog, Group
 from .binlog.walk import group_record_chunks
 from .errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
@@ -61,8 +61,6 @@ TIME_OPS = ("=", "<", "<=", ">", ">=", "in")
 SPLIT_BYTES = 64 << 20
 # The ``hi`` of a binlog's last piece: up to its end, as the file is when the piece is read.
 SPLIT_END = (1 << 63) - 1
-
-_REC_WORDS = GROUP_RECORD.size // 8      # a GROUP_RECORD in u64 words; its first: the group's start
 
 
 class ChangedRow(NamedTuple):
@@ -352,7 +350,7 @@ def walked_points(b: Binlog, split_bytes: int, start: int) -> list[int]:
     walk = group_record_chunks(b, start)
     try:
         for chunk in walk:
-            starts = memoryview(chunk).cast("Q")[::_REC_WORDS]
+            starts = record_starts(chunk)
             k = bisect.bisect_left(starts, beyond)
             while k < len(starts):
                 points.append(starts[k])

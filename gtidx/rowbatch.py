@@ -33,8 +33,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from . import show, show_rows
-from .binlog.events import GROUP_RECORD, Group
+from . import rowarrow, show, show_rows
+from .binlog.events import GROUP_RECORD, Group, record_ends, record_starts
 from .binlog.walk import group_record_chunks
 from .changes import SCHEMA
 from .errors import GtidxError
@@ -158,8 +158,7 @@ def _decoder(b, tables, name: str):
 
 def batch_from(parts) -> pa.RecordBatch:
     """The compiled ``Decoder.finish()``'s buffers as a record batch."""
-    from .rowarrow import batch_from as arrow_batch
-    return arrow_batch(parts, ARROW_SCHEMA)
+    return rowarrow.batch_from(parts, ARROW_SCHEMA)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -219,7 +218,7 @@ def _decode(b, record_chunks, builder, finish, use_c, wanted, lo, hi, max_rows, 
     try:
         for chunk in record_chunks:
             n = len(chunk) // _REC
-            ends = memoryview(chunk).cast("Q")[1::_REC // 8]      # each record's end (its 2nd u64)
+            ends = record_ends(chunk)
             i = 0
             while i < n:
                 if not use_c:
@@ -288,7 +287,7 @@ def _split(b, split: tuple[int, int]) -> Iterator[bytes]:
     walk = group_record_chunks(b, lo)
     try:
         for chunk in walk:
-            starts = memoryview(chunk).cast("Q")[::_REC // 8]
+            starts = record_starts(chunk)
             k = bisect.bisect_left(starts, hi)
             if k:
                 yield chunk[:k * _REC]

@@ -25,7 +25,7 @@ from gtidx import rowbatch
 from gtidx.binlog.mariadb import Binlog
 from gtidx.binlog.walk import group_record_chunks
 from gtidx.errors import UnsupportedBinlogError
-from test_show import row_server, run_workload  # noqa: F401 - row_server: the module's own 10.11
+from test_show import fixture_binlogs, row_server, run_workload  # noqa: F401 - row_server: the module's own 10.11
 
 REC = struct.Struct("<QQQIIII")
 ROWS_TYPES = {23, 24, 25, 30, 31, 32, 166, 167, 168, 169, 170, 171}
@@ -69,12 +69,7 @@ def assert_equal(path, *, declined=0, **kw) -> dict:
 
 # -- fixtures -------------------------------------------------------------------------------
 
-def mariadb_fixtures() -> list[Path]:
-    return sorted(p for p in FIXTURES.glob("mariadb-*/*/*-bin.[0-9]*")
-                  if p.suffix[1:].isdigit() and p.parent.name != "encrypted")
-
-
-@pytest.mark.parametrize("path", mariadb_fixtures(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", fixture_binlogs(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
 def test_every_mariadb_fixture_equals_the_definition(path):
     stats = assert_equal(path)
     with Binlog(path) as b:

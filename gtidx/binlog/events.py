@@ -10,9 +10,10 @@ and layouts are in ``binlog.mysql``.
 
 import re
 import struct
+import sys
 import zlib
-from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
-#                                 would compile each field's annotation string at import)
+from typing import NamedTuple, Sequence  # (annotations evaluated here, not postponed: a NamedTuple
+#                                           would compile each field's annotation string at import)
 
 from ..errors import CorruptBinlogError
 from ..gtid import Gtid
@@ -84,6 +85,25 @@ U32 = struct.Struct("<I")
 # A group as group_records packs it (the compiled walk writes the same):
 # start, end, seq_no, timestamp, server_id, domain_id, flags2.
 GROUP_RECORD = struct.Struct("<QQQIIII")
+_RECORD_WORDS = GROUP_RECORD.size // 8   # a record in u64 words: its start is word 0, its end word 1
+
+
+def record_starts(records) -> Sequence[int]:
+    """The ``start`` of each GROUP_RECORD in the bytes ``records``, in order,
+    indexable (for ``bisect``): a view of the bytes, no copy, where the host
+    is little-endian as the records are; else unpacked."""
+    return _record_words(records, 0)
+
+
+def record_ends(records) -> Sequence[int]:
+    """The ``end`` of each GROUP_RECORD in ``records`` (as ``record_starts``)."""
+    return _record_words(records, 1)
+
+
+def _record_words(records, word: int) -> Sequence[int]:
+    if sys.byteorder == "little":
+        return memoryview(records).cast("Q")[word::_RECORD_WORDS]
+    return [GROUP_RECORD.unpack_from(records, at)[word] for at in range(0, len(records), GROUP_RECORD.size)]
 
 GTID_LIST_COUNT_MASK = 0x0FFFFFFF         # the top 4 bits are wire-only flags
 
