@@ -130,6 +130,13 @@ def series_class(flavor: str | None) -> type:
     return BinlogSeries
 
 
+def flavor_pick(flavor: str | None, mariadb, mysql):
+    """``mysql`` for binlogs of that flavor (``listing.list_series``'s),
+    else ``mariadb``: the façade's pick for a layer above it that has one
+    thing per flavor (``changes.ChangeSource.source``)."""
+    return mysql if flavor == "mysql" else mariadb
+
+
 # seek_many answers its specs this many at a time (the GTIDs of each go through
 # one locate_many): its memory is bounded by it, whatever the input's length
 _MANY_AT_ONCE = 1 << 16
@@ -421,6 +428,6 @@ __all__ = ["open_binlogs", "BinlogSeries", "state_at", "scan", "binlog_info",
            "verify_index", "index_path", "list_binlogs", "StateAt", "Location", "Occurrence", "ReplicaStart",
            "TimePoint", "at_time", "parse_time", "format_time", "LocatePlan", "Planner", "plan_locate",
            "BinlogInfo", "seek", "parse_offset", "SeveralHistories",
-           "DEFAULT_MAX_RATIO", "fmt", "first_second", "series_class", "probe", "seek_many",
+           "DEFAULT_MAX_RATIO", "fmt", "first_second", "series_class", "flavor_pick", "probe", "seek_many",
            "states_at", "show", "Probe", "PASS_PER_BYTE", "UNKNOWN", "PlanTable", "Listing", "NoFile", "list_series",
            "list_path"]

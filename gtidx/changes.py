@@ -47,6 +47,8 @@ from .errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
 from .gtid import Gtid
 from .index.files import IndexRoot, open_index
 from .inputs import as_gtid, as_path, parse_time
+from .mysqlchanges import MysqlReading
+from .mysqlgtid import MysqlGtid
 
 # The columns of a row and their types, as Spark names them (the Spark source's
 # schema; ``gtidx changes --parquet`` writes the same as Arrow types).
@@ -141,14 +143,25 @@ class ChangeSource:
     ``rows`` reads one (anywhere: Spark's executors; the object is pickled)."""
 
     def __init__(self, path: str, filters: Filters | None = None, *, storage_options: dict | None = None,
-                 index_root: str | None = None, history: int | None = None):
+                 index_root: str | None = None, history: int | None = None, listing=None):
         self.path = path
         self.filters = filters if filters is not None else Filters()
         self.storage_options = storage_options
         self.index_root = index_root
         self.history = history
-        self.listing = api.list_path(path, storage_options)      # once: the GTID and time filters open it
+        # listed once (the GTID and time filters open it), its flavor read there
+        if listing is None:
+            listing = api.list_series(path, storage_options, index_root=index_root, catalog=False)
+        self.listing = listing.checked()
         self.files = self.listing.files
+
+    @staticmethod
+    def source(path: str, filters: Filters | None = None, **kw) -> "ChangeSource":
+        """The change source of the binlogs at ``path`` (``ChangeSource``'s
+        arguments): ``MysqlChangeSource`` for MySQL binlogs, else this class;
+        the façade decides from the listing (``api.flavor_pick``)."""
+        listing = api.list_series(path, kw.get("storage_options"), index_root=kw.get("index_root"), catalog=False)
+        return api.flavor_pick(listing.flavor, ChangeSource, MysqlChangeSource)(path, filters, listing=listing, **kw)
 
     # -- planning -----------------------------------------------------------------------
     def plan(self) -> list[tuple[str, list | None]]:
@@ -166,9 +179,9 @@ class ChangeSource:
             files = self._not_older(files, lo)
         return [(p, None) for p in files]
 
-    def _series(self) -> api.BinlogSeries:
-        return api.BinlogSeries.from_listing(self.listing, storage_options=self.storage_options,
-                                             index_root=self.index_root, history=self.history)
+    def _series(self):
+        return api.series_class(self.listing.flavor).from_listing(
+            self.listing, storage_options=self.storage_options, index_root=self.index_root, history=self.history)
 
     def _not_older(self, files: list[str], lo) -> list[str]:
         """``files`` without the closed binlogs whose catalog entry says every
@@ -178,8 +191,11 @@ class ChangeSource:
         except GtidxError:       # no usable catalog (several histories...): every file is read
             return files
         with series:
+            older = getattr(series, "older", None)
+            if older is None:       # a series that keeps no catalog (MySQL's): no file is known older
+                return files
             newest = series.files[-1]
-            return [p for p in files if p == newest or not series.older(p, lo)]
+            return [p for p in files if p == newest or not older(p, lo)]
 
     def _located(self, files: set, lo, hi) -> list[tuple[str, list]]:
         """The groups of the GTIDs asked for, per file in binlog order: [(file,
@@ -187,7 +203,7 @@ class ChangeSource:
         wanted = {}
         for text in self.filters.gtids:
             try:
-                g = Gtid.parse(text)
+                g = self.parse_gtid(text)
             except GtidxError:
                 continue                # not a GTID: no row's gtid is this text
             if str(g) == text:          # a row's gtid text is canonical
@@ -242,14 +258,21 @@ class ChangeSource:
         if self.size(path) <= split_bytes:
             return [None]
         with self.open(path) as b:
-            points = self._indexed_points(b, split_bytes)
-            if points is None:
-                points = []
-            start = points[-1] if points else b.body_start
-            if b.size - start > split_bytes:
-                points += walked_points(b, split_bytes, start)
-        bounds = [b.body_start] + points + [SPLIT_END]
+            points = self.split_points(b, split_bytes)
+            start = b.body_start
+        bounds = [start] + points + [SPLIT_END]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:])] if points else [None]
+
+    def split_points(self, b: Binlog, split_bytes: int) -> list[int]:
+        """The starts of ``b``'s pieces after its first (``splits`` says
+        where they come from)."""
+        points = self._indexed_points(b, split_bytes)
+        if points is None:
+            points = []
+        start = points[-1] if points else b.body_start
+        if b.size - start > split_bytes:
+            points += walked_points(b, split_bytes, start)
+        return points
 
     def _indexed_points(self, b: Binlog, split_bytes: int) -> list[int] | None:
         """The split points of ``b`` from its index, each checked; None: no
@@ -277,9 +300,26 @@ class ChangeSource:
         return points
 
     # -- reading ------------------------------------------------------------------------
+    # What a flavor's source says of its files (MySQL's: ``mysqlchanges.MysqlReading``).
+    records = True            # groups as GROUP_RECORD runs (``rowbatch``: the compiled decoder reads those)
+
+    def resolved_store(self, path: str):
+        """The store binlog ``path`` (one of ``files``) is read through."""
+        return storage.resolve(path, self.storage_options)[0]
+
     def open(self, path: str) -> Binlog:
         """The binlog ``path`` (one of ``files``), open, through its store."""
-        return Binlog(path, storage.resolve(path, self.storage_options)[0])
+        return Binlog(path, self.resolved_store(path))
+
+    @staticmethod
+    def parse_gtid(text):
+        """A GTID of these binlogs, from its text (a BadInputError if it is none: MySQL's text refused)."""
+        return as_gtid(text)
+
+    @staticmethod
+    def gtid_text(group) -> str | None:
+        """A group's ``gtid`` column: its GTID's text."""
+        return str(group.gtid)
 
     @staticmethod
     def walked(b: Binlog, spans: list) -> Iterator[tuple[tuple, str, int, int]]:
@@ -294,32 +334,49 @@ class ChangeSource:
                                          f"{begin}-{stop}", path=b.path, offset=start)
             yield head, text, start, end
 
-    def groups(self, b: Binlog, spans: list | None) -> Iterator[tuple[Group, str | None]]:
+    def groups(self, b: Binlog, spans: list | None, split: tuple[int, int] | None = None
+               ) -> Iterator[tuple[Group, str | None]]:
         """The groups of ``b`` the filters keep, with the gtid text asked for
         (None: the group's own): those located (``spans``), else every group
-        whose timestamp passes (headers only)."""
+        (or those that start in ``split`` [lo, hi), lo a group's start) whose
+        timestamp passes (headers only)."""
         ok = self.filters.time_ok if self.filters.times else None
         if spans is not None:
             for (ts, server, seq, domain, flags2), text, start, end in self.walked(b, spans):
                 if ok is None or ok(ts):
                     yield Group(Gtid(domain, server, seq), start, end, ts, flags2), text
             return
-        for start, end, (ts, server, seq, domain, flags2) in b.group_spans():
+        lo, hi = split if split is not None else (None, SPLIT_END)
+        for start, end, (ts, server, seq, domain, flags2) in b.group_spans(lo):
+            if start >= hi:
+                return
             if ok is None or ok(ts):
                 yield Group(Gtid(domain, server, seq), start, end, ts, flags2), None
 
-    def rows(self, b: Binlog, spans: list | None) -> Iterator[ChangedRow]:
-        """The rows of ``b`` (open) the filters keep, in binlog order."""
+    @staticmethod
+    def decode(b: Binlog, group: Group, tables) -> list:
+        """The rows of one group (``show.decode_group``'s)."""
+        return show.decode_group(b, group, tables).rows
+
+    def rows(self, b: Binlog, spans: list | None, split: tuple[int, int] | None = None) -> Iterator[ChangedRow]:
+        """The rows of ``b`` (open) the filters keep, in binlog order
+        (``split``: of the groups that start in [lo, hi))."""
         name = os.path.basename(b.path)
         tables = frozenset(self.filters.tables) if self.filters.tables is not None else None
-        for g, text in self.groups(b, spans):
-            changes = show.decode_group(b, g, tables)
-            if not changes.rows:
+        for g, text in self.groups(b, spans, split):
+            rows = self.decode(b, g, tables)
+            if not rows:
                 continue
-            gtid = text or str(g.gtid)
-            for r in changes.rows:
+            gtid = text or self.gtid_text(g)
+            for r in rows:
                 yield ChangedRow(gtid, name, g.start, g.timestamp, r.table, r.op, r.before, r.after,
                                  r.changed, r.unknown)
+
+
+class MysqlChangeSource(MysqlReading, ChangeSource):
+    """``ChangeSource`` on MySQL binlogs: its files opened, walked, cut and
+    decoded as ``mysqlchanges.MysqlReading`` says (the columns' meaning for
+    MySQL is said there); the filters and the planning are ``ChangeSource``'s."""
 
 
 def group_start_at(b: Binlog, offset: int) -> int | bool | None:
@@ -389,7 +446,7 @@ def changes(path: str | os.PathLike = ".", *, tables=None, since=None, until=Non
     record batches: ``rowbatch.source_batches``), its items the ``rows``."""
     path = os.fspath(path)
     filters = Filters(tables=None if tables is None else [_table(t) for t in _many(tables)],
-                      gtids=None if gtids is None else [str(as_gtid(g)) for g in _many(gtids)])
+                      gtids=None if gtids is None else [_gtid_text(g) for g in _many(gtids)])
     if since is not None:
         filters.times.append((">=", parse_time(since)))
     if until is not None:
@@ -398,8 +455,16 @@ def changes(path: str | os.PathLike = ".", *, tables=None, since=None, until=Non
                     reader or ChangeSource.rows)
 
 
+def _gtid_text(value) -> str:
+    """A GTID filter's canonical text: MariaDB's (``as_gtid``) or MySQL's
+    (``uuid:n``, ``uuid:tag:n``); the binlogs read say which can match."""
+    if isinstance(value, MysqlGtid) or (isinstance(value, str) and value.count(":") in (1, 2)):
+        return str(value if isinstance(value, MysqlGtid) else MysqlGtid.parse(value))
+    return str(as_gtid(value))
+
+
 def _many(values) -> list:
-    return [values] if isinstance(values, (str, Gtid)) else list(values)
+    return [values] if isinstance(values, (str, Gtid, MysqlGtid)) else list(values)
 
 
 def _table(name) -> str:
@@ -409,7 +474,9 @@ def _table(name) -> str:
 
 
 def _binlogs(path: str, filters: Filters, kw: dict, reader) -> Iterator[BinlogChanges]:
-    source = ChangeSource(path, filters, **kw)
+    source = ChangeSource.source(path, filters, **kw)
+    for text in filters.gtids or ():
+        source.parse_gtid(text)         # a GTID of the other flavor's syntax: bad input
     planned = source.plan()
     for n, (binlog, spans) in enumerate(planned, 1):
         yield BinlogChanges(binlog, n, len(planned), _read(source, binlog, spans, reader))
@@ -423,5 +490,6 @@ def _read(source: ChangeSource, binlog: str, spans, reader) -> Iterator:
         yield e
 
 
-__all__ = ["SCHEMA", "SPLIT_BYTES", "SPLIT_END", "ChangedRow", "Filters", "ChangeSource", "BinlogChanges",
+__all__ = ["SCHEMA", "SPLIT_BYTES", "SPLIT_END", "ChangedRow", "Filters", "ChangeSource", "MysqlChangeSource",
+           "BinlogChanges",
            "changes", "group_start_at", "walked_points"]

@@ -264,7 +264,12 @@ def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, co
     of the open binlog ``b``, as record batches: the located groups
     ``spans`` (``ChangeSource.plan``'s), or every group, or (``split``) the
     groups that start in [lo, hi) (lo a group's start: a partition of a big
-    binlog). ``ChangeSource.rows``, in Arrow."""
+    binlog). ``ChangeSource.rows``, in Arrow: a source whose groups are
+    not GROUP_RECORD runs (``records`` False: MySQL's) has its rows built
+    by ``PyBuilder`` (``rows_batches``)."""
+    if not source.records:
+        return rows_batches(source.rows(b, spans, split), os.path.basename(b.path), stats=stats,
+                            max_rows=max_rows, max_bytes=max_bytes)
     f = source.filters
     lo, hi = f.bounds()
     chunks = _located(source, b, spans) if spans is not None else _split(b, split) if split else \
@@ -274,6 +279,33 @@ def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, co
     return batches(b, chunks, tables=f.tables, lo=None if lo == -math.inf else int(lo),
                    hi=None if hi == math.inf else int(hi), compiled=compiled, stats=stats, max_rows=max_rows,
                    max_bytes=max_bytes)
+
+
+def rows_batches(rows, name: str, *, stats: dict | None = None, max_rows: int = MAX_ROWS,
+                 max_bytes: int = MAX_BYTES) -> Iterator[pa.RecordBatch]:
+    """``ChangedRow``s (of the binlog ``name``, in order) as record batches
+    of at most ``max_rows`` rows or about ``max_bytes`` bytes of values; a
+    ``GtidxError`` ends them, after a batch of the rows before it. ``stats``
+    gets "rows" (and "groups", "declined": none here)."""
+    builder, text, count = PyBuilder(name), show.text_image, 0
+    try:
+        for r in rows:
+            builder.add_row(r.gtid, r.offset, r.timestamp, r.table, r.op, text(r.before), text(r.after),
+                            r.changed, r.unknown)
+            if builder.rows >= max_rows or builder.nbytes >= max_bytes:
+                count += builder.rows
+                yield builder.finish()
+        if builder.rows:
+            count += builder.rows
+            yield builder.finish()
+    except GtidxError:
+        if builder.rows:
+            count += builder.rows
+            yield builder.finish()
+        raise
+    finally:
+        if stats is not None:
+            stats["rows"] = stats.get("rows", 0) + count
 
 
 def _located(source, b, spans) -> Iterator[bytes]:
@@ -311,5 +343,6 @@ def binlog_table(path, *, tables=None, compiled: bool | None = None, stats: dict
                                                   stats=stats)), schema=ARROW_SCHEMA)
 
 
-__all__ = ["ARROW_SCHEMA", "MAX_ROWS", "MAX_BYTES", "PyBuilder", "batches", "source_batches", "binlog_table",
+__all__ = ["ARROW_SCHEMA", "MAX_ROWS", "MAX_BYTES", "PyBuilder", "batches", "source_batches", "rows_batches",
+           "binlog_table",
            "batch_from"]

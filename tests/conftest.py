@@ -200,6 +200,15 @@ class AttachedServer(MariaDB):
 
 
 @pytest.fixture(scope="session")
+def mysql_show_history():
+    """The live MySQL 9.7 history of ``tests/mysqlhistory.py``, written once
+    per session for the modules that compare it with mysqlbinlog -v:
+    (the closed binlog's path, its SHOW BINLOG EVENTS, the server)."""
+    from tests.mysqlhistory import write_history
+    return write_history()
+
+
+@pytest.fixture(scope="session")
 def live_server(tmp_path_factory):
     """The private MariaDB 10.11: the one tools/test started (GTIDX_TEST_SOCKET),
     or one of our own in a temp dir. Never skipped: without a server these

@@ -122,7 +122,7 @@ def _to_stdout(binlogs, as_json: bool, shown: Progress) -> int:
                                        "table": r.table, "op": r.op, "before": json_image(r.before),
                                        "after": json_image(r.after), "changed": r.changed, "unknown": r.unknown})
                 else:
-                    line = f"{r.gtid} {r.file} {r.offset} {format_time(r.timestamp)} {row_line(r)}"
+                    line = f"{r.gtid or '(anonymous)'} {r.file} {r.offset} {format_time(r.timestamp)} {row_line(r)}"
                 shown.clear()
                 out.write(line + "\n")
                 count.rows += 1

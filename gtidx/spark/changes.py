@@ -48,7 +48,8 @@ from .where import parse_storage_options
 
 CHANGES_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
 
-_NEVER_NULL = ("gtid", "file", "offset", "timestamp", "table", "op")
+# the columns no row has null (gtid has: a MySQL anonymous transaction's, so Spark checks it)
+_NEVER_NULL = ("file", "offset", "timestamp", "table", "op")
 _COMPARE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
 _NARROWS = {"table": "tables", "gtid": "gtids", "file": "files"}     # column -> the Filters field it narrows
 
@@ -100,7 +101,8 @@ class ChangesReader(DataSourceReader):
 
     def __init__(self, path: str, storage_options: dict | None = None, index_root: str | None = None,
                  history: int | None = None, *, split_bytes: int = SPLIT_BYTES):
-        self.source = ChangeSource(path, storage_options=storage_options, index_root=index_root, history=history)
+        self.source = ChangeSource.source(path, storage_options=storage_options, index_root=index_root,
+                                          history=history)
         self.split_bytes = split_bytes
 
     # -- driver ----------------------------------------------------------------------------

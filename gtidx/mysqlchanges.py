@@ -1,0 +1,127 @@
+"""Row changes of MySQL binlogs: how ``changes.ChangeSource`` reads a MySQL
+file (``MysqlReading``, mixed into ``changes.MysqlChangeSource``; the façade
+picks that class for the binlogs a listing found to be MySQL's).
+
+The rows are the definition's: each transaction decoded by
+``show_mysql.decode_transaction`` (what ``gtidx show`` prints for it, as
+``mysqlbinlog -v`` prints it: compressed transactions through their inner
+events, column names or ``@N``, JSON as text, partial JSON updates as
+``JSON_REPLACE(...)``). What the columns hold where MySQL differs from
+MariaDB:
+
+* ``gtid``: the MySQL GTID text (``uuid:n``, ``uuid:tag:n``); null for an
+  anonymous transaction (gtid_mode OFF);
+* ``offset``: the transaction's GTID (or ANONYMOUS_GTID) event, as
+  ``gtidx show FILE OFFSET`` takes it;
+* ``timestamp``: the transaction's ``original_commit_timestamp`` in unix
+  seconds (floored), the GTID event header's where the event has none
+  (before 8.0.1): the commit time on the server that first committed it,
+  the same on every replica's binlog, as ``gtidx show`` and ``seek --time``
+  read it (``binlog.mysql.MysqlGroup.timestamp``).
+
+No compiled decoder reads MySQL rows events yet (``records`` is False:
+``rowbatch`` builds the batches from these rows). A big file's pieces
+(``splits``) start at transaction starts found by one walk of the event
+headers (``MysqlBinlog.transactions``: GTID events and lengths, no body);
+gtidx's MySQL index is not used for them (its records are at transaction
+ends, which ROTATE-like events may follow).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from . import show_mysql
+from .binlog.mysql import MysqlBinlog
+from .errors import CorruptBinlogError, GtidxError
+from .mysqlgtid import MysqlGtid
+
+
+class MysqlReading:
+    """The MySQL side of ``changes.ChangeSource`` (see the module): the
+    methods that open, walk, cut and decode a file."""
+
+    records = False          # no GROUP_RECORD runs: no compiled decoder for these files
+
+    def open(self, path: str) -> MysqlBinlog:
+        """The binlog ``path`` (one of ``files``), open, through its store."""
+        return MysqlBinlog(path, self.resolved_store(path))
+
+    @staticmethod
+    def parse_gtid(text) -> MysqlGtid:
+        """A GTID of these binlogs, from its text (``uuid:n``, ``uuid:tag:n``; else a BadInputError)."""
+        return MysqlGtid.parse(text)
+
+    @staticmethod
+    def gtid_text(group) -> str | None:
+        """A transaction's ``gtid`` column: its GTID's text, None when anonymous."""
+        return None if group.gtid is None else str(group.gtid)
+
+    @staticmethod
+    def located_transactions(b: MysqlBinlog, spans: list) -> Iterator[tuple]:
+        """The located transactions ``spans`` [(start, end, gtid text)] of
+        ``b`` as the walk from each start reads them: (``MysqlGroup``, the
+        text asked for); one that does not walk as located is a
+        CorruptBinlogError."""
+        for start, end, text in spans:
+            g = next(b.transactions(start), None)
+            if g is None or (g.start, g.end) != (start, end):
+                raise CorruptBinlogError(f"the transaction of {text} located at {start}-{end} walks as "
+                                         f"{'nothing' if g is None else f'{g.start}-{g.end}'}", path=b.path,
+                                         offset=start)
+            yield g, text
+
+    def groups(self, b: MysqlBinlog, spans: list | None, split: tuple[int, int] | None = None) -> Iterator[tuple]:
+        """The transactions of ``b`` the time conditions keep, with the gtid
+        text asked for (None: their own): those located (``spans``), else
+        those that start in ``split`` [lo, hi) (lo a transaction's start),
+        else every one."""
+        ok = self.filters.time_ok if self.filters.times else None
+        if spans is not None:
+            walk = self.located_transactions(b, spans)
+        else:
+            walk = ((g, None) for g in _starting(b, split))
+        for g, text in walk:
+            if ok is None or ok(g.timestamp):
+                yield g, text
+
+    @staticmethod
+    def decode(b: MysqlBinlog, group, tables) -> list:
+        """The rows of one transaction (``show_mysql.decode_transaction``'s)."""
+        return show_mysql.decode_transaction(b, group, tables).rows
+
+    def split_points(self, b: MysqlBinlog, split_bytes: int) -> list[int]:
+        """The first transaction start at or after each multiple of
+        ``split_bytes`` past the first, from one walk of the event headers;
+        a walk that meets damage: the points before it (the piece that
+        reaches the damage reads it, and ends with its error)."""
+        points, beyond = [], split_bytes
+        try:
+            for g in b.transactions():
+                if g.start >= beyond:
+                    points.append(g.start)
+                    beyond = (g.start // split_bytes + 1) * split_bytes
+        except GtidxError:
+            pass
+        return points
+
+
+def _starting(b: MysqlBinlog, split: tuple[int, int] | None):
+    """The transactions of ``b``, or those that start in ``split`` [lo, hi):
+    the first must start at lo (a piece starts at a transaction, else the
+    file is not the one cut: CorruptBinlogError)."""
+    if split is None:
+        yield from b.transactions()
+        return
+    lo, hi = split
+    first = True
+    for g in b.transactions(lo if lo > b.body_start else None):
+        if first and g.start != lo:
+            raise CorruptBinlogError(f"no transaction starts at {lo}, where this piece of the binlog begins",
+                                     path=b.path, offset=lo)
+        first = False
+        if g.start >= hi:
+            return
+        yield g
+
+
+__all__ = ["MysqlReading"]
