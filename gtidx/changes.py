@@ -302,6 +302,7 @@ class ChangeSource:
     # -- reading ------------------------------------------------------------------------
     # What a flavor's source says of its files (MySQL's: ``mysqlchanges.MysqlReading``).
     records = True            # groups as GROUP_RECORD runs (``rowbatch``: the compiled decoder reads those)
+    never_null = ("gtid", "file", "offset", "timestamp", "table", "op")     # the columns no row has null
 
     def resolved_store(self, path: str):
         """The store binlog ``path`` (one of ``files``) is read through."""

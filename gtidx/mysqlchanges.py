@@ -41,6 +41,7 @@ class MysqlReading:
     methods that open, walk, cut and decode a file."""
 
     records = False          # no GROUP_RECORD runs: no compiled decoder for these files
+    never_null = ("file", "offset", "timestamp", "table", "op")    # gtid is, for an anonymous transaction
 
     def open(self, path: str) -> MysqlBinlog:
         """The binlog ``path`` (one of ``files``), open, through its store."""

@@ -48,8 +48,6 @@ from .where import parse_storage_options
 
 CHANGES_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
 
-# the columns no row has null (gtid has: a MySQL anonymous transaction's, so Spark checks it)
-_NEVER_NULL = ("file", "offset", "timestamp", "table", "op")
 _COMPARE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
 _NARROWS = {"table": "tables", "gtid": "gtids", "file": "files"}     # column -> the Filters field it narrows
 
@@ -113,7 +111,7 @@ class ChangesReader(DataSourceReader):
             values = {f.value} if isinstance(f, EqualTo) else set(f.value) if isinstance(f, In) else None
             if attr in _NARROWS and values is not None and all(isinstance(v, str) for v in values):
                 wanted.narrow(_NARROWS[attr], values)
-            elif isinstance(f, IsNotNull) and attr in _NEVER_NULL:
+            elif isinstance(f, IsNotNull) and attr in self.source.never_null:
                 continue                        # every row has them (Spark adds these beside = and IN)
             elif attr == "timestamp" and isinstance(f, In) and all(_number(v) is not None for v in f.value):
                 wanted.times.append(("in", frozenset(f.value)))
