@@ -26,10 +26,15 @@
  *  - a rows event with no TABLE_MAP in its group, a rows or TABLE_MAP event
  *    whose fields run past its end or leave bytes over: the same;
  *  - column types mysql-replication reads differently or not at all: MySQL's
- *    binary JSON (245; MySQL row changes are another piece of work), VAR_STRING
+ *    binary JSON (245: show_mysql renders it, gtidx/mysqljson.py), VAR_STRING
  *    (253), NEWDATE (14), old DECIMAL (0), raw ENUM/SET types (247, 248) in a
  *    TABLE_MAP, TINY/MEDIUM/LONG_BLOB types (249-251), anything unknown;
- *    MySQL's PARTIAL_UPDATE_ROWS (39) is ignored as show.decode_group ignores it;
+ *    MySQL's PARTIAL_UPDATE_ROWS (39) is ignored as show.decode_group ignores it
+ *    in a MariaDB group;
+ *  - in a MySQL transaction (decode given its gtid texts: show_mysql is the
+ *    definition), an anonymous one (its gtid is null), and any event type
+ *    mysql_reads does not take: a TRANSACTION_PAYLOAD (compressed), a
+ *    PARTIAL_UPDATE_ROWS, INTVAR/RAND/USER_VAR/XA_PREPARE, unknown types;
  *  - values the definition would fail on or shows in a form this file does not
  *    reproduce: NaN and infinite FLOAT/DOUBLE, a FLOAT whose shortest text
  *    overflows a float (the definition raises), fractional seconds > 6,
@@ -1949,16 +1954,48 @@ rows_event(Decoder *d, int etype, const uint8_t *body, Py_ssize_t n, const char 
     return 0;
 }
 
-/* one group: 0 decoded (its rows in the batch), DECLINE or PYERR */
+/* The event types of a MySQL transaction this file reads as show_mysql does
+ * (a MySQL group: decode's gtid texts given): QUERY (2), XID (16), TABLE_MAP
+ * (19), the rows events v1 and v2 (23-25, 30-32), ROWS_QUERY (29, an
+ * annotation), and what MySQL's parser ignores (heartbeats 27 and 41,
+ * TRANSACTION_CONTEXT 36); GTID (33), ANONYMOUS_GTID (34) and GTID_TAGGED
+ * (42) as the group's first event only. Any other (INTVAR, RAND, USER_VAR
+ * and XA_PREPARE, whose bodies the definition decodes; PARTIAL_UPDATE_ROWS;
+ * TRANSACTION_PAYLOAD; MariaDB's types; unknown ones): declined. */
 static int
-decode_group(Decoder *d, const uint8_t *buf, Py_ssize_t buflen, const uint8_t *rec)
+mysql_reads(int etype, int first)
+{
+    switch (etype) {
+    case 2: case 16: case 19: case 23: case 24: case 25: case 27: case 29: case 30: case 31: case 32:
+    case 36: case 41:
+        return 1;
+    case 33: case 34: case 42:
+        return first;
+    default:
+        return 0;
+    }
+}
+
+/* one group: 0 decoded (its rows in the batch), DECLINE or PYERR. ``text``:
+ * its gtid column (a MySQL transaction's, whose event types mysql_reads
+ * checks); NULL: MariaDB's domain-server-seq from the record. */
+static int
+decode_group(Decoder *d, const uint8_t *buf, Py_ssize_t buflen, const uint8_t *rec, const char *text,
+             Py_ssize_t text_len)
 {
     uint64_t start = le(rec, 8), end = le(rec + 8, 8), seq = le(rec + 16, 8);
     uint32_t ts = (uint32_t)le(rec + 24, 4), server = (uint32_t)le(rec + 28, 4), domain = (uint32_t)le(rec + 32, 4);
     if (start > end || end > (uint64_t)buflen)
         return DECLINE;
     char gtid[64];
-    int gn = snprintf(gtid, sizeof gtid, "%u-%u-%llu", domain, server, (unsigned long long)seq);
+    int gn;
+    if (text != NULL) {
+        if (text_len >= (Py_ssize_t)sizeof gtid)
+            return DECLINE;
+        memcpy(gtid, text, (size_t)text_len);
+        gn = (int)text_len;
+    } else
+        gn = snprintf(gtid, sizeof gtid, "%u-%u-%llu", domain, server, (unsigned long long)seq);
     d->ningroup = 0;
     d->group_no++;
     Py_ssize_t off = (Py_ssize_t)start, stop = (Py_ssize_t)end;
@@ -1980,6 +2017,8 @@ decode_group(Decoder *d, const uint8_t *buf, Py_ssize_t buflen, const uint8_t *r
         const uint8_t *body = h + HEADER_LEN;
         Py_ssize_t n = ln - HEADER_LEN - d->crc;
         int rc = 0;
+        if (text != NULL && !mysql_reads(etype, off == (Py_ssize_t)start))
+            return DECLINE;
         switch (etype) {
         case T_QUERY: case T_QUERY_COMPRESSED: {
             if (n < 13)
@@ -2154,8 +2193,15 @@ bound(PyObject *o, double dflt)
 static PyObject *
 decoder_decode(Decoder *d, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "decode(buf, records, first, stop, lo, hi, max_rows, max_bytes)");
+    if (nargs != 8 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "decode(buf, records, first, stop, lo, hi, max_rows, max_bytes[, gtids])");
+        return NULL;
+    }
+    /* gtids: MySQL transactions, a list with the gtid text of each record
+     * (None: an anonymous transaction, declined: its gtid column is null) */
+    PyObject *gtids = nargs == 9 && args[8] != Py_None ? args[8] : NULL;
+    if (gtids != NULL && !PyList_Check(gtids)) {
+        PyErr_SetString(PyExc_TypeError, "decode: gtids must be a list");
         return NULL;
     }
     if (d->kinds == NULL) {
@@ -2175,7 +2221,7 @@ decoder_decode(Decoder *d, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t nrec = recs.len / RECORD_LEN;
-    if (first < 0 || stop > nrec || first > stop) {
+    if (first < 0 || stop > nrec || first > stop || (gtids != NULL && PyList_GET_SIZE(gtids) < stop)) {
         PyBuffer_Release(&buf);
         PyBuffer_Release(&recs);
         PyErr_SetString(PyExc_IndexError, "records first..stop out of range");
@@ -2192,10 +2238,28 @@ decoder_decode(Decoder *d, PyObject *const *args, Py_ssize_t nargs)
             status = 1;
             break;
         }
+        const char *text = NULL;
+        Py_ssize_t text_len = 0;
+        if (gtids != NULL) {
+            PyObject *g = PyList_GET_ITEM(gtids, i);
+            if (g == Py_None) {
+                d->declined++;
+                status = 2;
+                break;
+            }
+            text = PyUnicode_Check(g) ? PyUnicode_AsUTF8AndSize(g, &text_len) : NULL;
+            if (text == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "decode: a gtid text must be str or None");
+                PyBuffer_Release(&buf);
+                PyBuffer_Release(&recs);
+                return NULL;
+            }
+        }
         Mark m;
         mark(&d->batch, &m);
         d->full = 0;
-        int rc = decode_group(d, (const uint8_t *)buf.buf, buf.len, rec);
+        int rc = decode_group(d, (const uint8_t *)buf.buf, buf.len, rec, text, text_len);
         if (rc == PYERR) {
             rollback(&d->batch, &m);
             if (!PyErr_Occurred())
@@ -2401,8 +2465,9 @@ static PyGetSetDef decoder_getset[] = {
 
 static PyMethodDef decoder_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decoder_decode, METH_FASTCALL,
-     "decode(buf, records, first, stop, lo, hi, max_rows, max_bytes) -> (next, status): status 0 done, "
-     "1 batch full, 2 record `next` declined (decode it with show.decode_group, add_row its rows)"},
+     "decode(buf, records, first, stop, lo, hi, max_rows, max_bytes[, gtids]) -> (next, status): status 0 "
+     "done, 1 batch full, 2 record `next` declined (decode it with the definition, add_row its rows); "
+     "gtids: MySQL transactions, the gtid text of each record (None: anonymous)"},
     {"add_row", (PyCFunction)(void (*)(void))decoder_add_row, METH_FASTCALL,
      "add_row(gtid, offset, timestamp, table, op, before, after, changed, unknown): one row decoded in Python"},
     {"finish", (PyCFunction)decoder_finish, METH_NOARGS,

@@ -19,8 +19,11 @@ MariaDB:
   the same on every replica's binlog, as ``gtidx show`` and ``seek --time``
   read it (``binlog.mysql.MysqlGroup.timestamp``).
 
-No compiled decoder reads MySQL rows events yet (``records`` is False:
-``rowbatch`` builds the batches from these rows). A big file's pieces
+Arrow batches (``records`` is False: no GROUP_RECORD runs of MariaDB GTID
+events): ``rowbatch.named_batches`` hands the compiled decoder runs of these
+transactions with their gtid texts, and decodes what it declines
+(compressed or anonymous transactions, JSON columns, ...) with
+``decode``; without it, ``rowbatch.rows_batches`` of ``rows``. A big file's pieces
 (``splits``) start at transaction starts found by one walk of the event
 headers (``MysqlBinlog.transactions``: GTID events and lengths, no body);
 gtidx's MySQL index is not used for them (its records are at transaction
@@ -40,7 +43,7 @@ class MysqlReading:
     """The MySQL side of ``changes.ChangeSource`` (see the module): the
     methods that open, walk, cut and decode a file."""
 
-    records = False          # no GROUP_RECORD runs: no compiled decoder for these files
+    records = False          # no GROUP_RECORD runs: rowbatch.named_batches makes them, with gtid texts
     never_null = ("file", "offset", "timestamp", "table", "op")    # gtid is, for an anonymous transaction
 
     def open(self, path: str) -> MysqlBinlog:

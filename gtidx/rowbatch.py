@@ -19,6 +19,10 @@ and given back once decoded; a group longer than ``SPAN`` is decoded by the
 definition, a rows event at a time: what is held does not grow with the
 file or the group.
 
+MySQL transactions (a source whose ``records`` is False) go through
+``named_batches``: the compiled decoder told each one's gtid text, the
+source's definition (``show_mysql``) for what it declines.
+
 pyarrow is imported by this module: only the commands that make batches
 import it.
 """
@@ -92,10 +96,11 @@ class PyBuilder:
         return batch
 
 
-def _charset_tables() -> tuple[bytes, bytes]:
+def _charset_tables(dbms: str = "mariadb") -> tuple[bytes, bytes]:
     """``kinds`` and ``charmaps`` for ``gtidx._rows.Decoder``: per character set
     id, how ``show_rows.Table`` decodes a column in it (the encoding
-    mysql-replication names, ``bytes.decode``, hex where that fails): 1 UTF-8,
+    mysql-replication names for ``dbms``'s ids, ``bytes.decode``, hex where
+    that fails): 1 UTF-8,
     2 never text (binary, or an encoding Python does not know), 3 + k the
     single-byte encoding whose 256 code points are ``charmaps[k]`` (u32,
     0xFFFFFFFF: a byte the codec refuses), 0 anything else (the group is
@@ -104,7 +109,7 @@ def _charset_tables() -> tuple[bytes, bytes]:
     kinds = bytearray(b"\x01" * 65536)       # an id mysql-replication does not know: UTF-8, as show_rows
     maps, known = [], {}
     for i in range(65536):
-        cs = CHARSET.charset_by_id(str(i), "mariadb")
+        cs = CHARSET.charset_by_id(str(i), dbms)
         if cs is None:
             continue
         if i == show_rows.CHARSET_BINARY:
@@ -145,14 +150,13 @@ def _kind(encoding: str | None, maps: list) -> int:
     return 2 + len(maps)
 
 
-_tables = None
+_tables: dict = {}         # dbms -> _charset_tables(dbms), made once
 
 
-def _decoder(b, tables, name: str):
-    global _tables
-    if _tables is None:
-        _tables = _charset_tables()
-    kinds, charmaps = _tables
+def _decoder(b, tables, name: str, dbms: str = "mariadb"):
+    if dbms not in _tables:
+        _tables[dbms] = _charset_tables(dbms)
+    kinds, charmaps = _tables[dbms]
     return _rows.Decoder(kinds, charmaps, b.checksum_len, tables, name)
 
 
@@ -268,6 +272,11 @@ def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, co
     not GROUP_RECORD runs (``records`` False: MySQL's) has its rows built
     by ``PyBuilder`` (``rows_batches``)."""
     if not source.records:
+        if _rows is not None and (USE_COMPILED if compiled is None else compiled):
+            return named_batches(source, b, source.groups(b, spans, split), stats=stats, max_rows=max_rows,
+                                 max_bytes=max_bytes)
+        if compiled:
+            raise ImportError("gtidx._rows is not built")
         return rows_batches(source.rows(b, spans, split), os.path.basename(b.path), stats=stats,
                             max_rows=max_rows, max_bytes=max_bytes)
     f = source.filters
@@ -308,6 +317,91 @@ def rows_batches(rows, name: str, *, stats: dict | None = None, max_rows: int = 
             stats["rows"] = stats.get("rows", 0) + count
 
 
+def named_batches(source, b, groups, *, stats: dict | None = None, max_rows: int = MAX_ROWS,
+                  max_bytes: int = MAX_BYTES) -> Iterator[pa.RecordBatch]:
+    """The rows of ``groups`` ((group, gtid text asked for or None), in file
+    order, each with ``start``, ``end``, ``timestamp``: the MySQL
+    transactions ``source.groups`` keeps) of the open binlog ``b``, as
+    record batches, decoded by the compiled decoder told each one's gtid
+    text (``source.gtid_text``: None, anonymous, declined), a stretch of
+    about ``SPAN`` bytes at a time; what it declines, and a transaction
+    longer than ``SPAN``, by the source's definition (``source.decode``:
+    ``show_mysql.decode_transaction``). The same rows, order and errors as
+    ``rows_batches(source.rows(...))``; ``stats`` as ``batches``'."""
+    wanted = frozenset(source.filters.tables) if source.filters.tables is not None else None
+    name = os.path.basename(b.path)
+    builder = _decoder(b, wanted, name, "mysql")
+    finish = (lambda: batch_from(builder.finish()))
+    rows = 0
+    try:
+        for batch in _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
+            rows += batch.num_rows
+            yield batch
+    finally:
+        if stats is not None:
+            stats["groups"] = stats.get("groups", 0) + builder.groups
+            stats["declined"] = stats.get("declined", 0) + builder.declined
+            stats["rows"] = stats.get("rows", 0) + rows
+
+
+def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
+    pack, text = GROUP_RECORD.pack, show.text_image
+
+    def definition(g, gtid):
+        into, done = builder, finish
+        if gtid is None:        # anonymous: a null gtid, which the compiled batch cannot hold
+            if builder.rows:
+                yield finish()
+            into = PyBuilder(os.path.basename(b.path))
+            done = into.finish
+        for r in source.decode(b, g, wanted):
+            into.add_row(gtid, g.start, g.timestamp, r.table, r.op, text(r.before), text(r.after), r.changed,
+                         r.unknown)
+            if into.rows >= max_rows or into.nbytes >= max_bytes:
+                yield done()
+        if into is not builder and into.rows:
+            yield done()
+    try:
+        run, gtids, records = [], [], []
+        walk = iter(groups)
+        pending = next(walk, None)
+        while pending is not None:
+            g, asked = pending
+            if g.end - g.start > SPAN:                  # alone, by the definition
+                yield from definition(g, asked or source.gtid_text(g))
+                b.release(g.start, g.end)
+                pending = next(walk, None)
+                continue
+            run.clear(), gtids.clear(), records.clear()
+            while pending is not None:
+                g, asked = pending
+                if g.end - g.start > SPAN or (run and g.end - run[0].start > SPAN):
+                    break
+                run.append(g)
+                gtids.append(asked or source.gtid_text(g))
+                records.append(pack(g.start, g.end, 0, g.timestamp, 0, 0, 0))
+                pending = next(walk, None)
+            chunk = b"".join(records)
+            first, last_end = run[0].start, run[-1].end
+            b.fill(first, last_end)
+            i = 0
+            while i < len(run):
+                i, status = builder.decode(b.mapping, chunk, i, len(run), _NO_LO, _NO_HI, max_rows, max_bytes,
+                                           gtids)
+                if status == 2:         # declined: the definition decodes it
+                    yield from definition(run[i], gtids[i])
+                    i += 1
+                elif status == 1:
+                    yield finish()
+            b.release(first, last_end)
+        if builder.rows:
+            yield finish()
+    except GtidxError:
+        if builder.rows:            # the rows before the error, then the error
+            yield finish()
+        raise
+
+
 def _located(source, b, spans) -> Iterator[bytes]:
     pack = GROUP_RECORD.pack
     yield b"".join(pack(start, end, seq, ts, server, domain, flags2)
@@ -344,5 +438,6 @@ def binlog_table(path, *, tables=None, compiled: bool | None = None, stats: dict
 
 
 __all__ = ["ARROW_SCHEMA", "MAX_ROWS", "MAX_BYTES", "PyBuilder", "batches", "source_batches", "rows_batches",
+           "named_batches",
            "binlog_table",
            "batch_from"]
