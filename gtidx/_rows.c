@@ -1978,7 +1978,10 @@ mysql_reads(int etype, int first)
 
 /* one group: 0 decoded (its rows in the batch), DECLINE or PYERR. ``text``:
  * its gtid column (a MySQL transaction's, whose event types mysql_reads
- * checks); NULL: MariaDB's domain-server-seq from the record. */
+ * checks; its record's seq word holds its offset column, the GTID event's
+ * offset: a compressed transaction's inner events are handed over in a
+ * buffer of their own); NULL: MariaDB's domain-server-seq from the record,
+ * the offset column its start. */
 static int
 decode_group(Decoder *d, const uint8_t *buf, Py_ssize_t buflen, const uint8_t *rec, const char *text,
              Py_ssize_t text_len)
@@ -2043,7 +2046,7 @@ decode_group(Decoder *d, const uint8_t *buf, Py_ssize_t buflen, const uint8_t *r
             break;
         case 23: case 24: case 25: case 30: case 31: case 32:
         case 166: case 167: case 168: case 169: case 170: case 171:
-            rc = rows_event(d, etype, body, n, gtid, gn, (int64_t)start, (int64_t)ts);
+            rc = rows_event(d, etype, body, n, gtid, gn, (int64_t)(text != NULL ? seq : start), (int64_t)ts);
             break;
         default:
             break;

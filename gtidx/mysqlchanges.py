@@ -21,9 +21,9 @@ MariaDB:
 
 Arrow batches (``records`` is False: no GROUP_RECORD runs of MariaDB GTID
 events): ``rowbatch.named_batches`` hands the compiled decoder runs of these
-transactions with their gtid texts, and decodes what it declines
-(compressed or anonymous transactions, JSON columns, ...) with
-``decode``; without it, ``rowbatch.rows_batches`` of ``rows``. A big file's pieces
+transactions with their gtid texts, a compressed one again as its inner
+events (``unpacked``), and decodes what it declines (anonymous
+transactions, JSON columns, ...) with ``decode``; without it, ``rowbatch.rows_batches`` of ``rows``. A big file's pieces
 (``splits``) start at transaction starts found by one walk of the event
 headers (``MysqlBinlog.transactions``: GTID events and lengths, no body);
 gtidx's MySQL index is not used for them (its records are at transaction
@@ -33,8 +33,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import zlib
+
 from . import show_mysql
+from .binlog import mysqlpayload
+from .binlog.events import EVENT_HEADER, HEADER_LEN, U32
 from .binlog.mysql import MysqlBinlog
+from .binlog.mysqlevents import GTID_TYPES, TRANSACTION_PAYLOAD
 from .errors import CorruptBinlogError, GtidxError
 from .mysqlgtid import MysqlGtid
 
@@ -87,6 +92,29 @@ class MysqlReading:
         for g, text in walk:
             if ok is None or ok(g.timestamp):
                 yield g, text
+
+    @staticmethod
+    def unpacked(b: MysqlBinlog, group) -> bytes | None:
+        """A compressed transaction's inner events (its GTID event, then one
+        TRANSACTION_PAYLOAD) framed as the file's events are (a header with
+        their length, a CRC32 where the file has them), for the compiled
+        decoder (``rowbatch.named_batches``); None: not such a transaction,
+        or one that does not read (``decode`` then says what is wrong)."""
+        try:
+            evs = list(b.events_between(group.start, group.end))
+            if len(evs) != 2 or evs[0].type not in GTID_TYPES or evs[1].type != TRANSACTION_PAYLOAD:
+                return None
+            payload = mysqlpayload.decode(evs[1].body, path=b.path, offset=evs[1].offset)
+        except GtidxError:
+            return None
+        crc, out = b.checksum_len, bytearray()
+        for e in payload.events:
+            at = len(out)
+            out += EVENT_HEADER.pack(e.timestamp, e.type, e.server_id, HEADER_LEN + len(e.body) + crc, 0, e.flags)
+            out += e.body
+            if crc:
+                out += U32.pack(zlib.crc32(memoryview(out)[at:]))
+        return bytes(out)
 
     @staticmethod
     def decode(b: MysqlBinlog, group, tables) -> list:

@@ -326,8 +326,12 @@ def named_batches(source, b, groups, *, stats: dict | None = None, max_rows: int
     text (``source.gtid_text``: None, anonymous, declined), a stretch of
     about ``SPAN`` bytes at a time; what it declines, and a transaction
     longer than ``SPAN``, by the source's definition (``source.decode``:
-    ``show_mysql.decode_transaction``). The same rows, order and errors as
-    ``rows_batches(source.rows(...))``; ``stats`` as ``batches``'."""
+    ``show_mysql.decode_transaction``); a compressed transaction, declined
+    in the file, is handed over once more as its inner events
+    (``source.unpacked``). The same rows, order and errors as
+    ``rows_batches(source.rows(...))``; ``stats`` as ``batches``' ("groups":
+    decoded by the compiled decoder; "declined": handed back, a compressed
+    transaction decoded from its inner events too)."""
     wanted = frozenset(source.filters.tables) if source.filters.tables is not None else None
     name = os.path.basename(b.path)
     builder = _decoder(b, wanted, name, "mysql")
@@ -361,6 +365,15 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
                 yield done()
         if into is not builder and into.rows:
             yield done()
+    def inner(plain, g, gtid):
+        """The compiled decoder on a compressed transaction's inner events
+        (``plain``, framed as the file's): did it decode them?"""
+        record = pack(0, len(plain), g.start, g.timestamp, 0, 0, 0)
+        while True:
+            status = builder.decode(plain, record, 0, 1, _NO_LO, _NO_HI, max_rows, max_bytes, [gtid])[1]
+            if status != 1:
+                return status == 0
+            yield finish()
     try:
         run, gtids, records = [], [], []
         walk = iter(groups)
@@ -379,7 +392,7 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
                     break
                 run.append(g)
                 gtids.append(asked or source.gtid_text(g))
-                records.append(pack(g.start, g.end, 0, g.timestamp, 0, 0, 0))
+                records.append(pack(g.start, g.end, g.start, g.timestamp, 0, 0, 0))   # seq: the offset column
                 pending = next(walk, None)
             chunk = b"".join(records)
             first, last_end = run[0].start, run[-1].end
@@ -388,8 +401,11 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
             while i < len(run):
                 i, status = builder.decode(b.mapping, chunk, i, len(run), _NO_LO, _NO_HI, max_rows, max_bytes,
                                            gtids)
-                if status == 2:         # declined: the definition decodes it
-                    yield from definition(run[i], gtids[i])
+                if status == 2:         # declined: its inner events (compressed), else the definition
+                    g = run[i]
+                    plain = source.unpacked(b, g) if gtids[i] is not None else None
+                    if plain is None or not (yield from inner(plain, g, gtids[i])):
+                        yield from definition(g, gtids[i])
                     i += 1
                 elif status == 1:
                     yield finish()
