@@ -75,6 +75,8 @@ def test_rows_equal_mysqlbinlog(written, cli_rows):
     named = set()
     for start, rows in per_group.items():
         g, want = groups[start], oracle[start]
+        if any(not r["table"].startswith("shw.") for r in rows):
+            continue            # another test's, written to the shared server meanwhile: not ours to compare
         assert {r["gtid"] for r in rows} == {want["gtid"]} and {r["timestamp"] for r in rows} == {g.timestamp}
         assert {r["file"] for r in rows} == {path.name}
         # mysqlbinlog names no columns: ours are named where FULL metadata named them
@@ -108,8 +110,8 @@ def test_filters_equal_filtering_everything(written, cli_rows):
     assert got(since=f"@{mid}") == [r["offset"] for r in cli_rows if r["timestamp"] >= mid] != []
     assert got(until=f"@{mid}", tables=["shw.t"]) == [r["offset"] for r in cli_rows
                                                       if r["timestamp"] < mid and r["table"] == "shw.t"]
-    tagged = next(r["gtid"] for r in cli_rows if r["gtid"].count(":") == 2)
-    compressed_one = cli_rows[len(cli_rows) // 2]["gtid"]
+    tagged = next(r["gtid"] for r in cli_rows if (r["gtid"] or "").count(":") == 2)
+    compressed_one = next(r["gtid"] for r in cli_rows[len(cli_rows) // 2:] if r["gtid"])
     out = _cli("--json", "--gtid", tagged, "--gtid", compressed_one, path)
     assert out.returncode == 0, out.stderr
     assert [json.loads(x) for x in out.stdout.splitlines()] == [r for r in cli_rows
@@ -154,9 +156,11 @@ def test_spark_reads_the_same_rows(written, cli_rows):
     path = written[0]
     spark = gs.session("local[2]", app="gtidx-mysql-changes")
     try:
-        df = spark.read.format("gtidx.changes").option("split_bytes", 64 << 10).load(str(path))
-        assert df.rdd.getNumPartitions() > 1
-        assert [tuple(r) for r in df.collect()] == _as_tuples(cli_rows)
+        df = spark.read.format("gtidx.changes").option("split_bytes", path.stat().st_size // 3).load(str(path))
+        parts = df.rdd.getNumPartitions()
+        assert parts > 1, parts
+        got = [tuple(r) for r in df.collect()]
+        assert got == _as_tuples(cli_rows), (len(got), len(cli_rows))
     finally:
         spark.stop()
     reader = ChangesReader(str(path), split_bytes=32 << 10)
