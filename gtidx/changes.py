@@ -31,6 +31,13 @@ A big binlog can be read in pieces (``ChangeSource.splits``: Spark's
 partitions), each the groups that start in [lo, hi), lo a group's start:
 groups carry their own TABLE_MAPs, so a piece decodes alone, and the pieces
 in order give the file's rows in order.
+
+MySQL binlogs: ``ChangeSource.source`` (what ``changes`` and the Spark
+source make) gives a ``MysqlChangeSource`` for them (the façade reads the
+flavor where it lists the files: ``api.flavor_pick``); its files are
+opened, walked, cut and decoded as ``mysqlchanges.MysqlReading`` says,
+which also says what the columns hold there. The filters and the planning
+are this class's, the same for both.
 """
 from __future__ import annotations
 
