@@ -201,15 +201,14 @@ class Catalog:
         self.where = where or places(store, directory, index_root)[0]
 
     # -- the flavor's entry (MariaDB's here) ----------------------------------------
+    # ``readable(e)``: is ``e`` a readable file's entry, each value of its kind; ``seconds(e)``: its
+    # groups' (first, last) timestamps in unix seconds (None: no group)
     open_binlog = staticmethod(lambda path, store: Binlog(path, store))
     entry_of = staticmethod(lambda raw: Entry.of(raw))
     describer = staticmethod(lambda: Describer())
     assign_histories = staticmethod(lambda files: assign_histories(files))
-
-    @staticmethod
-    def readable(e) -> bool:
-        """Is ``e`` a readable file's entry of this flavor, every value of its kind?"""
-        return _READABLE(e)
+    readable = staticmethod(lambda e: _READABLE(e))
+    seconds = staticmethod(lambda e: (e["first_timestamp"], e["last_timestamp"]))
 
     @property
     def files(self) -> list[dict]:
@@ -234,15 +233,8 @@ class Catalog:
         """The catalog of ``directory`` (under ``index_root`` first), or None
         when there is none; CorruptCatalogError (exit 3) when it is damaged:
         see the module's doc."""
-        for st, path in places(store, directory, index_root):
-            try:
-                data = st.read_object(path)
-            except GtidxError as e:         # not a regular file, unreadable
-                raise _damaged(path, e.message) from None
-            if data is None:
-                continue
-            return cls.adopt(store, directory, index_root, parse(data, path), (st, path))
-        return None
+        found = stored(store, directory, index_root)
+        return None if found is None else cls.adopt(store, directory, index_root, *found)
 
     @classmethod
     def adopt(cls, store, directory: str, index_root, d: dict, where: tuple) -> "Catalog":
@@ -456,6 +448,19 @@ def _damaged(path: str, why: str) -> CorruptCatalogError:
     return CorruptCatalogError(f"damaged catalog: {why}", path=path, hint="gtidx catalog build makes it again")
 
 
+def stored(store, directory: str, index_root: IndexRoot | None = None) -> tuple | None:
+    """(the catalog of ``directory`` as ``parse`` reads it, (store, path)),
+    or None when there is none; CorruptCatalogError when it is damaged."""
+    for st, path in places(store, directory, index_root):
+        try:
+            data = st.read_object(path)
+        except GtidxError as e:         # not a regular file, unreadable
+            raise _damaged(path, e.message) from None
+        if data is not None:
+            return parse(data, path), (st, path)
+    return None
+
+
 def parse(data: bytes, path: str) -> dict:
     """The catalog stored as ``data``, its format and checksum checked (see
     the module's doc); its flavor and values: ``Catalog.adopt``."""
@@ -588,6 +593,6 @@ def describe_histories(groups: list[tuple[int, list[str]]]) -> str:
                      f" ({len(names)} file{'s' if len(names) != 1 else ''})" for h, names in groups)
 
 
-__all__ = ["NAME", "VERSION", "CHECKSUM", "checksum", "parse", "Catalog", "Entry", "describe", "Describer",
+__all__ = ["NAME", "VERSION", "CHECKSUM", "checksum", "parse", "stored", "Catalog", "Entry", "describe", "Describer",
            "entry_core", "assign_histories", "places", "directory_of", "directory_of_files", "histories_of",
            "describe_histories"]

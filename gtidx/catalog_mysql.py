@@ -214,5 +214,9 @@ class MysqlCatalog(Catalog):
     def readable(e) -> bool:
         return _READABLE(e)
 
+    @staticmethod
+    def seconds(e: dict) -> tuple:
+        return tuple(None if t is None else t // US for t in (e["first_timestamp_us"], e["last_timestamp_us"]))
+
 
 __all__ = ["MysqlCatalog", "MysqlEntry", "MysqlDescriber", "assign_histories", "commit_us", "US"]

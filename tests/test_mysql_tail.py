@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, growing_copy
-from gtidx import admin, catalog
+from gtidx import admin, catalog, storage
+from gtidx.catalog_mysql import MysqlCatalog, MysqlDescriber
 from gtidx.index.build import build_index
 from gtidx.index.files import IndexMeta, open_index
 from gtidx.index.files import flavor_of
@@ -94,11 +95,13 @@ def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
     """Tailer over a copy of the rotated fixture grown in steps, with
     restarts (a new Tailer: what a kill -9 leaves): every closed file's
     index equals a clean build; answers through them equal the walk; a
-    catalog in the directory is left alone with one log line."""
+    damaged catalog in the directory is made again (one warning) and kept
+    as MySQL's: at the end each entry equals a fresh walk of its file and
+    ``catalog build`` finds every entry current."""
     files = sorted(p.name for p in ROTATED.glob("binlog.0*"))
     d = tmp_path / "dir"
     d.mkdir()
-    (d / catalog.NAME).write_bytes(b"{}")   # a catalog tail does not keep for MySQL
+    (d / catalog.NAME).write_bytes(b"{}")   # damaged: tail writes it again whole
     settings = TailSettings(page_size=256, span_min=1024, max_ratio=None)
     rnd = random.Random(7)
     upto: dict = {}
@@ -128,7 +131,16 @@ def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
             for gtid, start, end in f["groups"][1:]:
                 loc = logs.locate(gtid)
                 assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (f["name"], start, end, "index")
-    assert "catalog not kept" in caplog.text and (d / catalog.NAME).read_bytes() == b"{}"
+    assert caplog.text.count("catalog damaged, making it again") == 1
+    kept = MysqlCatalog.load(storage.LOCAL, str(d))
+    assert [e["name"] for e in kept.files] == files and len(kept.histories) == 1
+    for e in kept.files:
+        with open_binlog(str(d / e["name"])) as b:
+            fresh = MysqlDescriber().entry(b)
+        assert {k: v for k, v in e.items() if k not in ("name", "index", "history")} == \
+            {k: v for k, v in fresh.items() if k != "name"}, e["name"]
+    _, counts = admin.build_catalog(str(d))
+    assert counts == {"kept": len(files), "walked": 0, "failed": 0}
 
 
 # -- beside the live MySQL 9.7: a mirror of its binlog directory --------------------------------
