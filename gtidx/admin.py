@@ -9,7 +9,7 @@ import os
 from typing import Callable, Iterator, NamedTuple, TYPE_CHECKING
 
 from . import storage
-from .errors import BadInputError, GtidxError, GtidxIOError, NotFoundError
+from .errors import BadInputError, CorruptCatalogError, GtidxError, GtidxIOError, NotFoundError
 from .filebuf import open_file
 from .index.files import IndexRoot, IndexState, flavor_of, index_path, open_index, read_index, verify_index
 from .inputs import as_int, as_path
@@ -158,12 +158,22 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
         directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
         if directory is None:
             return None
+        try:
+            found = catalog.stored(store, directory, index_root)      # build made index_root an IndexRoot
+        except CorruptCatalogError as e:
+            found = e
+        if found is None:
+            return None             # no catalog: no binlog opened for its flavor
         kind = catalog_class(_newest_flavor([f for f, _, _ in listed], store))
-        cat = kind.to_rewrite(store, directory, index_root,      # build made index_root an IndexRoot
-                              warn=_rewriting)
-        if cat is not None:
-            cat.refresh([f for f, _, _ in listed])
-            cat.save()
+        try:
+            if isinstance(found, CorruptCatalogError):
+                raise found
+            cat = kind.adopt(store, directory, index_root, *found)
+        except CorruptCatalogError as e:
+            _rewriting(e)
+            cat = kind(store, directory, index_root)
+        cat.refresh([f for f, _, _ in listed])
+        cat.save()
     except GtidxError as e:
         e.binlog = p
         return e

@@ -239,7 +239,8 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
             except GtidxError as e:
                 log.warning("%s: index failed (%s); answering by scan", path, e)
             else:
-                if rec is not None and rec[0] > b.body_start and b.event_ok(rec[0]):
+                # the walks' windows run to the file's end: the check reads what they read first
+                if rec is not None and rec[0] > b.body_start and b.event_ok(rec[0], b.size):
                     return rec[0], rec[1].copy(), "index"
                 if rec is None or rec[0] <= b.body_start:
                     return b.body_start, self.previous_gtids(path).copy(), "index"
