@@ -74,9 +74,9 @@ def test_mysql_seek_on_s3_with_a_catalog_is_at_most_6_gets(s3, tmp_path, monkeyp
         sample += got[len(got) // 2:len(got) // 2 + 1]
     assert len(sample) >= 8
 
-    def lookups():
+    def lookups(gtids):
         out = []
-        for g in sample:
+        for g in gtids:
             s3.requests()
             ranges.clear()
             loc = api.seek(g, url)
@@ -97,10 +97,10 @@ def test_mysql_seek_on_s3_with_a_catalog_is_at_most_6_gets(s3, tmp_path, monkeyp
         ranges.append((path, start, end, len(data)))
         return data
     monkeypatch.setattr(storage.FsspecStore, "cat", counting)
-    without = lookups()
+    without = lookups(sample[::4])
     _, counts = gtidx.build_catalog(url)
     assert counts == {"kept": 0, "walked": 15, "failed": 0}
-    with_catalog = lookups()
+    with_catalog = lookups(sample)
     most = max(g for g, _, _, _ in with_catalog)
     print(f"seek on {url} (15 MySQL binlogs): without a catalog at most {max(g for g, *_ in without)} GETs, "
           f"with one at most {most} GETs, {max(r for _, r, _, _ in with_catalog)} requests, "
@@ -110,4 +110,4 @@ def test_mysql_seek_on_s3_with_a_catalog_is_at_most_6_gets(s3, tmp_path, monkeyp
     # the binlog's first 4 KiB, then one GET from the index record: its first window, or all of the
     # file after it when that is short (up to 4 windows, 256 KiB: storage.REMOTE_WINDOW_FIRST)
     assert all(b <= 4096 + 4 * storage.REMOTE_WINDOW_FIRST for _, _, b, _ in with_catalog), with_catalog
-    assert sum(g for g, *_ in with_catalog) < sum(g for g, *_ in without)
+    assert sum(g for g, *_ in with_catalog[::4]) < sum(g for g, *_ in without)
