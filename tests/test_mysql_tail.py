@@ -171,7 +171,9 @@ def test_tail_beside_a_live_mysql(tmp_path):
     """gtidx tail (a process) on a mirror of the live MySQL 9.7's binlogs
     while it writes: rotations, kill -9 of the tail mid-file and a restart;
     every closed file's index equals `gtidx build --force`'s record for
-    record and answers every GTID through the index as the walk does."""
+    record and answers every GTID through the index as the walk does; the
+    directory's catalog (made before the tail starts) is kept: each closed
+    file's entry equals a walk of it."""
     from test_live_tail import TailProcess
     from tools.make_mysql_fixtures import Session
     from tools.mysql97 import MySQL97
@@ -184,6 +186,7 @@ def test_tail_beside_a_live_mysql(tmp_path):
     d = tmp_path / "mirror"
     d.mkdir()
     mirror(srv.datadir, d, first)
+    admin.build_catalog(str(d))
     log = tmp_path / "tail.log"
     tail = TailProcess(d, log, ("--page-size", "256", "--span-min", "256", "--max-ratio", "0.9"))   # the last ones count
     tail.start()
@@ -208,7 +211,9 @@ def test_tail_beside_a_live_mysql(tmp_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             metas = [IndexMeta.read(str(d / n) + ".idx") for n in closed]
-            if all(m is not None and not m.partial for m in metas):
+            kept = {e["name"]: e for e in MysqlCatalog.load(storage.LOCAL, str(d)).files}
+            if all(m is not None and not m.partial for m in metas) and \
+                    all(kept.get(n, {}).get("size") == (d / n).stat().st_size for n in closed):
                 break
             time.sleep(0.2)
         assert tail.stop() == 0
@@ -219,6 +224,13 @@ def test_tail_beside_a_live_mysql(tmp_path):
     assert kills == 2 and "how=resumed" in text and "how=finished" in text and "rebuilt" not in text, text[-2000:]
     assert "Traceback" not in text and "level=error" not in text.lower(), text[-2000:]
     assert len(closed) >= 4
+    kept = {e["name"]: e for e in MysqlCatalog.load(storage.LOCAL, str(d)).files}
+    for n in closed:                # the tail's entries (taken while the mirror still rewrote headers)
+        with open_binlog(d / n) as b:
+            fresh = MysqlDescriber().entry(b)
+        skip = ("name", "index", "history", "identity", "in_use")
+        assert {k: v for k, v in kept[n].items() if k not in skip} == \
+            {k: v for k, v in fresh.items() if k not in skip}, n
     for n in closed:
         meta = IndexMeta.read(str(d / n) + ".idx")
         assert meta is not None and not meta.partial, n
