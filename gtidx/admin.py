@@ -9,12 +9,12 @@ import os
 from typing import Callable, Iterator, NamedTuple, TYPE_CHECKING
 
 from . import storage
-from .errors import BadInputError, GtidxError, GtidxIOError, NotFoundError
+from .errors import BadInputError, CorruptCatalogError, GtidxError, GtidxIOError, NotFoundError
 from .filebuf import open_file
 from .index.files import IndexRoot, IndexState, flavor_of, index_path, open_index, read_index, verify_index
 from .inputs import as_int, as_path
 from .liblog import log
-from .series.listing import list_binlogs
+from .series.listing import catalog_class, list_binlogs, list_series
 
 if TYPE_CHECKING:
     from . import catalog
@@ -98,15 +98,28 @@ def build(paths, *, progress: Callable[[BuildProgress], None] | None = None,
 
 
 def _catalog_of(path, storage_options: dict | None, index_root) -> tuple:
-    """(store, the binlogs of ``path``, the catalog's directory, IndexRoot or None)."""
-    store, where = storage.resolve(as_path(path), storage_options)
-    files = list_binlogs(where, store=store)
+    """(store, the binlogs of ``path``, the catalog's directory, IndexRoot or
+    None, the catalog class of their flavor: ``listing.catalog_class``)."""
+    listing = list_series(as_path(path), storage_options, catalog=False).checked()
+    store, where, files = listing.store, listing.path, listing.files
     directory = store.split(files[0])[0]
     if any(store.split(f)[0] != directory for f in files):
         raise BadInputError("the binlogs listed are in several directories: a catalog describes one",
                             path=where, hint="name the directory (or URL prefix) that holds them")
     root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"), storage_options)
-    return store, files, directory, root
+    return store, files, directory, root, catalog_class(listing.flavor)
+
+
+def _newest_flavor(files: list[str], store) -> str | None:
+    """The flavor of the newest of ``files`` that opens (None: none does)."""
+    from .binlog.mysql import open_binlog
+    for f in reversed(files):
+        try:
+            with open_binlog(f, store) as b:
+                return b.flavor
+        except GtidxError:
+            continue
+    return None
 
 
 def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = None,
@@ -114,12 +127,11 @@ def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = Non
     """Make the catalog of the binlogs of ``path`` (a directory or URL
     prefix, or its ``master-bin.index``) current and write it (beside them,
     or under ``index_root``): entries still current (size and fingerprint)
-    are kept, the others made with one walk of their file. Returns the
+    are kept, the others made with one walk of their file (MariaDB's or
+    MySQL's catalog: ``catalog_mysql``, by the binlogs' flavor). Returns the
     catalog and the counts {"kept", "walked", "failed"}."""
-    store, files, directory, root = _catalog_of(path, storage_options, index_root)
-    from . import catalog
-    cat = catalog.Catalog.to_rewrite(store, directory, root, warn=_rewriting) or \
-        catalog.Catalog(store, directory, root)
+    store, files, directory, root, kind = _catalog_of(path, storage_options, index_root)
+    cat = kind.to_rewrite(store, directory, root, warn=_rewriting) or kind(store, directory, root)
     counts = cat.refresh(files)
     cat.save()
     return cat, counts
@@ -128,9 +140,8 @@ def build_catalog(path: str | os.PathLike, *, storage_options: dict | None = Non
 def load_catalog(path: str | os.PathLike, *, storage_options: dict | None = None,
                  index_root=None) -> "catalog.Catalog":
     """The catalog of the binlogs of ``path`` as stored (NotFoundError when there is none)."""
-    store, files, directory, root = _catalog_of(path, storage_options, index_root)
-    from . import catalog
-    cat = catalog.Catalog.load(store, directory, root)
+    store, files, directory, root, kind = _catalog_of(path, storage_options, index_root)
+    cat = kind.load(store, directory, root)
     if cat is None:
         raise NotFoundError("no catalog here", path=directory, hint="gtidx catalog build makes one")
     return cat
@@ -147,11 +158,22 @@ def _keep_catalog(p: str, listed: list, storage_options: dict | None, index_root
         directory = catalog.directory_of_files(store, [f for f, _, _ in listed])
         if directory is None:
             return None
-        cat = catalog.Catalog.to_rewrite(store, directory, index_root,      # build made index_root an IndexRoot
-                                         warn=_rewriting)
-        if cat is not None:
-            cat.refresh([f for f, _, _ in listed])
-            cat.save()
+        try:
+            found = catalog.stored(store, directory, index_root)      # build made index_root an IndexRoot
+        except CorruptCatalogError as e:
+            found = e
+        if found is None:
+            return None             # no catalog: no binlog opened for its flavor
+        kind = catalog_class(_newest_flavor([f for f, _, _ in listed], store))
+        try:
+            if isinstance(found, CorruptCatalogError):
+                raise found
+            cat = kind.adopt(store, directory, index_root, *found)
+        except CorruptCatalogError as e:
+            _rewriting(e)
+            cat = kind(store, directory, index_root)
+        cat.refresh([f for f, _, _ in listed])
+        cat.save()
     except GtidxError as e:
         e.binlog = p
         return e

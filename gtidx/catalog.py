@@ -11,17 +11,16 @@ listing mistakes it for one. It is written whole, atomically (a local
 exclusive temporary file and rename; one PUT in an object store): a reader
 sees the old catalog or the new one.
 
-Format (``"v": 1``)::
+Format (``"v": 1``; a MySQL archive's adds ``"flavor": "mysql"`` and has
+its own entries: ``catalog_mysql``)::
 
     {"v": 1, "sha256", "histories": [{"id", "first", "last", "files", "start_state",
                                       "end_state", "gaps": [name, ...]}],
      "files": [{"name", "size", "etag" | "identity",
                 "fingerprint": {"head_crc32", "tail_crc32", "head_adler32", "tail_adler32"},
-                "server_version", "checksum", "in_use", "start_state",
-                "end_state", "end", "groups", "server_ids",
-                "first_timestamp", "last_timestamp", "max_timestamp",
-                "max_timestamp_drop", "ranges", "repeats",
-                "index": {"path", "status"}, "history"}]}
+                "server_version", "checksum", "in_use", "start_state", "end_state", "end",
+                "groups", "server_ids", "first_timestamp", "last_timestamp", "max_timestamp",
+                "max_timestamp_drop", "ranges", "repeats", "index": {"path", "status"}, "history"}]}
 
 States are ``d-s-n,...`` strings (each domain's last GTID last, as MariaDB
 lists them); timestamps are the GTID events' (unix seconds; null for a file
@@ -80,6 +79,7 @@ from .errors import CorruptCatalogError, GtidxError, GtidxIOError, quoted
 from .gtid import BinlogState, LatestGtids, SeqRanges
 from .index.files import IndexRoot, open_index
 from .index.meta import IndexMeta, local_identity, object_etag, stat_identity
+from .jsonkinds import U32, is_bool, is_str, list_of, nat, obj, optional, row
 
 NAME = "gtidx-catalog.json"
 VERSION = 1
@@ -160,7 +160,7 @@ class Entry(NamedTuple):
 
     def matches(self, b: Binlog) -> str:
         """Why this entry does not describe the content of ``b`` as it is now
-        ('' if it does): size, fingerprint and GTID_LIST."""
+        ('' if it does): size, fingerprint and start state (``start_of``)."""
         if b.size != self.raw["size"]:
             return f"the catalog has {self.raw['size']} bytes, the file {b.size}"
         fingerprint = self.fingerprint()
@@ -168,21 +168,47 @@ class Entry(NamedTuple):
             if fingerprint.legacy and not fingerprint.same_object(b):
                 return "its fingerprint is from an older gtidx (CRC32s only: they cannot tell the content)"
             return "its content differs from the catalog's fingerprint (a replaced file or a reused name)"
-        if b.start_state != self.start:
-            return "its GTID_LIST differs from the catalog's"
+        if self.start_of(b) != self.start:
+            return f"its {self.START} differs from the catalog's"
         return ""
+
+    START = "GTID_LIST"         # what a file's start is, in messages
+
+    @staticmethod
+    def start_of(b: Binlog):
+        """The start state of ``b`` as the entry records it (its GTID_LIST's)."""
+        return b.start_state
 
 
 class Catalog:
-    """A loaded (or new) catalog of one directory."""
+    """A loaded (or new) catalog of one directory: the format's shell
+    (checksum, load and save, identities, histories, refresh) with
+    MariaDB's entries. A flavor's catalog is a subclass stating its
+    ``FLAVOR`` (the JSON's ``flavor``; MariaDB's has none) and its entry:
+    ``Entry``, ``Describer``, ``READABLE`` (the check of an entry's JSON),
+    ``open_binlog`` and ``assign_histories`` (``catalog_mysql.MysqlCatalog``)."""
+
+    FLAVOR: str | None = None       # the "flavor" a catalog of these binlogs states (None: none, MariaDB's)
+    KIND = "MariaDB"                # the binlogs' name in messages
 
     def __init__(self, store, directory: str, index_root: IndexRoot | None = None, raw: dict | None = None,
                  where: tuple | None = None):
         self.store = store
         self.directory = directory
         self.index_root = index_root
-        self.raw = raw or {"v": VERSION, "histories": [], "files": []}
+        flavor = {} if self.FLAVOR is None else {"flavor": self.FLAVOR}
+        self.raw = raw or {"v": VERSION, **flavor, "histories": [], "files": []}
         self.where = where or places(store, directory, index_root)[0]
+
+    # -- the flavor's entry (MariaDB's here) ----------------------------------------
+    # ``readable(e)``: is ``e`` a readable file's entry, each value of its kind; ``seconds(e)``: its
+    # groups' (first, last) timestamps in unix seconds (None: no group)
+    open_binlog = staticmethod(lambda path, store: Binlog(path, store))
+    entry_of = staticmethod(lambda raw: Entry.of(raw))
+    describer = staticmethod(lambda: Describer())
+    assign_histories = staticmethod(lambda files: assign_histories(files))
+    readable = staticmethod(lambda e: _READABLE(e))
+    seconds = staticmethod(lambda e: (e["first_timestamp"], e["last_timestamp"]))
 
     @property
     def files(self) -> list[dict]:
@@ -198,7 +224,7 @@ class Catalog:
         for e in self.files:
             if "error" in e:
                 continue
-            out[e["name"]] = Entry.of(e)
+            out[e["name"]] = self.entry_of(e)
         return out
 
     # -- reading and writing -------------------------------------------------------
@@ -207,15 +233,23 @@ class Catalog:
         """The catalog of ``directory`` (under ``index_root`` first), or None
         when there is none; CorruptCatalogError (exit 3) when it is damaged:
         see the module's doc."""
-        for st, path in places(store, directory, index_root):
-            try:
-                data = st.read_object(path)
-            except GtidxError as e:         # not a regular file, unreadable
-                raise _damaged(path, e.message) from None
-            if data is None:
-                continue
-            return cls(store, directory, index_root, _parse(data, path), (st, path))
-        return None
+        found = stored(store, directory, index_root)
+        return None if found is None else cls.adopt(store, directory, index_root, *found)
+
+    @classmethod
+    def adopt(cls, store, directory: str, index_root, d: dict, where: tuple) -> "Catalog":
+        """The catalog ``d`` (``parse``d: its checksum checked) as this
+        flavor's, once it states this flavor and each value is of its kind;
+        else CorruptCatalogError: a catalog of the other flavor's binlogs
+        is not trusted."""
+        if d.get("flavor") != cls.FLAVOR:
+            theirs = d.get("flavor")
+            raise _damaged(where[1], f"it describes {'MariaDB' if theirs is None else quoted(str(theirs))} "
+                                     f"binlogs, these are {cls.KIND} binlogs")
+        why = _invalid(d, cls.readable)
+        if why:
+            raise _damaged(where[1], why)
+        return cls(store, directory, index_root, d, where)
 
     @classmethod
     def to_rewrite(cls, store, directory: str, index_root: IndexRoot | None = None, *, warn) -> "Catalog | None":
@@ -271,10 +305,10 @@ class Catalog:
                 out.append(prev)
                 continue
             try:
-                with Binlog(path, self.store) as b:
+                with self.open_binlog(path, self.store) as b:
                     entry = None
                     if prev is not None and "error" not in prev:
-                        if Entry.of(prev).matches(b) == "":
+                        if self.entry_of(prev).matches(b) == "":
                             # the fingerprint masks IN_USE: a server clears it after a
                             # binlog's last event, at the same size
                             entry = dict(prev, in_use=b.growing)
@@ -284,7 +318,7 @@ class Catalog:
                             counts["kept"] += 1
                     if entry is None:
                         walker = (walkers or {}).get(path)
-                        entry = describe(b) if walker is None else walker.entry(b)
+                        entry = (walker or self.describer()).entry(b)
                         counts["walked"] += 1
                     entry["index"] = _index_of(b, self.index_root)
             except GtidxError as e:
@@ -293,7 +327,7 @@ class Catalog:
             entry["name"] = name
             out.append(entry)
         self.raw["files"] = out
-        self.raw["histories"] = assign_histories(out)
+        self.raw["histories"] = self.assign_histories(out)
         return counts
 
 
@@ -365,15 +399,9 @@ class Describer:
     def entry(self, b: Binlog) -> dict:
         """The catalog entry of ``b`` as it is now (walked first, as far as needed)."""
         self.advance(b)
-        fp = IndexMeta.of(b)
         ranges = self.seen.ranges
         return {
-            "name": None, "size": b.size, **_identity_of(b),
-            "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32,
-                            "head_adler32": fp.head_adler32, "tail_adler32": fp.tail_adler32},
-            "server_version": b.fde.server_version,
-            "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE",
-            "in_use": b.growing,
+            **entry_core(b),
             "start_state": str(self.start), "end_state": str(self.end), "end": self.stop,
             "groups": self.groups, "server_ids": sorted(self.servers),
             "first_timestamp": self.first, "last_timestamp": self.last,
@@ -381,6 +409,18 @@ class Describer:
             "ranges": sorted([d, s, lo, hi] for (d, s), (lo, hi) in ranges.items()),
             "repeats": sorted([d, s] for d, s in self.seen.repeats),
         }
+
+
+def entry_core(b: Binlog) -> dict:
+    """What every flavor's entry records of the open binlog ``b`` as it is
+    now: its size, identity, fingerprint, server version, checksum and
+    IN_USE flag (``name`` set by ``Catalog.refresh``)."""
+    fp = IndexMeta.of(b)
+    return {"name": None, "size": b.size, **_identity_of(b),
+            "fingerprint": {"head_crc32": fp.head_crc32, "tail_crc32": fp.tail_crc32,
+                            "head_adler32": fp.head_adler32, "tail_adler32": fp.tail_adler32},
+            "server_version": b.fde.server_version,
+            "checksum": "CRC32" if b.fde.checksum == CHECKSUM_CRC32 else "NONE", "in_use": b.growing}
 
 
 def _identity_of(b: Binlog) -> dict:
@@ -408,8 +448,22 @@ def _damaged(path: str, why: str) -> CorruptCatalogError:
     return CorruptCatalogError(f"damaged catalog: {why}", path=path, hint="gtidx catalog build makes it again")
 
 
-def _parse(data: bytes, path: str) -> dict:
-    """The catalog stored as ``data``, checked (see the module's doc)."""
+def stored(store, directory: str, index_root: IndexRoot | None = None) -> tuple | None:
+    """(the catalog of ``directory`` as ``parse`` reads it, (store, path)),
+    or None when there is none; CorruptCatalogError when it is damaged."""
+    for st, path in places(store, directory, index_root):
+        try:
+            data = st.read_object(path)
+        except GtidxError as e:         # not a regular file, unreadable
+            raise _damaged(path, e.message) from None
+        if data is not None:
+            return parse(data, path), (st, path)
+    return None
+
+
+def parse(data: bytes, path: str) -> dict:
+    """The catalog stored as ``data``, its format and checksum checked (see
+    the module's doc); its flavor and values: ``Catalog.adopt``."""
     try:
         d = json.loads(data)
     except (ValueError, RecursionError) as e:        # not UTF-8 or not JSON, nested beyond the parser
@@ -424,45 +478,7 @@ def _parse(data: bytes, path: str) -> dict:
         good = False
     if not good:
         raise _damaged(path, f"its {CHECKSUM} does not match its content (edited or damaged)")
-    why = _invalid(d)
-    if why:
-        raise _damaged(path, why)
     return d
-
-
-# What ``_invalid`` takes each value of a catalog to be: a check per key.
-_U32, _U64 = (1 << 32) - 1, (1 << 64) - 1
-
-
-def _is_str(v) -> bool:
-    return type(v) is str
-
-
-def _is_bool(v) -> bool:
-    return type(v) is bool
-
-
-def _nat(top: int = _U64):
-    return lambda v: type(v) is int and 0 <= v <= top
-
-
-def _optional(check):
-    return lambda v: v is None or check(v)
-
-
-def _list_of(check):
-    return lambda v: type(v) is list and all(check(x) for x in v)
-
-
-def _row(*checks):
-    return lambda v: type(v) is list and len(v) == len(checks) and all(c(x) for c, x in zip(checks, v))
-
-
-def _object(fields: dict, optional: dict | None = None):
-    """A dict with every key of ``fields`` and maybe those of ``optional``, each passing its check."""
-    optional = optional or {}
-    return lambda v: type(v) is dict and all(k in v and c(v[k]) for k, c in fields.items()) and \
-        all(c(v[k]) for k, c in optional.items() if k in v)
 
 
 def _is_state(v) -> bool:
@@ -475,33 +491,34 @@ def _is_state(v) -> bool:
     return True
 
 
-_TIME = _optional(_nat(_U32))
-_READABLE = _object({
-    "name": _is_str, "size": _nat(),
-    "fingerprint": _object({"head_crc32": _nat(_U32), "tail_crc32": _nat(_U32)},
-                           {"head_adler32": _optional(_nat(_U32)), "tail_adler32": _optional(_nat(_U32))}),
-    "server_version": _is_str, "checksum": _is_str, "in_use": _is_bool,
-    "start_state": _is_state, "end_state": _is_state, "end": _nat(), "groups": _nat(),
-    "server_ids": _list_of(_nat(_U32)), "first_timestamp": _TIME, "last_timestamp": _TIME,
+_TIME = optional(nat(U32))
+_READABLE = obj({
+    "name": is_str, "size": nat(),
+    "fingerprint": obj({"head_crc32": nat(U32), "tail_crc32": nat(U32)},
+                           {"head_adler32": optional(nat(U32)), "tail_adler32": optional(nat(U32))}),
+    "server_version": is_str, "checksum": is_str, "in_use": is_bool,
+    "start_state": _is_state, "end_state": _is_state, "end": nat(), "groups": nat(),
+    "server_ids": list_of(nat(U32)), "first_timestamp": _TIME, "last_timestamp": _TIME,
     "max_timestamp": _TIME, "max_timestamp_drop": _TIME,
-    "ranges": _list_of(_row(_nat(_U32), _nat(_U32), _nat(), _nat())),
-    "repeats": _list_of(_row(_nat(_U32), _nat(_U32))),
-    "index": _object({"path": _is_str, "status": _is_str}), "history": _optional(_nat())},
-    {"etag": _is_str, "identity": _is_str})
-_FAILED = _object({"name": _is_str, "size": _nat(), "error": _is_str, "history": lambda v: v is None})
-_HISTORY = _object({"id": _nat(), "first": _is_str, "last": _is_str, "files": _nat(), "start_state": _is_str,
-                    "end_state": _is_str, "gaps": _list_of(_is_str)})
+    "ranges": list_of(row(nat(U32), nat(U32), nat(), nat())),
+    "repeats": list_of(row(nat(U32), nat(U32))),
+    "index": obj({"path": is_str, "status": is_str}), "history": optional(nat())},
+    {"etag": is_str, "identity": is_str})
+_FAILED = obj({"name": is_str, "size": nat(), "error": is_str, "history": lambda v: v is None})
+_HISTORY = obj({"id": nat(), "first": is_str, "last": is_str, "files": nat(), "start_state": is_str,
+                    "end_state": is_str, "gaps": list_of(is_str)})
 
 
-def _invalid(d: dict) -> str:
-    """What in the catalog ``d`` is not of its kind ('' when all is)."""
-    if not _list_of(_HISTORY)(d.get("histories")):
+def _invalid(d: dict, readable) -> str:
+    """What in the catalog ``d`` is not of its kind ('' when all is);
+    ``readable``: the check of a readable file's entry."""
+    if not list_of(_HISTORY)(d.get("histories")):
         return "bad histories"
     files = d.get("files")
     if type(files) is not list:
         return "no list of files"
     for i, e in enumerate(files):
-        if not (_FAILED if type(e) is dict and "error" in e else _READABLE)(e):
+        if not (_FAILED if type(e) is dict and "error" in e else readable)(e):
             name = e.get("name") if type(e) is dict else None
             return f"bad entry {i + 1}" + (f" ({quoted(name)})" if type(name) is str else "")
     return ""
@@ -560,10 +577,11 @@ def assign_histories(files: list[dict]) -> list[dict]:
     return open_
 
 
-def histories_of(entries: list[Entry]) -> list[tuple[int, list[str]]]:
-    """[(history id, [names in order])] of entries (in binlog order), by ``assign_histories``."""
+def histories_of(entries: list[Entry], assign=assign_histories) -> list[tuple[int, list[str]]]:
+    """[(history id, [names in order])] of entries (in binlog order), by
+    ``assign`` (a flavor's ``assign_histories``)."""
     raws = [dict(e.raw) for e in entries]
-    assign_histories(raws)
+    assign(raws)
     out: dict[int, list[str]] = {}
     for r in raws:
         out.setdefault(r["history"], []).append(r["name"])
@@ -575,5 +593,6 @@ def describe_histories(groups: list[tuple[int, list[str]]]) -> str:
                      f" ({len(names)} file{'s' if len(names) != 1 else ''})" for h, names in groups)
 
 
-__all__ = ["NAME", "VERSION", "CHECKSUM", "checksum", "Catalog", "Entry", "describe", "Describer", "assign_histories", "places",
-           "directory_of", "directory_of_files", "histories_of", "describe_histories"]
+__all__ = ["NAME", "VERSION", "CHECKSUM", "checksum", "parse", "stored", "Catalog", "Entry", "describe", "Describer",
+           "entry_core", "assign_histories", "places", "directory_of", "directory_of_files", "histories_of",
+           "describe_histories"]

@@ -297,6 +297,16 @@ class FillingView:
         return self._buf.mem[key]
 
 
+def first_read(first: int, start: int, end: int) -> int:
+    """How much a walk over ``[start, end)`` reads first (``first``: its
+    source's first window): a short range (a lookup's walk to its target, or
+    to the end of a file close by) in one read, a long one from ``first``
+    on: a walk its caller stops early reads little. ``Binlog.event_ok``
+    reads as much of an object ahead, so a lookup's check and walk are one
+    GET."""
+    return end - start if 0 < end - start <= 4 * first else first
+
+
 class Window:
     """A walk's view of ``[start, end)`` of a file, moved forward through one
     reused buffer: ``view`` holds the file's bytes ``[base, base + len(view))``.
@@ -318,9 +328,7 @@ class Window:
         self._buf = None
         self.end = min(end, src.size)
         first, self._max, self._growth = src.windows()
-        # a short range (a lookup's walk to its target) in one read, a long one
-        # from WINDOW_FIRST on: a walk its caller stops early reads little
-        self._want = self.end - start if 0 < self.end - start <= 4 * first else first
+        self._want = first_read(first, start, self.end)
         self.base = start
         self.view = memoryview(b"")
         if start < self.end:

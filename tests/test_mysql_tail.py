@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, growing_copy
-from gtidx import admin, catalog
+from gtidx import admin, catalog, storage
+from gtidx.catalog_mysql import MysqlCatalog, MysqlDescriber
 from gtidx.index.build import build_index
 from gtidx.index.files import IndexMeta, open_index
 from gtidx.index.files import flavor_of
@@ -94,11 +95,13 @@ def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
     """Tailer over a copy of the rotated fixture grown in steps, with
     restarts (a new Tailer: what a kill -9 leaves): every closed file's
     index equals a clean build; answers through them equal the walk; a
-    catalog in the directory is left alone with one log line."""
+    damaged catalog in the directory is made again (one warning) and kept
+    as MySQL's: at the end each entry equals a fresh walk of its file and
+    ``catalog build`` finds every entry current."""
     files = sorted(p.name for p in ROTATED.glob("binlog.0*"))
     d = tmp_path / "dir"
     d.mkdir()
-    (d / catalog.NAME).write_bytes(b"{}")   # a catalog tail does not keep for MySQL
+    (d / catalog.NAME).write_bytes(b"{}")   # damaged: tail writes it again whole
     settings = TailSettings(page_size=256, span_min=1024, max_ratio=None)
     rnd = random.Random(7)
     upto: dict = {}
@@ -128,7 +131,16 @@ def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
             for gtid, start, end in f["groups"][1:]:
                 loc = logs.locate(gtid)
                 assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (f["name"], start, end, "index")
-    assert "catalog not kept" in caplog.text and (d / catalog.NAME).read_bytes() == b"{}"
+    assert caplog.text.count("catalog damaged, making it again") == 1
+    kept = MysqlCatalog.load(storage.LOCAL, str(d))
+    assert [e["name"] for e in kept.files] == files and len(kept.histories) == 1
+    for e in kept.files:
+        with open_binlog(str(d / e["name"])) as b:
+            fresh = MysqlDescriber().entry(b)
+        assert {k: v for k, v in e.items() if k not in ("name", "index", "history")} == \
+            {k: v for k, v in fresh.items() if k != "name"}, e["name"]
+    _, counts = admin.build_catalog(str(d))
+    assert counts == {"kept": len(files), "walked": 0, "failed": 0}
 
 
 # -- beside the live MySQL 9.7: a mirror of its binlog directory --------------------------------
@@ -159,7 +171,9 @@ def test_tail_beside_a_live_mysql(tmp_path):
     """gtidx tail (a process) on a mirror of the live MySQL 9.7's binlogs
     while it writes: rotations, kill -9 of the tail mid-file and a restart;
     every closed file's index equals `gtidx build --force`'s record for
-    record and answers every GTID through the index as the walk does."""
+    record and answers every GTID through the index as the walk does; the
+    directory's catalog (made before the tail starts) is kept: each closed
+    file's entry equals a walk of it."""
     from test_live_tail import TailProcess
     from tools.make_mysql_fixtures import Session
     from tools.mysql97 import MySQL97
@@ -172,6 +186,7 @@ def test_tail_beside_a_live_mysql(tmp_path):
     d = tmp_path / "mirror"
     d.mkdir()
     mirror(srv.datadir, d, first)
+    admin.build_catalog(str(d))
     log = tmp_path / "tail.log"
     tail = TailProcess(d, log, ("--page-size", "256", "--span-min", "256", "--max-ratio", "0.9"))   # the last ones count
     tail.start()
@@ -196,7 +211,9 @@ def test_tail_beside_a_live_mysql(tmp_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             metas = [IndexMeta.read(str(d / n) + ".idx") for n in closed]
-            if all(m is not None and not m.partial for m in metas):
+            kept = {e["name"]: e for e in MysqlCatalog.load(storage.LOCAL, str(d)).files}
+            if all(m is not None and not m.partial for m in metas) and \
+                    all(kept.get(n, {}).get("size") == (d / n).stat().st_size for n in closed):
                 break
             time.sleep(0.2)
         assert tail.stop() == 0
@@ -207,6 +224,13 @@ def test_tail_beside_a_live_mysql(tmp_path):
     assert kills == 2 and "how=resumed" in text and "how=finished" in text and "rebuilt" not in text, text[-2000:]
     assert "Traceback" not in text and "level=error" not in text.lower(), text[-2000:]
     assert len(closed) >= 4
+    kept = {e["name"]: e for e in MysqlCatalog.load(storage.LOCAL, str(d)).files}
+    for n in closed:                # the tail's entries (taken while the mirror still rewrote headers)
+        with open_binlog(d / n) as b:
+            fresh = MysqlDescriber().entry(b)
+        skip = ("name", "index", "history", "identity", "in_use")
+        assert {k: v for k, v in kept[n].items() if k not in skip} == \
+            {k: v for k, v in fresh.items() if k not in skip}, n
     for n in closed:
         meta = IndexMeta.read(str(d / n) + ".idx")
         assert meta is not None and not meta.partial, n

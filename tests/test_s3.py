@@ -931,10 +931,14 @@ def test_s3_flavor_of_a_prefix_with_a_catalog_reads_no_binlog(s3):
     with api.BinlogSeries.from_listing(listing) as logs:
         assert logs.cataloged(logs.files[0]) is not None
     assert not s3.requests()
-    # a catalog of MySQL binlogs (every entry unreadable) vouches for nothing: the newest object is read
+    # a catalog of MySQL binlogs ("flavor": "mysql") says MySQL's, as unread
     url = _put(s3, "flavor-mycat", {f.name: f for f in MYSQL.glob("binlog.0*")})
     gtidx.build_catalog(url)
-    assert api.list_series(url).flavor == "mysql"
+    s3.requests()
+    listing = api.list_series(url)
+    reqs = s3.requests()
+    assert listing.flavor == "mysql" and listing.heads == () and listing.catalog[1].FLAVOR == "mysql"
+    assert len(reqs) == 2 and reqs[1][1].endswith("/gtidx-catalog.json"), reqs
 
 
 def test_s3_mysql_binlogs_answer_as_locally(s3, tmp_path):

@@ -87,6 +87,48 @@ class MySQL97:
             return list(cur.fetchall())
 
 
+class PrivateMySQL97(MySQL97):
+    """A second MySQL 9.7 of its own, beside the shared one: the same root
+    (its mysqld, chrooted), its own datadir and socket under
+    ``ROOT/srv/NAME`` (unix socket only: skip-networking), so its own
+    server_uuid; ``start`` initializes and starts it (about 10 s), ``stop``
+    stops it and removes its directory. What a test needs a second server
+    for: a failover, binlog names written again by a fresh server."""
+
+    def __init__(self, name: str, root: str | os.PathLike = ROOT):
+        super().__init__(root)
+        self.srv = f"/srv/{name}"
+        self.socket = self.root / self.srv.lstrip("/") / "run" / "mysqld.sock"
+        self.pid_file = self.root / self.srv.lstrip("/") / "run" / "mysqld.pid"
+
+    def start(self) -> "PrivateMySQL97":
+        MySQL97(self.root).ensure()              # the root built, as the shared server needs it
+        home = self.root / self.srv.lstrip("/")
+        (home / "data").mkdir(parents=True)
+        (home / "run").mkdir()
+        (home / "my.cnf").write_text(
+            f"[mysqld]\nuser=mysql\ndatadir={self.srv}/data\nsocket={self.srv}/run/mysqld.sock\n"
+            f"pid-file={self.srv}/run/mysqld.pid\nskip-networking=ON\nmysqlx=OFF\nsecure-file-priv=\n"
+            f"server-id=2\nlog-bin=binlog\nbinlog_checksum=CRC32\ngtid-mode=ON\nenforce-gtid-consistency=ON\n"
+            f"log-error={self.srv}/error.log\ninnodb_buffer_pool_size=16M\n")
+        cnf = f"--defaults-file={self.srv}/my.cnf"
+        subprocess.run(["chroot", str(self.root), "chown", "-R", "mysql:mysql", self.srv], check=True)
+        subprocess.run(["chroot", str(self.root), "mysqld", cnf, "--initialize-insecure"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(["chroot", str(self.root), "mysqld", cnf], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(120):
+            if self.alive():
+                return self
+            time.sleep(0.5)
+        raise RuntimeError(f"the private MySQL 9.7 did not answer on {self.socket}")
+
+    def stop(self) -> None:
+        super().stop()
+        import shutil
+        shutil.rmtree(self.root / self.srv.lstrip("/"), ignore_errors=True)
+
+
 def main(argv=None) -> None:
     cmd = (argv or sys.argv[1:] or ["start"])[0]
     srv = MySQL97()

@@ -391,20 +391,23 @@ class Binlog:
             raise self.corrupt(f"CRC32 mismatch in {EVENT_NAMES.get(etype, etype)} event "
                                f"(stored {stored:08x}, computed {computed:08x})", off)
 
-    def event_ok(self, offset: int) -> bool:
+    def event_ok(self, offset: int, walk_end: int | None = None) -> bool:
         """Is there a complete event at ``offset`` (and does its CRC32 check
         out, when the binlog has checksums)? A cheap test that an offset
         taken from elsewhere (an index record) really is an event boundary:
         a random offset passes with probability 2**-32. Read straight from
         the file: the event, or, of an object, the ``CHECK_AHEAD`` bytes from
-        ``offset`` a walk from there reads first (one GET serves both: the
-        object keeps the range, ``storage.RemoteFile``)."""
+        ``offset`` a walk from there reads first, or, given the ``walk_end``
+        of that walk's window, what it reads first (``filebuf.first_read``):
+        one GET serves both (the object keeps the range, ``storage.RemoteFile``)."""
         if offset < 4 or offset + HEADER_LEN > self.size:
             return False
         src = self._file
         if src is None:
             self._read_after_close(offset)
-        head = src.read_exact(offset, min(max(HEADER_LEN, src.CHECK_AHEAD), self.size - offset))
+        ahead = src.CHECK_AHEAD if walk_end is None or not src.CHECK_AHEAD else \
+            filebuf.first_read(src.CHECK_AHEAD, offset, walk_end)
+        head = src.read_exact(offset, min(max(HEADER_LEN, ahead), self.size - offset))
         etype, ln = TYPE_LENGTH.unpack_from(head, 0)
         if ln < HEADER_LEN + self.checksum_len or offset + ln > self.size:
             return False

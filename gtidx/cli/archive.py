@@ -78,8 +78,7 @@ def catalog_show(path, as_json, storage_options, index_root):
             if "error" in e:
                 out.write(f"{e['name']:<24} {e['size']:>12} {'-':>4} unreadable: {e['error']}\n")
                 continue
-            first, last = (("-" if t is None else api.format_time(t)) for t in (e["first_timestamp"],
-                                                                                e["last_timestamp"]))
+            first, last = (("-" if t is None else api.format_time(t)) for t in cat.seconds(e))
             out.write(f"{e['name']:<24} {e['size']:>12} {e['history']:>4} {first:<20} {last:<20} "
                       f"{e['index']['status']:<10} {e['end_state'] or '(empty)'}\n")
 

@@ -12,8 +12,9 @@ series class by that flavor.
   so one object stands for the prefix. With a catalog (beside the objects
   or under ``index_root``) that describes one of the listed objects as the
   very object it walked (its size and ETag as the LIST shows them, the
-  entry's own: ``IndexMeta.is_object``), the flavor is MariaDB's (a catalog
-  entry is a walked MariaDB binlog) and no object is read: the catalog,
+  entry's own: ``IndexMeta.is_object``), the flavor is the catalog's (its
+  ``flavor``, MySQL's or none: MariaDB's; an entry is a walked binlog of
+  that flavor; ``catalog_class``) and no object is read: the catalog,
   loaded here once, is the series' (``Listing.catalog``). Otherwise the
   newest listed object is opened (one HEAD; for a URL naming one object,
   the HEAD that asked what it names) and its first 4 KiB are read (one
@@ -106,16 +107,20 @@ def objects_flavor(listing: Listing, index_root, storage_options: dict | None, c
         from ..errors import CorruptCatalogError
         from ..index.files import IndexRoot
         found = damaged = None
+        stated = "mariadb"
         if index_root is not None or catalogs.NAME in names:      # the LIST shows whether it is beside them
             root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"), storage_options)
             try:
-                found = catalogs.Catalog.load(store, directory, root)
+                raw = catalogs.stored(store, directory, root)
+                if raw is not None:
+                    stated = "mysql" if raw[0].get("flavor") == "mysql" else "mariadb"
+                    found = catalog_class(stated).adopt(store, directory, root, *raw)
             except CorruptCatalogError as e:
                 damaged = e
         looked = (index_root, found, damaged)
         if found is not None and any(e.fingerprint().is_object(*names.get(name, (None, None)))
                                      for name, e in found.entries().items()):
-            return listing._replace(flavor="mariadb", catalog=looked)
+            return listing._replace(flavor=stated, catalog=looked)
     heads = {h.path: h for h in listing.heads}
     opened = []
     for f in reversed(files):           # the newest; an older one only where a newer one is no binlog
@@ -131,6 +136,16 @@ def objects_flavor(listing: Listing, index_root, storage_options: dict | None, c
         if flavor is not None:
             return listing._replace(flavor=flavor, heads=tuple(opened), catalog=looked)
     return listing._replace(heads=tuple(opened), catalog=looked)
+
+
+def catalog_class(flavor: str | None):
+    """The catalog class of binlogs of ``flavor`` (``catalog.Catalog``,
+    MariaDB's, or ``catalog_mysql.MysqlCatalog``; None: MariaDB's)."""
+    if flavor == "mysql":
+        from ..catalog_mysql import MysqlCatalog
+        return MysqlCatalog
+    from ..catalog import Catalog
+    return Catalog
 
 
 def flavor_of_files(files: list, store, where: str) -> str | None:

@@ -43,10 +43,12 @@ import os
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple
 
-from ..inputs import first_second, parse_offset, parse_time
+from ..inputs import parse_offset
 from .base import SeriesShell
-from .listing import Listing, list_path
-from .answers import Probe, ReplicaStart, TimePoint
+from .listing import Listing
+from .answers import Probe, ReplicaStart
+from .mysqlcat import MysqlCatalogUse
+from .trust import listed_catalog
 from .results import Location
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
@@ -120,7 +122,7 @@ def _mariadb_text(value, err: GtidSyntaxError) -> GtidSyntaxError:
 
 # -- a series of one server's MySQL binlogs -------------------------------------------------------
 
-class MysqlSeries(SeriesShell):
+class MysqlSeries(MysqlCatalogUse, SeriesShell):
     """An ordered series of one MySQL server's binlog files (one file, or the
     list of a directory or ``binlog.index``), answered as one history."""
 
@@ -133,28 +135,28 @@ class MysqlSeries(SeriesShell):
         self._indexes: dict[str, tuple] = {}      # path -> ((path, size), IndexStatus)
         self._open: OrderedDict[str, MysqlBinlog] = OrderedDict()
         self._prev: dict[str, GtidSet | None] = {}
-        self._ends: dict[str, int] = {}           # path -> end of its last complete event
-        self._end_set = None                      # ((path, size), the set after the last file)
-
-    @classmethod
-    def from_path(cls, path, *, storage_options: dict | None = None, history: int | None = None,
-                  **kw) -> "MysqlSeries":
-        """The binlogs of a file, directory or ``binlog.index``. (``history``:
-        a catalog's; MySQL binlogs have no catalog yet: refused when given.)"""
-        if history is not None:
-            raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
-        listing = list_path(path, storage_options)
-        return cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
+        self.init_catalog()
 
     @classmethod
     def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
                      **kw) -> "MysqlSeries":
-        """``from_path`` of binlogs already listed (``listing.list_series``)."""
-        if history is not None:
-            raise BadInputError("--history is for MariaDB binlogs with a catalog; these are MySQL binlogs")
+        """``from_path`` of binlogs already listed (``listing.list_series``),
+        with their catalog (``catalog_mysql``) when there is one and indexes
+        are used; ``history``: the catalog's history to answer in (binlogs
+        of several histories are refused without one, as MariaDB's)."""
         listing = listing.checked()
+        found = None
+        if kw.get("use_index", True):
+            from ..catalog_mysql import MysqlCatalog
+            found = listed_catalog(listing, kw.get("index_root"), storage_options, MysqlCatalog)
         series = cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
         series.take_over(listing)
+        if found is not None or history is not None:
+            try:
+                series.use_catalog(found, history, listings=listing.listings)
+            except BaseException:
+                series.close()
+                raise
         return series
 
     def close(self) -> None:
@@ -183,6 +185,11 @@ class MysqlSeries(SeriesShell):
         self._open[path] = b
         if len(self._open) > self._cache:
             self._open.popitem(last=False)[1].close()
+        entry = self._catalog.get(path)
+        if entry is not None:
+            why = entry.problem(b)
+            if why:
+                self._distrust(path, why)
         return b
 
     def previous_gtids(self, path: str) -> GtidSet:
@@ -198,28 +205,6 @@ class MysqlSeries(SeriesShell):
                                    "the GTID set before it is unknown", path=path, offset=4,
                                    hint="gtidx answers GTID questions on binlogs written with GTIDs")
         return prev
-
-    def _end(self, b: MysqlBinlog, start: int) -> int:
-        """The end of the last complete event of ``b`` (walked once per file)."""
-        end = self._ends.get(b.path)
-        if end is None:
-            end = self._ends[b.path] = b.complete_end(start, closed_check=False)
-        return end
-
-    def end_set(self) -> GtidSet:
-        """The GTID set after the last complete transaction of the last file:
-        what the server's @@gtid_executed was when it wrote it (as far as
-        the binlogs show)."""
-        path = self.files[-1]
-        b = self.opened(path)
-        key = (path, b.size)
-        if self._end_set is None or self._end_set[0] != key:
-            offset, out, _ = self._start_for_offset(path, b.size)
-            for g in b.transactions(offset if offset > b.body_start else None):
-                if g.gtid is not None:
-                    out.add(*g.gtid)
-            self._end_set = (key, out)
-        return self._end_set[1].copy()
 
     # -- the index hook -------------------------------------------------------------------------
     def index_reader(self, path: str):
@@ -254,7 +239,8 @@ class MysqlSeries(SeriesShell):
             except GtidxError as e:
                 log.warning("%s: index failed (%s); answering by scan", path, e)
             else:
-                if rec is not None and rec[0] > b.body_start and b.event_ok(rec[0]):
+                # the walks' windows run to the file's end: the check reads what they read first
+                if rec is not None and rec[0] > b.body_start and b.event_ok(rec[0], b.size):
                     return rec[0], rec[1].copy(), "index"
                 if rec is None or rec[0] <= b.body_start:
                     return b.body_start, self.previous_gtids(path).copy(), "index"
@@ -481,27 +467,6 @@ class MysqlSeries(SeriesShell):
             if first is not None:
                 break
         return ReplicaStart(have, path, 4, state, have - state, first, "scan")
-
-    # -- a point in time --------------------------------------------------------------------------
-    def at_time(self, when) -> TimePoint:
-        """Where a restore to ``when`` stops (as ``BinlogSeries.at_time``):
-        the first transaction, in file order, whose timestamp (its
-        original_commit_timestamp's second, else its GTID event's) is at
-        least ``when``, and the GTID set just before it (``position``);
-        none that late: the end of the last binlog and the set there. Every
-        file is walked (MySQL binlogs have no catalog of timestamps yet)."""
-        t = parse_time(when)
-        first = first_second(t)
-        for path in self.files:
-            b = self.opened(path)
-            have = self.previous_gtids(path).copy()
-            for g in b.transactions():
-                if g.timestamp >= first:
-                    return TimePoint(t, b.path, g.start, g.gtid, have, g.timestamp, "scan")
-                if g.gtid is not None:
-                    have.add(*g.gtid)
-        b = self.opened(self.files[-1])
-        return TimePoint(t, b.path, self._end(b, b.body_start), None, self.end_set(), None, "scan")
 
     def _purged(self, have: GtidSet, lost: GtidSet) -> NotFoundError:
         return NotFoundError(

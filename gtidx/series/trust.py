@@ -18,26 +18,34 @@ if TYPE_CHECKING:
     from .. import catalog
 
 
-def listed_catalog(listing, index_root, storage_options: dict | None) -> "catalog.Catalog | None":
+def listed_catalog(listing, index_root, storage_options: dict | None, kind=None) -> "catalog.Catalog | None":
     """The catalog of the binlogs of ``listing`` (``listing.list_series``'s):
     the one it loaded (an object-store prefix's, for its flavor) when it
     looked under this ``index_root``, else loaded now; None when there is
     none, the files are one alone or in several directories, or it is
-    damaged (a warning: the binlogs are read instead)."""
+    damaged (a warning: the binlogs are read instead). ``kind``: the
+    catalog class of the binlogs' flavor (default MariaDB's ``Catalog``);
+    a catalog of the other flavor is damaged for them."""
     store, path, files = listing.store, listing.path, listing.files
     if files == [path]:
         return None
     directory = store.split(files[0])[0]
     if any(store.split(f)[0] != directory for f in files):
         return None
+    if kind is None:
+        from ..catalog import Catalog as kind
     if listing.catalog is not None and listing.catalog[0] == index_root:
         found, damaged = listing.catalog[1:]
+        if found is not None and type(found) is not kind:      # the flavor was read elsewhere: not these
+            try:
+                kind.adopt(store, found.directory, found.index_root, found.raw, found.where)
+            except CorruptCatalogError as e:
+                found, damaged = None, e
     else:
-        from .. import catalog
         root = None if index_root is None else IndexRoot(as_path(index_root, "index_root"), storage_options)
         found = damaged = None
         try:
-            found = catalog.Catalog.load(store, directory, root)
+            found = kind.load(store, directory, root)
         except CorruptCatalogError as e:
             damaged = e
     if damaged is not None:
@@ -47,7 +55,46 @@ def listed_catalog(listing, index_root, storage_options: dict | None) -> "catalo
 
 
 class CatalogTrust:
-    """The catalog entries of a ``BinlogSeries`` (``_catalog``: path -> entry, while trusted)."""
+    """The catalog entries of a series (``_catalog``: path -> entry, while
+    trusted). What an entry gives the series, and what forgetting one
+    clears, are the flavor's: the hooks ``take_entry``, ``read_instead``,
+    ``forget_entry``, ``check_binlog`` and ``open_binlog_of`` (MariaDB's
+    ``BinlogSeries`` here; ``MysqlSeries`` has its own)."""
+
+    HISTORIES = "GTID_LIST states"      # what does not continue between histories, in messages
+
+    def histories_rule(self, entries: list) -> list:
+        from .. import catalog
+        return catalog.histories_of(entries)
+
+    def take_entry(self, path: str, e) -> None:
+        """Take the trusted entry ``e`` as what ``path`` is: its start state and seq ranges."""
+        self._start[path] = e.start.copy()
+        self.learn_from(path, e.seq_ranges())
+
+    def read_instead(self, path: str, b) -> None:
+        """``path``, opened as ``b``, differs from its entry: what it holds now."""
+        self._start[path] = b.start_state.copy()
+
+    def check_binlog(self, path: str):
+        """``path`` opened (its binlog only) to compare it with its entry."""
+        return Binlog(path, self.store)
+
+    def open_binlog_of(self, path: str):
+        """The binlog of ``path`` if the series has it open, else None."""
+        return self._open[path].binlog if path in self._open else None
+
+    def forget_entry(self, path: str) -> None:
+        """What the series took of ``path``'s entry, forgotten (``_distrust``)."""
+        if self._end is not None and self._end[0][0] == path:
+            self._end = None
+        self._start.pop(path, None)
+        self._learned.discard(path)
+        for ranges in self._ranges.values():
+            ranges.pop(path, None)
+        for dips in self._dips.values():
+            dips.discard(path)
+        self._planners.clear()
 
     def use_catalog(self, cat: "catalog.Catalog | None", history: int | None = None, *,
                     listings: dict | None = None) -> None:
@@ -68,7 +115,7 @@ class CatalogTrust:
         entries = cat.entries() if cat is not None else {}
         listed = [(p, entries.get(os.path.basename(p))) for p in self.files]
         known = [e for _, e in listed if e is not None]
-        groups = catalog.histories_of(known)
+        groups = self.histories_rule(known)
         if history is not None:
             history = as_int(history, "history", 1)
             names = dict(groups).get(history)
@@ -83,7 +130,7 @@ class CatalogTrust:
             self.history = history
         elif len(groups) > 1:
             raise SeveralHistories(
-                f"these binlogs hold {len(groups)} histories (GTID_LIST states that do not continue each "
+                f"these binlogs hold {len(groups)} histories ({self.HISTORIES} that do not continue each "
                 f"other: binlogs of several servers, or a name reused): {catalog.describe_histories(groups)}",
                 groups=groups, hint="answer within one: --history N (history=N); gtidx catalog show lists them")
         elif groups:
@@ -109,8 +156,7 @@ class CatalogTrust:
                 log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
                 continue
             self._catalog[path] = e
-            self._start[path] = e.start.copy()
-            self.learn_from(path, e.seq_ranges())
+            self.take_entry(path, e)
         if opened:
             log.warning("%d binlog object(s) have another ETag than their catalog entry but the same content "
                         "(uploaded again?), first %s: each lookup opens them to compare; gtidx catalog build "
@@ -155,10 +201,10 @@ class CatalogTrust:
             self._listed_same.add(path)         # the very object described: its entry answers unopened
             return ""
         try:
-            with Binlog(path, self.store) as b:
+            with self.check_binlog(path) as b:
                 why = e.matches(b)
                 if why:
-                    self._start[path] = b.start_state.copy()    # read instead: what it holds now
+                    self.read_instead(path, b)      # read instead: what it holds now
                 elif etag is not None and fingerprint.binlog_etag is not None:
                     opened.append(path)         # another ETag, the same bytes
                 return why
@@ -172,10 +218,11 @@ class CatalogTrust:
         path = self.resolve(path)
         entry = self._catalog.get(path)
         if check and entry is not None:
-            if path in self._open:
-                why = entry.problem(self._open[path].binlog)
+            b = self.open_binlog_of(path)
+            if b is not None:
+                why = entry.problem(b)
             else:
-                with Binlog(path, self.store) as b:         # the binlog only: no index needed to compare
+                with self.check_binlog(path) as b:          # the binlog only: no index needed to compare
                     why = entry.problem(b)
             if why:
                 self._distrust(path, why)
@@ -187,13 +234,5 @@ class CatalogTrust:
         log.warning("%s: catalog entry is stale (%s); reading the file", path, why)
         del self._catalog[path]
         self._listed_same.discard(path)
-        if self._end is not None and self._end[0][0] == path:
-            self._end = None
         self._distrusted += 1
-        self._start.pop(path, None)
-        self._learned.discard(path)
-        for ranges in self._ranges.values():
-            ranges.pop(path, None)
-        for dips in self._dips.values():
-            dips.discard(path)
-        self._planners.clear()
+        self.forget_entry(path)

@@ -5,7 +5,8 @@ it current as ``build`` does and never makes one (a damaged one it writes
 again whole, as ``build`` does): a binlog's entry is written when the
 binlog closes (with the new binlog's first entry), the growing binlog's
 again when it grew, at most every ``catalog_interval`` seconds, walking only
-what was written since (``catalog.Describer``). An entry of the growing
+what was written since (``catalog.Describer``; of a MySQL directory,
+``catalog_mysql``'s). An entry of the growing
 file describes it at one size (its identity, size and fingerprint): readers
 compare before they take it (see ``BinlogSeries.trust``).
 """
@@ -17,6 +18,7 @@ import time
 from typing import NamedTuple
 
 from .. import catalog, storage
+from ..series.listing import catalog_class
 from .logfmt import event
 
 
@@ -57,18 +59,21 @@ class CatalogKeeper:
         return st.st_ino, st.st_size, st.st_mtime_ns
 
     def keep(self, directory: str, files: list[str], touched: set, growing: str | None,
-             interval: float) -> CatalogWritten | None:
+             interval: float, flavor: str | None = None) -> CatalogWritten | None:
         """Write the catalog of ``directory`` if it exists and is due; what
-        the write did, or None when there was nothing to write."""
+        the write did, or None when there was nothing to write. ``flavor``:
+        the binlogs' (None: MariaDB's); a catalog of the other flavor's is
+        made again whole (``Catalog.adopt`` refuses it)."""
         store = storage.LOCAL
+        kind = catalog_class(flavor)
         path = catalog.places(store, directory)[0][1]
         stamp = self._stamp(path)
         if stamp is None:
             self.reset()
             return None                            # no catalog here: tail makes none
         now = time.monotonic()
-        if self.cat is None or stamp != self.seen or self.cat.directory != directory:
-            cat = catalog.Catalog.to_rewrite(store, directory, warn=lambda e: event(
+        if self.cat is None or stamp != self.seen or self.cat.directory != directory or type(self.cat) is not kind:
+            cat = kind.to_rewrite(store, directory, warn=lambda e: event(
                 logging.WARNING, "catalog damaged, making it again", catalog=path, error=e))
             if cat is None:
                 self.reset()
@@ -86,7 +91,9 @@ class CatalogKeeper:
         before = [e["name"] for e in cat.files]
         known = set(before)
         if growing is not None:
-            self.walkers.setdefault(growing, catalog.Describer())
+            walker = self.walkers.get(growing)
+            if walker is None or type(walker) is not type(cat.describer()):      # a new file, or a flavor
+                self.walkers[growing] = cat.describer()
         counts = cat.refresh(files, only=only, walkers=self.walkers)
         cat.save()
         self.cat, self.seen = cat, self._stamp(path)

@@ -105,8 +105,7 @@ class Tailer:
         self._growing: str | None = None                # the binlog still written, as this poll saw it
         self._catalog = CatalogKeeper()
         self._catalog_key: str | None = None            # the catalog's path: its failures' key
-        self._foreign: str | None = None                # a binlog not MariaDB's seen: its flavor
-        self._catalog_skipped = False                   # "catalog not kept" said once
+        self._foreign: str | None = None                # a binlog not MariaDB's seen: its flavor (the catalog's)
         self._unquiet: set[str] = set()                 # finished while written: identity not recorded yet
 
     @property
@@ -221,16 +220,11 @@ class Tailer:
         if directory is None:
             return                                 # a catalog describes one directory
         key = self._catalog_key = catalog.places(storage.LOCAL, directory)[0][1]
-        if self._foreign is not None:              # the catalog describes MariaDB binlogs only
-            if not self._catalog_skipped and os.path.lexists(key):
-                self._catalog_skipped = True
-                event(logging.WARNING, "catalog not kept: it describes MariaDB binlogs only",
-                       catalog=key, flavor=self._foreign)
-            return
         if not self._due(key, retry_all):
             return
         try:
-            done = self._catalog.keep(directory, files, touched, self._growing, self.settings.catalog_interval)
+            done = self._catalog.keep(directory, files, touched, self._growing, self.settings.catalog_interval,
+                                      self._foreign)
         except (GtidxError, OSError) as e:
             self._catalog.reset()
             self._failed(key, e, "cannot update catalog")
