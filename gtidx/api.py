@@ -29,7 +29,7 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from .binlog.mariadb import CHECKSUM_CRC32, Binlog, Group
+from .binlog.mariadb import CHECKSUM_CRC32, Binlog
 from .errors import BadInputError, GtidxError, MySQLBinlogError, NotFoundError
 from .gtid import Gtid
 from .index import format as fmt
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     # which imports mysql-replication (only when a group is decoded), and the
     # answers of replica_start, probe, at_time and scan (series.answers).
     from . import show as show_module
+    from .binlog.records import Group
     from .series.answers import BinlogInfo, Probe, ReplicaStart, TimePoint
 
 # The answer types of the questions other than where a GTID is and the state
@@ -300,6 +301,7 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     information_schema names the columns the binlog does not name
     (``show.ServerSchema``)."""
     from . import show as show_module
+    from .binlog.records import Group
     if (gtid is None) == (offset is None):
         raise BadInputError("give exactly one of a GTID and an offset")
     schema = show_module.ServerSchema(schema_from) if schema_from is not None else None
