@@ -39,7 +39,7 @@ from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_
 from .series.listing import Listing, list_binlogs, list_path, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
 from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
-from .series.results import Location, Occurrence, SeveralHistories, StateAt
+from .series.results import Location, SeveralHistories, StateAt
 
 if TYPE_CHECKING:
     # Imported where used, not here (a lookup imports only what it needs): show,
@@ -47,12 +47,13 @@ if TYPE_CHECKING:
     # answers of replica_start, probe, at_time and scan (series.answers).
     from . import show as show_module
     from .binlog.records import Group
-    from .series.answers import BinlogInfo, Probe, ReplicaStart, TimePoint
+    from .series.answers import BinlogInfo, Occurrence, Probe, ReplicaStart, TimePoint
 
 # The answer types of the questions other than where a GTID is and the state
-# at an offset, exported here as the others are: their module is imported
+# at an offset, and the places of a GTID logged more than once (Occurrence),
+# exported here as the others are: their module is imported
 # when one of them is first asked for (PEP 562), not with this one.
-_ANSWERS = ("BinlogInfo", "Probe", "ReplicaStart", "TimePoint")
+_ANSWERS = ("BinlogInfo", "Occurrence", "Probe", "ReplicaStart", "TimePoint")
 
 
 def __getattr__(name):
