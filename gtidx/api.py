@@ -29,7 +29,7 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from .binlog.mariadb import CHECKSUM_CRC32, Binlog, Group
+from .binlog.mariadb import CHECKSUM_CRC32, Binlog
 from .errors import BadInputError, GtidxError, MySQLBinlogError, NotFoundError
 from .gtid import Gtid
 from .index import format as fmt
@@ -39,19 +39,21 @@ from .inputs import as_gtid, as_int, as_path, as_position, first_second, format_
 from .series.listing import Listing, list_binlogs, list_path, list_series
 from .series.mariadb import PASS_PER_BYTE, BinlogSeries
 from .series.planner import UNKNOWN, LocatePlan, NoFile, Planner, PlanTable, plan_locate
-from .series.results import Location, Occurrence, SeveralHistories, StateAt
+from .series.results import Location, SeveralHistories, StateAt
 
 if TYPE_CHECKING:
     # Imported where used, not here (a lookup imports only what it needs): show,
     # which imports mysql-replication (only when a group is decoded), and the
     # answers of replica_start, probe, at_time and scan (series.answers).
     from . import show as show_module
-    from .series.answers import BinlogInfo, Probe, ReplicaStart, TimePoint
+    from .binlog.records import Group
+    from .series.answers import BinlogInfo, Occurrence, Probe, ReplicaStart, TimePoint
 
 # The answer types of the questions other than where a GTID is and the state
-# at an offset, exported here as the others are: their module is imported
+# at an offset, and the places of a GTID logged more than once (Occurrence),
+# exported here as the others are: their module is imported
 # when one of them is first asked for (PEP 562), not with this one.
-_ANSWERS = ("BinlogInfo", "Probe", "ReplicaStart", "TimePoint")
+_ANSWERS = ("BinlogInfo", "Occurrence", "Probe", "ReplicaStart", "TimePoint")
 
 
 def __getattr__(name):
@@ -307,6 +309,7 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     information_schema names the columns the binlog does not name
     (``show.ServerSchema``)."""
     from . import show as show_module
+    from .binlog.records import Group
     if (gtid is None) == (offset is None):
         raise BadInputError("give exactly one of a GTID and an offset")
     schema = show_module.ServerSchema(schema_from) if schema_from is not None else None

@@ -48,7 +48,8 @@ from typing import Iterator, NamedTuple
 
 from . import api, show, storage
 from .binlog.events import BOUNDARY_TYPES, GTID, record_starts
-from .binlog.mariadb import Binlog, Group
+from .binlog.mariadb import Binlog
+from .binlog.records import Group
 from .binlog.walk import group_record_chunks
 from .errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
 from .gtid import Gtid

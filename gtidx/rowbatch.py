@@ -38,7 +38,8 @@ from typing import Iterator
 import pyarrow as pa
 
 from . import rowarrow, show, show_rows
-from .binlog.events import GROUP_RECORD, Group, record_ends, record_starts
+from .binlog.events import GROUP_RECORD, record_ends, record_starts
+from .binlog.records import Group
 from .binlog.walk import group_record_chunks
 from .changes import SCHEMA
 from .errors import GtidxError

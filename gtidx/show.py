@@ -47,7 +47,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
-from .binlog import events
+from .binlog import events, records
 from .binlog.mariadb import Binlog
 from .errors import CorruptBinlogError, UnsupportedBinlogError
 from .show_rows import ServerSchema, Table, row_image
@@ -229,7 +229,7 @@ def _uncompress(blob, *, path, offset) -> bytes:
     return out
 
 
-def _plain_rows_event(ev: events.Event, path) -> tuple[int, bytes]:
+def _plain_rows_event(ev: records.Event, path) -> tuple[int, bytes]:
     """A compressed rows event as the plain one it stands for: (type, body)."""
     body = ev.body
     try:
@@ -265,7 +265,7 @@ def _gtid_xid(body) -> str | None:
     return _xid_text(format_id, bytes(body[at:at + gtrid_len + bqual_len]), gtrid_len)
 
 
-def xa_prepare_text(ev: events.Event, path) -> str:
+def xa_prepare_text(ev: records.Event, path) -> str:
     """XA_PREPARE event: ``XA PREPARE xid`` (``XA COMMIT xid ONE PHASE`` when one-phase)."""
     try:
         one_phase, format_id, gtrid_len, bqual_len = XA_PREPARE_HEAD.unpack_from(ev.body, 0)
@@ -276,7 +276,7 @@ def xa_prepare_text(ev: events.Event, path) -> str:
     return f"XA COMMIT {xid} ONE PHASE" if one_phase else f"XA PREPARE {xid}"
 
 
-def undecodable(b: Binlog, ev: events.Event, what: str, err: Exception):
+def undecodable(b: Binlog, ev: records.Event, what: str, err: Exception):
     """The error for an event mysql-replication could not decode. Its CRC32 was
     right (a binlog with checksums): the bytes are the server's, a layout the
     decoder does not know (exit 2). Without checksums it may be damage (exit 3)."""
@@ -350,7 +350,7 @@ def row_changes(decoded: list, op: str, t, lib, offset: int):
                             image if op == "insert" else None, None, gone, offset)
 
 
-def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset | None" = None,
+def decode_group(b: Binlog, group: records.Group, tables: "set[str] | frozenset | None" = None,
                  schema: "ServerSchema | None" = None) -> GroupChanges:
     """Decode the event group ``group`` of the open binlog ``b``. ``tables``
     ("db.tbl" names): only the rows of these tables (the TABLE_MAP events of
@@ -363,7 +363,7 @@ def decode_group(b: Binlog, group: events.Group, tables: "set[str] | frozenset |
                         said["annotations"], rows, said["column_names"])
 
 
-def group_rows(b: Binlog, group: events.Group, tables: "set[str] | frozenset | None" = None,
+def group_rows(b: Binlog, group: records.Group, tables: "set[str] | frozenset | None" = None,
                schema: "ServerSchema | None" = None, said: dict | None = None, *, release: bool = False):
     """``decode_group``'s rows, one at a time, as each rows event is decoded
     (what is held: one event's rows). ``said`` (a dict), once the rows are

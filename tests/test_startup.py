@@ -20,9 +20,11 @@ GTID = "2-2-225"
 
 # What a lookup in one indexed binlog never needs: logging (unless the library
 # warns), the catalog of an archive, MySQL GTID sets, probing, the answers of
-# other questions (series.answers), decoding a group (show: mysql-replication,
+# other questions (series.answers), the records of a walk over events or
+# groups (binlog.records: an index answers), decoding a group (show: mysql-replication,
 # PyMySQL), the sidecar, Spark, object stores.
 NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog.probe", "gtidx.series.answers",
+                    "gtidx.binlog.records",
                     "gtidx.show", "gtidx.tail",
                     "gtidx.spark", "gtidx.spark.changes", "gtidx.changes", "gtidx.binlog.mysql", "pymysqlreplication",
                     "pymysql", "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
@@ -242,17 +244,17 @@ def test_the_librarys_records_are_named_tuples():
     import pickle
 
     from gtidx import api
-    from gtidx.binlog import events as binlog_events
+    from gtidx.binlog import records as binlog_records
     from gtidx.gtid import Gtid
 
     # the library's: named, pickled and typed as before
     g = Gtid.parse("0-1-5")
     loc = api.Location(g, "f", 1, 2, 2, 0, "index")
-    for v in (g, loc, binlog_events.Group(g, 1, 2, 0, 0)):
+    for v in (g, loc, binlog_records.Group(g, 1, 2, 0, 0)):
         assert pickle.loads(pickle.dumps(v)) == v and type(pickle.loads(pickle.dumps(v))) is type(v)
     assert repr(g) == "Gtid(domain=0, server=1, seq=5)" and api.Location.__qualname__ == "Location"
     assert loc.occurrences == () and loc.history is None and api.StateAt.position.__doc__
-    for cls in (Gtid, api.Location, api.StateAt, binlog_events.Group, binlog_events.Event):
+    for cls in (Gtid, api.Location, api.StateAt, binlog_records.Group, binlog_records.Event):
         assert cls.__bases__ == (tuple,) and cls._fields and hasattr(cls, "_replace")
 
 

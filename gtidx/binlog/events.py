@@ -1,7 +1,8 @@
 """What a binlog's bytes mean: event types and their names, flags, and every
 byte layout (event header, GTID event, GTID_LIST, FORMAT_DESCRIPTION, QUERY),
-with the small decoders and checks over one event; the records ``Event``,
-``Group`` and ``FormatDescription``.
+with the small decoders and checks over one event; the FDE as a reader
+keeps it (``FormatDescription``). The records a reader yields, ``Event``
+and ``Group``, are ``binlog.records``'.
 
 Shared by the MariaDB reader (``binlog.mariadb``), the MySQL one
 (``binlog.mysql``), ``binlog.probe`` and ``show``; MySQL's own event types
@@ -12,8 +13,7 @@ import re
 import struct
 import sys
 import zlib
-from typing import NamedTuple, Sequence  # (annotations evaluated here, not postponed: a NamedTuple
-#                                           would compile each field's annotation string at import)
+from typing import Sequence
 
 from ..errors import CorruptBinlogError
 from ..gtid import Gtid
@@ -162,42 +162,22 @@ def event_crc(event, etype: int) -> int:
     return zlib.crc32(event)
 
 
-class FormatDescription(NamedTuple):
-    binlog_version: int
-    server_version: str
-    created: int
-    header_length: int
-    checksum: int          # CHECKSUM_NONE or CHECKSUM_CRC32
-    in_use: bool           # still being written, or its server did not close it
-    length: int            # of the FDE event itself
+class FormatDescription:
+    """A binlog's FORMAT_DESCRIPTION, as its reader keeps it (``Binlog.fde``):
+    read by name, never unpacked nor compared, so a plain class (a
+    NamedTuple class costs a lookup's start-up more to create)."""
 
+    __slots__ = ("binlog_version", "server_version", "created", "header_length", "checksum", "in_use", "length")
 
-class Event(NamedTuple):
-    offset: int
-    type: int
-    server_id: int
-    length: int
-    timestamp: int
-    flags: int
-    body: memoryview       # without header and checksum
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.length
-
-    @property
-    def name(self) -> str:
-        return EVENT_NAMES.get(self.type, f"TYPE_{self.type}")
-
-
-class Group(NamedTuple):
-    """An event group: its GTID event's offset (start) and the offset just
-    after its last event (end)."""
-    gtid: Gtid
-    start: int
-    end: int
-    timestamp: int
-    flags2: int
+    def __init__(self, binlog_version: int, server_version: str, created: int, header_length: int,
+                 checksum: int, in_use: bool, length: int):
+        self.binlog_version = binlog_version
+        self.server_version = server_version
+        self.created = created
+        self.header_length = header_length
+        self.checksum = checksum          # CHECKSUM_NONE or CHECKSUM_CRC32
+        self.in_use = in_use              # still being written, or its server did not close it
+        self.length = length              # of the FDE event itself
 
 
 # -- decoders (bodies are bytes-like, without header and checksum) ------------

@@ -1,6 +1,6 @@
 """Read MariaDB binlog files: framing, the events gtidx needs, event groups.
 
-What the bytes mean (event types, flags, layouts, ``Event``/``Group``) is
+What the bytes mean (event types, flags, layouts; the records ``Event``/``Group``: ``records``) is
 ``binlog.events``'s; this module walks a file with them.
 
 A ``Binlog`` reads the file through ``filebuf`` and answers from the bytes:
@@ -53,7 +53,7 @@ from .events import (CHECKSUM_CRC32, CHECKSUM_NONE, CHECKSUM_UNDEF, CRC_LEN,
                      EVENT_HEADER, EVENT_NAMES, FDE_FIXED, FL_STANDALONE, FORMAT_DESCRIPTION, GTID,
                      GTID_LIST, HEADER_LEN, IN_USE_FLAG, MAGIC, MYSQL_ANONYMOUS_GTID,
                      MYSQL_GTID, MYSQL_PREVIOUS_GTIDS, ROTATE, START_ENCRYPTION, START_EVENT_V3, STOP, TYPE_LENGTH,
-                     TYPE_SERVER_LENGTH, U32, Event, FormatDescription, Group, decode_gtid_list, event_crcs,
+                     TYPE_SERVER_LENGTH, U32, FormatDescription, decode_gtid_list, event_crcs,
                      has_checksum_alg, is_group_terminator, is_mariadb, KNOWN_TYPES)
 from .events import GROUP_RECORD  # noqa: F401 - re-exported: callers unpack group_records with it
 
@@ -358,6 +358,7 @@ class Binlog:
         """Every complete event with its body. The bodies point into the
         ``PreadBuffer``: each event is read there as it is reached (the
         memory grows with what was iterated)."""
+        from .records import Event
         mm, crc, fill = self._mm, self.checksum_len, self._fill
         for off, etype, server_id, ln in self.headers(start):
             fill(off, off + ln)
@@ -371,6 +372,7 @@ class Binlog:
         """The events of [start, end), both event boundaries (a group's start
         and end), with their bodies; each one's CRC32 checked when the binlog
         has checksums."""
+        from .records import Event
         mm, crc, fill = self._mm, self.checksum_len, self._fill
         for off, etype, server_id, ln in self._headers_between(start, end):
             if ln < HEADER_LEN + crc or off + ln > end:
@@ -426,6 +428,7 @@ class Binlog:
         file. In a file still being written, a last group is yielded only
         once its terminating event (XID, COMMIT, ...) is on disk.
         """
+        from .records import Group
         new = tuple.__new__        # NamedTuple.__new__ is Python code: 2.5x slower
         for begin, end, (ts, server_id, seq, domain, flags2) in self.group_spans(start):
             yield new(Group, (new(Gtid, (domain, server_id, seq)), begin, end, ts, flags2))

@@ -39,7 +39,7 @@ def _seek_text(r) -> str:
     """A seek's answer (Location or ReplicaStart) as text lines."""
     from .. import api
     if isinstance(r, api.Location):
-        occurrences = r.occurrences or (api.Occurrence(r.file, r.start, r.end),)
+        occurrences = r.occurrences     # empty: logged once
         text = (f"{r.gtid} {redact(r.file)} start {r.start} end {r.end} resume {r.resume} (via {r.via}"
                 f"{'' if r.history is None else f'; history {r.history} of these binlogs'})\n")
         if len(occurrences) > 1:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from . import format as fmt
-from .search import accepted, child_pointer, corrupt, node_keys
+from .format import accepted, child_pointer, corrupt, node_keys
 from ..errors import CorruptIndexError, GtidxError
 from ..filebuf import Source
 from ..gtid import BinlogState, Position

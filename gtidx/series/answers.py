@@ -2,16 +2,24 @@
 the state at an offset (``series.results``): where a replica at a position
 starts (``ReplicaStart``), the event boundaries around a byte (``Probe``),
 where a restore to a time stops (``TimePoint``) and one binlog's facts
-(``BinlogInfo``). Imported where they are made, so that a lookup of a GTID
-or an offset does not create these types; ``gtidx.api`` exports them. Both
-flavors answer in these types (MySQL's with its GTIDs and sets in the same
-fields)."""
+(``BinlogInfo``); and the places of a GTID logged more than once
+(``Occurrence``: ``Location.occurrences``). Imported where they are made,
+so that a lookup of a GTID (logged once) or an offset does not create these
+types; ``gtidx.api`` exports them. Both flavors answer in these types
+(MySQL's with its GTIDs and sets in the same fields)."""
 
 from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
 #                                 would compile each field's annotation string at import)
 
 from ..gtid import BinlogState, Gtid, Position
 from .results import Location
+
+
+class Occurrence(NamedTuple):
+    """One place a GTID's event group was logged (file, GTID event offset, end)."""
+    file: str
+    start: int
+    end: int
 
 
 class ReplicaStart(NamedTuple):

@@ -20,7 +20,7 @@ from .facts import Facts
 from .files import FileCache, SeriesFile
 from .listing import Listing
 from .planner import LocatePlan, NoFile, Planner, PlanTable
-from .results import Location, Occurrence, StateAt
+from .results import Location, StateAt
 from .trust import CatalogTrust, listed_catalog
 
 if TYPE_CHECKING:
@@ -341,8 +341,10 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         if failed is not None:
             log.warning("%s occurs in %s, but %s could not be searched for more occurrences",
                         g, os.path.basename(found[0].file), failed.path or "a binlog")
-        occ = tuple(Occurrence(x.file, x.start, x.end) for x in found) if len(found) > 1 else ()
-        return found[0]._replace(occurrences=occ)
+        if len(found) == 1:
+            return found[0]
+        from .answers import Occurrence
+        return found[0]._replace(occurrences=tuple(Occurrence(x.file, x.start, x.end) for x in found))
 
     def _find_group(self, f: SeriesFile, g: Gtid, start: int, stop: int | None,
                     via: str) -> Location | object | None:

@@ -4,8 +4,6 @@ and ``gtidx.spark``. Pure: it reads no file, it is given each file's bounds
 last) and what walks showed (dips, seq ranges)."""
 
 import bisect
-from typing import NamedTuple  # (annotations evaluated here, not postponed: a NamedTuple
-#                                 would compile each field's annotation string at import)
 
 from ..gtid import Gtid
 
@@ -38,12 +36,18 @@ class NoFile(str):
         return str(self)
 
 
-class LocatePlan(NamedTuple):
+class LocatePlan:
     """The files (indexes into the binlog list, in file order) that can hold a
     GTID, and whether its (domain, server) looked monotonic (then at most one
-    file can hold it, and it holds it at most once)."""
-    files: tuple
-    monotone: bool
+    file can hold it, and it holds it at most once). Read by name, never
+    unpacked nor compared: a plain class (a NamedTuple class costs every
+    lookup's start-up more to create)."""
+
+    __slots__ = ("files", "monotone")
+
+    def __init__(self, files: tuple, monotone: bool):
+        self.files = files
+        self.monotone = monotone
 
 
 class Planner:

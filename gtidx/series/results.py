@@ -1,7 +1,8 @@
 """What the answers of a binlog series to its two lookups are: where a GTID
-is (``Location``, with its ``Occurrence``s) and the state at an offset
-(``StateAt``), and the error of binlogs of several histories
-(``SeveralHistories``). The answers of the other questions are
+is (``Location``) and the state at an offset (``StateAt``), and the error
+of binlogs of several histories (``SeveralHistories``). A GTID logged more
+than once lists its places as ``series.answers.Occurrence``s (made only
+then). The answers of the other questions are
 ``series.answers``', which these lookups do not import. Both flavors answer
 in these types (MySQL's with its GTIDs and sets in the same fields);
 ``gtidx.api`` exports them."""
@@ -26,20 +27,14 @@ class StateAt(NamedTuple):
         return self.state.position()
 
 
-class Occurrence(NamedTuple):
-    """One place a GTID's event group was logged (file, GTID event offset, end)."""
-    file: str
-    start: int
-    end: int
-
-
 class Location(NamedTuple):
     """Where a GTID's event group is: its GTID event at ``start``, its last
     event ending at ``end``; a reader resuming after it continues at ``resume``.
 
     With ``gtid_strict_mode=OFF`` a GTID can be logged more than once: the
     answer is then the first occurrence in file order, and ``occurrences``
-    lists all of them (this one first), in file order. Empty: the GTID is
+    lists all of them (this one first), in file order (``Occurrence``s,
+    ``series.answers``'). Empty: the GTID is
     logged once as far as the binlogs show (see ``plan_locate``)."""
     gtid: Gtid
     file: str
