@@ -292,10 +292,7 @@ def test_data_source_lists_every_group_and_pushes_filters(spark, tmp_path):
     assert (row.domain, row.server, int(row.seq)) == tuple(int(x) for x in row.gtid.split("-"))
 
 
-@pytest.mark.parametrize("kind", ["txt", "csv", "parquet"])
-def test_cli_spark_locate(spark, tmp_path, kind):
-    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
-    values = probes(d)[:200] + ["0-1-99999999"]
+def _gtids_file(spark, tmp_path, kind: str, values: list[str]) -> Path:
     src = tmp_path / f"gtids.{kind}"
     if kind == "txt":
         src.write_text("\n".join(values) + "\n")
@@ -303,6 +300,30 @@ def test_cli_spark_locate(spark, tmp_path, kind):
         src.write_text("gtid\n" + "\n".join(f'"{v}"' for v in values) + "\n")
     else:
         spark.createDataFrame([(v,) for v in values], "gtid string").write.parquet(str(src))
+    return src
+
+
+@pytest.mark.parametrize("kind", ["txt", "csv", "parquet"])
+def test_spark_locate_reads_each_kind_of_gtids_file(spark, tmp_path, kind):
+    """What ``gtidx spark locate`` reads from its --gtids file (``read_gtids``,
+    by its kind) is every GTID, each located as the library does."""
+    from gtidx.spark.run import read_gtids
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
+    values = probes(d)[:200] + ["0-1-99999999"]
+    gtids = read_gtids(spark, str(_gtids_file(spark, tmp_path, kind, values)))
+    assert sorted(r.gtid for r in gtids.collect()) == sorted(values)
+    rows = sorted((r.gtid, r.file and Path(r.file).name, r.start, r.end, r.resume, r.timestamp, r.first_gtid,
+                   r.found) for r in gs.locate(spark, gtids, str(d)).collect())
+    with api.open_binlogs(d) as logs:
+        assert rows == _library_rows(logs, values)
+
+
+def test_cli_spark_locate(spark, tmp_path):
+    """The command end to end, in its own process and session (each kind of
+    --gtids file is read by ``read_gtids``: the test above)."""
+    d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=True)
+    values = probes(d)[:200] + ["0-1-99999999"]
+    src = _gtids_file(spark, tmp_path, "csv", values)
     out = tmp_path / "out.parquet"
     p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(src),
                         "--binlogs", str(d), "--out", str(out), "--master", "local[2]"],
