@@ -459,12 +459,11 @@ class Tailer:
                     and time.time() - st.st_mtime < self.settings.server_grace:
                 return     # give the server a moment to create its own index first
             inc = self.active[path] = self._start(b)
-            self._reached(path, inc.processed)
         else:
             self._restart_if_changed(inc, b)
         before = inc.processed
         new = inc.advance(b)
-        if new or path not in self.state.reached:
+        if inc.processed != before or path not in self.state.reached:
             self._reached(path, inc.processed, new, inc.processed - before)
         if new:
             event(logging.DEBUG, "indexed", file=path, offset=inc.processed, records=len(inc.offsets),
@@ -474,6 +473,8 @@ class Tailer:
         inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min,
                                flavor=flavor_of(b))
         how = inc.start(b)
+        fresh = how != "resumed"                        # a resumed index's bytes were counted by its writer
+        self._reached(b.path, inc.processed, fresh and len(inc.offsets), fresh and inc.processed)
         event(logging.INFO, "following", file=b.path, how=how, offset=inc.processed, records=len(inc.offsets))
         return inc
 
