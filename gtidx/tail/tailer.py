@@ -64,7 +64,7 @@ class TailSettings:
     # queue overflow; a closed binlog rewritten in place) and the growing binlog's catalog entry
     repoll: float = 10.0
     # inotify: the least time between two looks, so that a burst of writes is one look
-    wake_gap: float = 0.005
+    wake_gap: float = 0.02
     page_size: int = fmt.DEFAULT_PAGE_SIZE
     span_min: int = fmt.DEFAULT_SPAN_MIN
     max_ratio: float | None = DEFAULT_MAX_RATIO
