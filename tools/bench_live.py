@@ -48,10 +48,11 @@ def bench_tail(args) -> dict:
     and at 5 MB/s (the realistic small-transaction mix, throttled), with
     `gtidx tail` beside it at its defaults, once per ``--watch`` mode (poll:
     every 200 ms, the tail before inotify; auto: woken by inotify): the
-    baseline and the change in one run, on one server. Lag: for each advance
-    of the index (its progress in the index's metadata, sampled every 5 ms
-    with the binlog's size), how long after the binlog reached that offset
-    the index covered it: from the server's write to the index covering it. CPU: the tail process's
+    baseline and the change in one run, on one server. Lag: for every
+    transaction written during the run (the binlog walked afterwards), from
+    the moment the binlog held it whole to the moment the index covered it
+    (the binlog's size and the index's progress in its metadata, both
+    sampled every 5 ms). CPU: the tail process's
     user+system time over the wall time; idle: ``--idle`` seconds with no
     writes (after its start-up and catching up: no CPU for half a second)."""
 
@@ -161,14 +162,23 @@ def _tail_run(srv, tail, path: str, rate: float | None, seconds: float, threadin
     tail.terminate()
     tail.wait()
     conn.close()
-    lags, seen = [], set()
-    for t, p in samples:                         # each advance: how long after the binlog reached p was it seen?
-        if p in seen:
-            continue
-        seen.add(p)
-        reached = next((ts for ts, sz in sizes if sz >= p), t)
-        if t - t0 <= wall:
-            lags.append(max(0.0, t - reached))
+    # every transaction (group) of the run: from the moment the binlog held it whole to the
+    # moment the index covered it; both moments from samples 5 ms apart
+    from bisect import bisect_left
+    from gtidx.binlog.mariadb import Binlog
+    with Binlog(path) as b:
+        ends = [e for _, e, _ in b.group_spans() if e > start_size]
+    size_at, size_t = [sz for _, sz in sizes], [ts for ts, _ in sizes]
+    prog_at, prog_t = [], []
+    for t, p in samples:                          # the progress never goes back: keep it monotonic
+        if not prog_at or p > prog_at[-1]:
+            prog_at.append(p)
+            prog_t.append(t)
+    lags = []
+    for g in ends:
+        i, j = bisect_left(size_at, g), bisect_left(prog_at, g)
+        if i < len(size_t) and j < len(prog_t) and size_t[i] - t0 <= wall:
+            lags.append(max(0.0, prog_t[j] - size_t[i]))
     lag_bytes = []
     for t, sz in sizes:
         prog = [p for ts, p in samples if ts <= t]
