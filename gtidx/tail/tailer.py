@@ -233,7 +233,8 @@ class Tailer:
         if growing_only and growing is not None and self._files and self._files[-1] == growing:
             self._growing = None                   # set again by the look while it is still written
             self._look(growing, last=True)
-            if not self._stopping:
+            # a catalog made since the last full look woke one (its name is no file of ours)
+            if not self._stopping and self.state.catalog is not None:
                 self._keep_catalog(self._files, retry_all)
             self._looked()
             return
