@@ -337,3 +337,85 @@ def _file_status(path: str, now: float) -> FileStatus:
     elif lag:
         lag_s = max(0.0, now - st.st_mtime) if state != "server-owned" else 0.0
     return FileStatus(path, st.st_size, state, reached, lag, round(lag_s, 3), detail)
+
+
+class StatusCheck(NamedTuple):
+    """``status_check``'s verdict in the monitoring convention (Nagios,
+    Icinga): ``code`` 0 OK, 1 WARNING, 2 CRITICAL; one ``summary`` line; a
+    ``reasons`` dict per binlog (or the catalog) that is not OK."""
+    code: int
+    status: str
+    summary: str
+    reasons: list
+    files: int
+
+
+CHECK_STATES = ("OK", "WARNING", "CRITICAL")
+# the index states a binlog may be in and be OK (or only behind)
+_SERVING = ("complete", "partial", "server-owned")
+
+
+def status_check(directory: str | os.PathLike, max_lag: float) -> StatusCheck:
+    """The binlogs of ``directory`` judged for monitoring. WARNING: an index
+    is behind its binlog by more than ``max_lag`` seconds (the tail is slow
+    or stopped). CRITICAL: a binlog cannot be read, an index is unusable
+    (stale, corrupt, ...), a binlog has had no index for more than
+    ``max_lag`` seconds, or the directory's catalog is damaged. The
+    directory itself unreadable raises as ``binlog_status`` does."""
+    import time
+    rows = binlog_status(directory)
+    now = time.time()
+    reasons = []
+    for r in rows:
+        level = 0
+        if r.state == "missing":
+            try:
+                quiet = now - os.stat(r.file).st_mtime
+            except OSError:
+                quiet = 0.0
+            # a binlog just created: its index comes with the tail's next look
+            level = 2 if max(r.lag_seconds, quiet if r.size else 0.0) > max_lag else 0
+        elif r.state not in _SERVING:
+            level = 2
+        elif r.lag_bytes and r.lag_seconds > max_lag:
+            level = 1
+        if level:
+            reasons.append({"file": r.file, "level": CHECK_STATES[level], "state": r.state,
+                            "lag_bytes": r.lag_bytes, "lag_seconds": r.lag_seconds,
+                            "detail": r.detail or (r.error.message if r.error is not None else "")})
+    damaged = _catalog_damage(rows)
+    if damaged is not None:
+        reasons.append(damaged)
+    code = max((CHECK_STATES.index(x["level"]) for x in reasons), default=0)
+    status = CHECK_STATES[code]
+    if not reasons:
+        worst = max((r.lag_seconds for r in rows), default=0.0)
+        summary = f"{len(rows)} binlogs indexed, lag at most {worst:.1f} s (max {max_lag:g} s)"
+    else:
+        shown = [x for x in reasons if x["level"] == status]
+        summary = "; ".join(map(_reason_text, shown[:3])) + (f" (and {len(shown) - 3} more)" if len(shown) > 3 else "")
+    return StatusCheck(code, status, f"{status}: {summary}", reasons, len(rows))
+
+
+def _reason_text(x: dict) -> str:
+    if x["state"] == "damaged":
+        return x["detail"]
+    lag = f", {x['lag_seconds']:.1f} s and {x['lag_bytes']} bytes behind" if x["lag_bytes"] else ""
+    return f"{os.path.basename(x['file'])}: index {x['state']}{lag}" + (f" ({x['detail']})" if x["detail"] else "")
+
+
+def _catalog_damage(rows: list) -> dict | None:
+    """The directory's catalog, where there is one, as a CRITICAL reason when it does not load."""
+    from . import catalog, storage
+    directory = catalog.directory_of_files(storage.LOCAL, [r.file for r in rows]) if rows else None
+    if directory is None:
+        return None
+    path = catalog.places(storage.LOCAL, directory)[0][1]
+    if not os.path.lexists(path):
+        return None
+    try:
+        catalog.Catalog.load(storage.LOCAL, directory)
+    except GtidxError as e:
+        return {"file": path, "level": "CRITICAL", "state": "damaged", "lag_bytes": 0, "lag_seconds": 0.0,
+                "detail": f"catalog damaged: {e.message}"}
+    return None

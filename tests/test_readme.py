@@ -45,7 +45,8 @@ RUN_ELSEWHERE = {
         "test_readme_cluster_cli)",
 }
 # Console commands that are not gtidx's, and the test of this file that runs each.
-RUN_BY = {"mariadb-binlog": "test_point_in_time_restore_replays_exactly_the_range"}
+RUN_BY = {"mariadb-binlog": "test_point_in_time_restore_replays_exactly_the_range",
+          "sudo": "test_service_recipe", "curl": "test_service_recipe"}
 
 
 def page_blocks(page: Path) -> list[tuple[str, str, str, int]]:
@@ -443,7 +444,7 @@ def test_point_in_time_restore_replays_exactly_the_range(demo):
     assert extra and all(int(g.split("-")[2]) <= have[int(g.split("-")[0])] for g in extra), extra
 
 
-def wait_for_line(p: subprocess.Popen, needle: str, cmd: str, timeout: float = 30) -> None:
+def wait_for_line(p: subprocess.Popen, needle: str, cmd: str, timeout: float = 30) -> str:
     deadline = time.monotonic() + timeout
     seen = []
     while time.monotonic() < deadline:
@@ -452,7 +453,7 @@ def wait_for_line(p: subprocess.Popen, needle: str, cmd: str, timeout: float = 3
             break
         seen.append(ln)
         if needle in ln:
-            return
+            return ln
     raise AssertionError(f"{cmd}: no {needle!r} line: {''.join(seen)[-2000:]}")
 
 
@@ -510,6 +511,62 @@ def test_cli_doc_holds_every_option_of_every_command():
                   for o in re.findall(r"`(--[a-z][\w-]*)", item)}
         assert listed <= opts, f"docs/cli.md, {name}: options {name} does not have: {sorted(listed - opts)}"
     assert set(sections) == seen, f"docs/cli.md: headings of no command: {sorted(set(sections) - seen)}"
+
+
+def test_service_recipe(demo, tmp_path):
+    """The service recipe, as far as a test may go without root and a
+    running systemd: the useradd and chmod lines are the layout the unit
+    expects (its User= and Group=); the file copied is the unit; the
+    instance is the directory as systemd-escape --path names it, and
+    systemd's %f gives it back; then the unit's ExecStart runs as systemd
+    would run it (its Environment= defaults, the port a free one), and the
+    curl lines' requests are made, their output compared with the shown one."""
+    d, paths = demo
+    (where, body, _), = blocks("console", section="Run the sidecar as a service")
+    cmds = [(substitute(c, paths), shown) for c, shown in console_commands(body)]
+    assert [shlex.split(c)[:2] for c, _ in cmds] == [["sudo", "useradd"], ["sudo", "chmod"], ["sudo", "cp"],
+                                                    ["sudo", "systemctl"], ["curl", "-s"], ["curl", "-s"]], where
+    unit_src = ROOT / shlex.split(cmds[2][0])[2]
+    unit = unit_src.read_text()
+    assert "--gid mysql gtidx" in cmds[0][0] and "User=gtidx" in unit and "Group=mysql" in unit
+    assert shlex.split(cmds[1][0])[2:] == ["g+w", str(d)]
+    m = re.search(r'"gtidx-tail@\$\(systemd-escape --path (\S+)\)\.service"', cmds[3][0])
+    escaped = subprocess.run(["systemd-escape", "--path", m.group(1)], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    back = subprocess.run(["systemd-escape", "--unescape", "--path", escaped], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert back == str(d) and unit_src.name == "gtidx-tail@.service"
+    environment = dict(kv.split("=", 1) for kv in re.search(r"^Environment=(.*)$", unit, re.M).group(1).split())
+    port = int(environment["GTIDX_METRICS"].rsplit(":", 1)[1])
+    environment["GTIDX_METRICS"] = "127.0.0.1:0"
+    exec_start = re.search(r"^ExecStart=(\S+) (.*)$", unit, re.M).group(2).replace("%f", back)
+    argv = [a for a in re.sub(r"\$\{(\w+)\}", lambda x: environment[x.group(1)], exec_start).split()]
+    p = subprocess.Popen([sys.executable, "-m", "gtidx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env(), cwd=tmp_path)
+    try:
+        listening = wait_for_line(p, "event=metrics", "the unit's ExecStart")
+        served = re.search(r"listen=127\.0\.0\.1:(\d+)", listening).group(1)
+        wait_for_line(p, "event=start", "the unit's ExecStart")
+        deadline = time.monotonic() + 30                  # its first look indexes the five binlogs
+        while len(list(d.glob("*.idx"))) < 5:
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.02)
+        import urllib.request
+        for cmd, shown in cmds[4:]:
+            url, _, grep = cmd.partition(" | grep ")
+            url = shlex.split(url)[2].replace(f":{port}/", f":{served}/")
+            out = urllib.request.urlopen("http://" + url, timeout=10).read().decode().splitlines()
+            if grep:
+                pattern = shlex.split(grep)[0]
+                out = [ln for ln in out if re.search(pattern, ln)]
+            want = [substitute(s, paths) for s in shown]
+            assert len(out) == len(want) and all(map(shown_matches, want, out)), f"{where}: {cmd}:\n" + "\n".join(out)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            assert p.wait(timeout=30) == 0
+        finally:
+            p.kill()
 
 
 def test_sidecar_files_mode(demo):

@@ -22,10 +22,10 @@ GTID = "2-2-225"
 # warns), the catalog of an archive, MySQL GTID sets, probing, the answers of
 # other questions (series.answers), the records of a walk over events or
 # groups (binlog.records: an index answers), decoding a group (show: mysql-replication,
-# PyMySQL), the sidecar, Spark, object stores.
+# PyMySQL), the sidecar (its inotify and Prometheus packages), Spark, object stores.
 NOT_FOR_A_LOOKUP = ["logging", "gtidx.catalog", "gtidx.mysqlgtid", "gtidx.binlog.probe", "gtidx.series.answers",
                     "gtidx.binlog.records",
-                    "gtidx.show", "gtidx.tail",
+                    "gtidx.show", "gtidx.tail", "inotify_simple", "prometheus_client", "http.server",
                     "gtidx.spark", "gtidx.spark.changes", "gtidx.changes", "gtidx.binlog.mysql", "pymysqlreplication",
                     "pymysql", "pyspark", "pyarrow", "pandas", "numpy", "fsspec", "s3fs", "dataclasses"]
 # `gtidx --help` runs no command: none of the library (gtidx.gtid with

@@ -232,7 +232,10 @@ def line(frame, event, arg):
             os.kill(os.getpid(), signal.SIGTERM)
     return line
 
-t = Tailer(d, TailSettings(interval=0.01, server_grace=0))
+t = Tailer(d, TailSettings(interval=0.01, repoll=0.01, server_grace=0))
+t.poll = lambda poll=t.poll, **kw: (poll(**kw), t.stop())        # warm: what its first run imports (inotify)
+t.run()
+t = Tailer(d, TailSettings(interval=0.01, repoll=0.01, server_grace=0))
 t.poll = lambda poll=t.poll, **kw: (poll(**kw), t.stop())        # one look, then stop: count the lines
 sys.settrace(tracer)
 t.run()
@@ -241,7 +244,7 @@ lines = count[0]
 print("points", lines, flush=True)
 for n in range(1, lines + 1):                                    # SIGTERM at the n-th line
     count[:] = [0, n]
-    t = Tailer(d, TailSettings(interval=0.01, server_grace=0))
+    t = Tailer(d, TailSettings(interval=0.01, repoll=0.01, server_grace=0))
     sys.settrace(tracer)
     t.run()                                                      # returns: a clean stop
     sys.settrace(None)
@@ -254,7 +257,8 @@ _SIGTERM_STALL_S = 60
 def test_sigterm_at_any_line_of_the_loop_stops_the_tail(tmp_path):
     """SIGTERM delivered at every line a following tail runs (its loop, a
     look at the directory, the wait between looks, the standard library
-    underneath): each time `run` returns. The handler used to set a
+    underneath; woken by inotify, its watch made, armed and waited on):
+    each time `run` returns. The handler used to set a
     threading.Event; at a line where the wait held that Event's lock it
     blocked on it for good: the process hung, deaf to further SIGTERMs."""
     src = M1011 / "nonmono" / "master-bin.000008"

@@ -11,7 +11,7 @@
                                               the same, run by this checkout and by DIR (another
                                               checkout) in turn, a process each: per-run figures
                                               and the ratio of medians (this / DIR)
-    tools/bench tail   [--seconds 15]            gtidx tail lag and CPU beside a live 10.11
+    tools/bench tail   [--seconds 15] [--idle 10] [--watch poll,auto]   gtidx tail lag and CPU beside a live 10.11
     tools/bench spark  [--lookups 1000000]       Spark locate vs a library loop over >= 4 GiB
     tools/bench batch  [--repeat 30] [--baseline DIR]  seek --from / pos --from end to end (lookups/s),
                                               and at 1 M lines (peak RSS); DIR: another checkout, interleaved
@@ -74,6 +74,9 @@ def main(argv=None) -> int:
         s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("tail")
     s.add_argument("--seconds", type=float, default=15)
+    s.add_argument("--idle", type=float, default=10, help="seconds of no writes for the idle CPU")
+    s.add_argument("--watch", default="poll,auto",
+                   help="tail --watch modes, in order (poll: every 200 ms, the behaviour before inotify)")
     s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("spark")
     s.add_argument("--lookups", type=int, default=1_000_000)

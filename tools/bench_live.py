@@ -20,8 +20,21 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _processed(idx: str):
+    """How far the tail's index of a growing binlog reaches (its progress in
+    the index's metadata); before its first page is full the index is still
+    its temporary file (.NAME.idx.PID.RAND.tmp), read there."""
+    import glob
     from gtidx.index.meta import IndexMeta
     meta = IndexMeta.read(idx)
+    if meta is None:
+        d, name = os.path.split(idx)
+        for tmp in glob.glob(os.path.join(glob.escape(d), f".{glob.escape(name)}.*.tmp")):
+            try:
+                meta = IndexMeta.read(tmp)
+            except OSError:
+                continue
+            if meta is not None:
+                break
     return None if meta is None else meta.processed
 
 
@@ -33,14 +46,22 @@ def _workload_procedure() -> str:
 def bench_tail(args) -> dict:
     """A private 10.11 written at full speed (big transactions, >= 50 MB/s)
     and at 5 MB/s (the realistic small-transaction mix, throttled), with
-    `gtidx tail` beside it at its defaults. Lag: how long ago the binlog
-    reached the offset the tail has indexed, sampled every 20 ms. CPU: the
-    tail process's user+system time over the wall time."""
+    `gtidx tail` beside it at its defaults, once per ``--watch`` mode (poll:
+    every 200 ms, the tail before inotify; auto: woken by inotify): the
+    baseline and the change in one run, on one server. Lag: for every
+    transaction written during the run (the binlog walked afterwards), from
+    the moment the binlog held it whole to the moment the index covered it
+    (the binlog's size and the index's progress in its metadata, both
+    sampled every 5 ms). CPU: the tail process's
+    user+system time over the wall time; idle: ``--idle`` seconds with no
+    writes (after its start-up and catching up: no CPU for half a second)."""
 
     import tempfile
     import threading
     from tools.mariadb import MariaDB
     runs = {}
+    watches = [w.strip() for w in getattr(args, "watch", "poll,auto").split(",") if w.strip()]
+    idle_s = getattr(args, "idle", 10.0)
     with tempfile.TemporaryDirectory(prefix="gtidx-bench-tail-") as tmp:
         srv = MariaDB(Path(tmp) / "srv", {"max_binlog_size": str(1024 * 1024 * 1024)}).start()
         try:
@@ -53,75 +74,120 @@ def bench_tail(args) -> dict:
             srv.sql("CREATE TABLE w.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, a INT, b INT, c VARCHAR(300))")
             srv.sql("CREATE TABLE w.m (id BIGINT AUTO_INCREMENT PRIMARY KEY, a INT, c VARCHAR(100)) ENGINE=MyISAM")
             srv.sql(_workload_procedure())
-            for mode, rate in (("max", None), ("5 MB/s", 5.0)):
-                srv.sql("FLUSH BINARY LOGS")
-                active = srv.sql("SHOW MASTER STATUS")[0][0]
-                path = str(srv.binlog_dir / active)
-                tail = subprocess.Popen([sys.executable, "-m", "gtidx", "tail", str(srv.binlog_dir),
-                                         "--log-level", "warning"], cwd=HERE.parent)
-                time.sleep(1.0)
-                samples, sizes, stop = [], [], threading.Event()
-
-                def sampler():
-                    while not stop.is_set():
-                        t = time.monotonic()
-                        try:
-                            sizes.append((t, os.path.getsize(path)))
-                        except OSError:
-                            return
-                        p = _processed(path + ".idx")
-                        if p is not None:
-                            samples.append((t, p))
-                        time.sleep(0.02)
-                th = threading.Thread(target=sampler)
-                cpu0, t0 = _cpu_seconds(tail.pid), time.monotonic()
-                th.start()
-                conn = srv.connect()
-                cur = conn.cursor()
-                start_size = os.path.getsize(path)
-                i = 0
-                while time.monotonic() - t0 < args.seconds:
-                    if rate is None:
-                        cur.execute("INSERT INTO w.big (id, c) SELECT seq, REPEAT('x', 3000) FROM w.seq_1_to_1000")
-                    else:
-                        cur.execute("CALL w.run(%s, 200)", (i,))
-                        i += 200
-                        written = (os.path.getsize(path) - start_size) / 2**20    # throttle to the rate
-                        ahead = written / rate - (time.monotonic() - t0)
-                        if ahead > 0:
-                            time.sleep(ahead)
-                wall = time.monotonic() - t0
-                written = (os.path.getsize(path) - start_size) / 2**20
-                time.sleep(1.0)                              # let it catch up before the CPU reading
-                stop.set()
-                th.join()
-                cpu = _cpu_seconds(tail.pid) - cpu0
-                tail.terminate()
-                tail.wait()
-                conn.close()
-                lags = []
-                for t, p in samples:                         # when did the binlog reach p?
-                    reached = next((ts for ts, sz in sizes if sz >= p), t)
-                    if t - t0 <= wall:
-                        lags.append(max(0.0, t - reached))
-                lag_bytes = []
-                for t, sz in sizes:
-                    prog = [p for ts, p in samples if ts <= t]
-                    if prog and t - t0 <= wall:
-                        lag_bytes.append(sz - prog[-1])
-                runs[mode] = {"MB_per_s": written / wall, "seconds": wall,
-                              "lag_s_median": statistics.median(lags), "lag_s_p99": percentile(lags, 99),
-                              "lag_s_max": max(lags), "lag_bytes_median": statistics.median(lag_bytes),
-                              "cpu_percent_of_a_core": 100 * cpu / (wall + 1.0)}
+            for watch in watches:
+                for mode, rate in (("idle", 0.0), ("max", None), ("5 MB/s", 5.0)):
+                    srv.sql("FLUSH BINARY LOGS")
+                    active = srv.sql("SHOW MASTER STATUS")[0][0]
+                    path = str(srv.binlog_dir / active)
+                    tail = subprocess.Popen([sys.executable, "-m", "gtidx", "tail", str(srv.binlog_dir),
+                                             "--log-level", os.environ.get("GTIDX_BENCH_TAIL_LOG", "warning"),
+                                             "--watch", watch], cwd=HERE.parent)
+                    time.sleep(1.0)
+                    if mode == "idle":
+                        _settled(tail.pid)
+                        cpu0, t0 = _cpu_seconds(tail.pid), time.monotonic()
+                        time.sleep(idle_s)
+                        cpu, wall = _cpu_seconds(tail.pid) - cpu0, time.monotonic() - t0
+                        tail.terminate()
+                        tail.wait()
+                        runs[f"{watch}, idle"] = {"watch": watch, "MB_per_s": 0.0, "seconds": wall,
+                                                  "cpu_percent_of_a_core": 100 * cpu / wall}
+                        continue
+                    runs[f"{watch}, {mode}"] = {"watch": watch, **_tail_run(srv, tail, path, rate, args.seconds,
+                                                                             threading)}
         finally:
             srv.stop()
-    print(f"gtidx tail beside MariaDB 10.11, defaults (poll 200 ms, page 4096, span 64 KiB), "
-          f"{args.seconds:.0f} s per rate")
-    for mode, r in runs.items():
-        print(f"  {mode:>7}: writing {r['MB_per_s']:5.1f} MB/s   lag median {r['lag_s_median']:.3f} s, "
+    print(f"gtidx tail beside MariaDB 10.11, defaults (page 4096, span 64 KiB), {args.seconds:.0f} s per rate, "
+          f"{idle_s:.0f} s idle; poll: every 200 ms; auto: inotify (load: {os.getloadavg()[0]:.2f})")
+    for name, r in runs.items():
+        if "lag_s_p99" not in r:
+            print(f"  {name:>14}: tail CPU {r['cpu_percent_of_a_core']:.2f}% of a core")
+            continue
+        print(f"  {name:>14}: writing {r['MB_per_s']:5.1f} MB/s   lag median {r['lag_s_median']:.3f} s, "
               f"p99 {r['lag_s_p99']:.3f} s, max {r['lag_s_max']:.3f} s "
               f"(median {r['lag_bytes_median'] / 2**20:.1f} MiB behind)   tail CPU {r['cpu_percent_of_a_core']:.1f}% of a core")
     return {"machine": machine(), "runs": runs}
+
+
+def _settled(pid: int, timeout: float = 60.0) -> None:
+    """Until the process used no CPU for half a second (a tail's start-up:
+    finishing the previous binlog's index), at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = _cpu_seconds(pid)
+        time.sleep(0.5)
+        if _cpu_seconds(pid) == before:
+            return
+
+
+def _tail_run(srv, tail, path: str, rate: float | None, seconds: float, threading) -> dict:
+    """One rate for ``seconds`` beside the running ``tail`` (stopped at the
+    end): lag (seconds, bytes) and the tail's CPU."""
+    samples, sizes, stop = [], [], threading.Event()
+
+    def sampler():
+        while not stop.is_set():
+            t = time.monotonic()
+            try:
+                sizes.append((t, os.path.getsize(path)))
+            except OSError:
+                return
+            p = _processed(path + ".idx")
+            if p is not None:
+                samples.append((t, p))
+            time.sleep(0.005)
+    th = threading.Thread(target=sampler)
+    cpu0, t0 = _cpu_seconds(tail.pid), time.monotonic()
+    th.start()
+    conn = srv.connect()
+    cur = conn.cursor()
+    start_size = os.path.getsize(path)
+    i = 0
+    while time.monotonic() - t0 < seconds:
+        if rate is None:
+            cur.execute("INSERT INTO w.big (id, c) SELECT seq, REPEAT('x', 3000) FROM w.seq_1_to_1000")
+        else:
+            cur.execute("CALL w.run(%s, 200)", (i,))
+            i += 200
+            written = (os.path.getsize(path) - start_size) / 2**20    # throttle to the rate
+            ahead = written / rate - (time.monotonic() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+    wall = time.monotonic() - t0
+    written = (os.path.getsize(path) - start_size) / 2**20
+    time.sleep(1.0)                              # let it catch up before the CPU reading
+    stop.set()
+    th.join()
+    cpu = _cpu_seconds(tail.pid) - cpu0
+    tail.terminate()
+    tail.wait()
+    conn.close()
+    # every transaction (group) of the run: from the moment the binlog held it whole to the
+    # moment the index covered it; both moments from samples 5 ms apart
+    from bisect import bisect_left
+    from gtidx.binlog.mariadb import Binlog
+    with Binlog(path) as b:
+        ends = [e for _, e, _ in b.group_spans() if e > start_size]
+    size_at, size_t = [sz for _, sz in sizes], [ts for ts, _ in sizes]
+    prog_at, prog_t = [], []
+    for t, p in samples:                          # the progress never goes back: keep it monotonic
+        if not prog_at or p > prog_at[-1]:
+            prog_at.append(p)
+            prog_t.append(t)
+    lags = []
+    for g in ends:
+        i, j = bisect_left(size_at, g), bisect_left(prog_at, g)
+        if i < len(size_t) and j < len(prog_t) and size_t[i] - t0 <= wall:
+            lags.append(max(0.0, prog_t[j] - size_t[i]))
+    lag_bytes = []
+    for t, sz in sizes:
+        prog = [p for ts, p in samples if ts <= t]
+        if prog and t - t0 <= wall:
+            lag_bytes.append(sz - prog[-1])
+    return {"MB_per_s": written / wall, "seconds": wall,
+            "lag_s_median": statistics.median(lags), "lag_s_p99": percentile(lags, 99),
+            "lag_s_max": max(lags), "lag_bytes_median": statistics.median(lag_bytes),
+            "cpu_percent_of_a_core": 100 * cpu / (wall + 1.0)}
 
 def _first_sent(srv, executed: str, timeout: float = 600) -> tuple[str, float]:
     """A real replica connection to the MySQL server with auto-position

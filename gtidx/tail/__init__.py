@@ -4,7 +4,9 @@
 ``TailSettings``). ``incremental``: one binlog's index written as the binlog
 grows and resumed after a restart (``IncrementalIndex``). ``keeper``: the
 directory's catalog kept current (``CatalogKeeper``). ``logfmt``: the log
-lines (``LogfmtFormatter``), all on the ``gtidx.tail`` logger.
+lines (``LogfmtFormatter``), all on the ``gtidx.tail`` logger. ``watch``:
+what wakes the loop (inotify, or polling). ``metrics``: ``--metrics``'
+/metrics and /healthz (imported only then).
 """
 from __future__ import annotations
 

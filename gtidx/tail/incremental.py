@@ -282,7 +282,8 @@ class IncrementalIndex:
         if new:
             self._save_progress(b)
             self.sink.publish()
-        self._read_guard = self._guard(b)
+        if self._read_guard is None or self._read_guard[0] != self.processed:
+            self._read_guard = self._guard(b)    # else the same bytes ``unchanged`` just compared
         return new
 
     @property

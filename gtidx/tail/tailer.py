@@ -7,6 +7,12 @@ active file) and indexes event groups as soon as they are complete
 is rotated it finishes that file's index (root, fsync) and moves on. Where
 the directory has a catalog it is kept current too (``CatalogKeeper``).
 
+It is woken by the kernel (inotify: ``watch``) when the directory or the
+growing binlog changes, with a look every ``repoll`` seconds anyway; where
+inotify cannot be trusted it polls every ``interval`` seconds. What it has
+done (per file: how far it is indexed and when; counters of bytes, records,
+failures) is in ``TailState`` for ``gtidx tail --metrics``.
+
 A sidecar must keep running: a failure (disk full, read-only filesystem,
 permission denied, the directory gone) is logged once per condition, the
 file is retried with a growing delay (up to ``retry_max`` seconds), what a
@@ -42,15 +48,23 @@ from ..index.meta import QUIET_S, IndexMeta
 from .incremental import IncrementalIndex
 from .keeper import CatalogKeeper
 from .logfmt import event, log
+from .watch import watch_for
 
 
 @dataclass
 class TailSettings:
-    """How a tail works: how often it looks (``interval`` seconds), the
-    index's layout (``page_size``, ``span_min``, ``max_ratio`` as for
-    ``build``), and how patient it is with a server, failures and the
-    catalog."""
+    """How a tail works: what wakes it (``watch``: "auto", inotify where it
+    can be trusted, else polling; "poll"), how often it polls (``interval``
+    seconds) or, woken by inotify, looks anyway (``repoll``), the index's
+    layout (``page_size``, ``span_min``, ``max_ratio`` as for ``build``), and
+    how patient it is with a server, failures and the catalog."""
     interval: float = 0.2
+    watch: str = "auto"
+    # inotify: a safety look this often, for what inotify does not report (a lost event on
+    # queue overflow; a closed binlog rewritten in place) and the growing binlog's catalog entry
+    repoll: float = 10.0
+    # inotify: the least time between two looks, so that a burst of writes is one look
+    wake_gap: float = 0.02
     page_size: int = fmt.DEFAULT_PAGE_SIZE
     span_min: int = fmt.DEFAULT_SPAN_MIN
     max_ratio: float | None = DEFAULT_MAX_RATIO
@@ -86,11 +100,32 @@ def _internal(e: Exception) -> GtidxError:
     return err
 
 
+@dataclass
+class TailState:
+    """What a tail has done, for its metrics and health (``tail.metrics``):
+    per binlog how far its index reaches and when it last advanced (wall
+    clock), and running counts. The loop writes it; the metrics thread reads
+    it (each value replaced whole, never changed in place)."""
+    files: tuple = ()                   # the binlogs as the last full look listed them
+    reached: dict = field(default_factory=dict)   # binlog -> (offset indexed to, time.time() of that)
+    indexed_bytes: int = 0
+    records: int = 0
+    errors: dict = field(default_factory=dict)    # condition (ENOSPC, EACCES, ...) -> count
+    retries: int = 0
+    looks: int = 0
+    last_look: float = 0.0              # time.time() at the end of the last look
+    last_success: float = 0.0           # ... of the last look in which nothing failed
+    failing: dict = field(default_factory=dict)   # what fails now -> its condition
+    watch: str = ""                     # "inotify" or "poll"
+    started: float = field(default_factory=time.time)
+    catalog: str | None = None          # the catalog's path, where the binlogs have one
+
+
 class Tailer:
-    """Follows one binlog directory: ``run`` looks at it every ``interval``
-    seconds (``poll``) until ``stop`` (SIGTERM, SIGINT, or another thread),
-    indexing each binlog as it grows and finishing its index when it
-    closes."""
+    """Follows one binlog directory: ``run`` looks at it (``poll``) when
+    woken (inotify) or every ``interval`` seconds until ``stop`` (SIGTERM,
+    SIGINT, or another thread), indexing each binlog as it grows and
+    finishing its index when it closes."""
 
     def __init__(self, directory: str, settings: TailSettings | None = None):
         self.directory = os.fspath(directory)
@@ -107,6 +142,8 @@ class Tailer:
         self._catalog_key: str | None = None            # the catalog's path: its failures' key
         self._foreign: str | None = None                # a binlog not MariaDB's seen: its flavor (the catalog's)
         self._unquiet: set[str] = set()                 # finished while written: identity not recorded yet
+        self._files: list[str] = []                     # the last full look's listing
+        self.state = TailState()
 
     @property
     def failed(self) -> list[str]:
@@ -135,59 +172,126 @@ class Tailer:
                 signal.signal(signal.SIGTERM, self.stop)
                 signal.signal(signal.SIGINT, self.stop)
             event(logging.INFO, "start", dir=self.directory, once=once, interval=self.settings.interval)
+            self.state.started = time.time()
+            watch = None
             try:
+                if not once:
+                    watch = watch_for(self.directory, wake_r, self.settings.watch)
+                    self.state.watch = watch.how
+                growing_only = False
                 while not self._stopping:
                     started = time.monotonic()
-                    self.poll(retry_all=once)
+                    self.poll(retry_all=once, growing_only=growing_only)
                     if once:
                         break
-                    delay = self.settings.interval - (time.monotonic() - started)
-                    if delay > 0 and not self._stopping:
-                        select.select([wake_r], [], [], delay)
+                    growing_only = self._wait(watch, wake_r, started)
             finally:
                 for inc in self.active.values():
                     inc.close()
+                if watch is not None:
+                    watch.close()
                 event(logging.INFO, "stop", dir=self.directory)
         finally:
             wake_w, self._wake = self._wake, -1
             os.close(wake_w)
             os.close(wake_r)
 
-    def poll(self, retry_all: bool = False) -> None:
+    def _wait(self, watch, wake_r: int, started: float) -> bool:
+        """Until the next look: polling, ``interval`` after the last one began;
+        under inotify, until an event (at least ``wake_gap`` after the last
+        look began, so a burst is one look), a failed file's retry, or
+        ``repoll``. Whether the next look is of the growing binlog alone."""
+        if watch.how == "poll":
+            delay = self.settings.interval - (time.monotonic() - started)
+            if delay > 0 and not self._stopping:
+                watch.wait(delay)
+            return False
+        watch.arm(self.directory, self._growing)
+        now = time.monotonic()
+        delay = self.settings.repoll - (now - started)
+        if self.failures:
+            delay = min(delay, min(f.retry_at for f in self.failures.values()) - now)
+        if self._stopping:
+            return False
+        wake = watch.wait(delay)
+        if wake.stop or not (wake.growing_only and self.failures.keys() <= {self._catalog_key}):
+            return False
+        rest = started + self.settings.wake_gap - time.monotonic()
+        if rest > 0:
+            if select.select([wake_r], [], [], rest)[0]:
+                return False
+            return watch.drain().growing_only
+        return True
+
+    def poll(self, retry_all: bool = False, growing_only: bool = False) -> None:
         """One look at the directory. Files that failed are tried again once
-        their delay is over (every one with ``retry_all``)."""
+        their delay is over (every one with ``retry_all``). ``growing_only``:
+        only the growing binlog was written since the last look (inotify
+        says so): that file alone is looked at."""
+        growing = self._growing
+        if growing_only and growing is not None and self._files and self._files[-1] == growing:
+            self._growing = None                   # set again by the look while it is still written
+            self._look(growing, last=True)
+            # a catalog made since the last full look woke one (its name is no file of ours)
+            if not self._stopping and self.state.catalog is not None:
+                self._keep_catalog(self._files, retry_all)
+            self._looked()
+            return
         if not self._due(self.directory, retry_all):
+            self._looked()
             return
         try:
             files = list_binlogs(self.directory)
             self._forget_purged(files)
         except (GtidxError, OSError) as e:
             self._failed(self.directory, e, "cannot list binlogs")
+            self._looked()
             return
         except Exception as e:       # noqa: BLE001 - a bug of ours: the sidecar logs it and goes on
             self._failed(self.directory, _internal(e), "cannot list binlogs")
+            self._looked()
             return
         self._ok(self.directory)
+        self._files = files
+        self.state.files = tuple(files)
         self._growing = None
         for i, f in enumerate(files):
             if self._stopping:
                 return
-            if not self._due(f, retry_all):
-                continue
-            try:
-                self._handle(f, last=(i == len(files) - 1))
-            except (GtidxError, OSError) as e:
-                if isinstance(e, FileNotFoundError) and not os.path.lexists(f):
-                    self._drop(f)                  # purged (or the directory went) while we looked
-                    continue
-                self._failed(f, e, "cannot index")
-            except Exception as e:   # noqa: BLE001 - a bug of ours: this file backs off, the others go on
-                self._failed(f, _internal(e), "cannot index")
-            else:
-                self._ok(f)
+            if self._due(f, retry_all):
+                self._look(f, last=(i == len(files) - 1))
         if not self._stopping:
             self._record_identities()
             self._keep_catalog(files, retry_all)
+        self._looked()
+
+    def _look(self, f: str, last: bool) -> None:
+        try:
+            self._handle(f, last=last)
+        except (GtidxError, OSError) as e:
+            if isinstance(e, FileNotFoundError) and not os.path.lexists(f):
+                self._drop(f)                  # purged (or the directory went) while we looked
+                return
+            self._failed(f, e, "cannot index")
+        except Exception as e:   # noqa: BLE001 - a bug of ours: this file backs off, the others go on
+            self._failed(f, _internal(e), "cannot index")
+        else:
+            self._ok(f)
+
+    def _looked(self) -> None:
+        st, now = self.state, time.time()
+        st.looks += 1
+        st.last_look = now
+        st.failing = {k: f.condition for k, f in self.failures.items()}
+        if not self.failures:
+            st.last_success = now
+
+    def _reached(self, path: str, offset: int, records: int = 0, grew: int = 0) -> None:
+        """The index of ``path`` now reaches ``offset``: for the metrics."""
+        st = self.state
+        st.reached = {**st.reached, path: (offset, time.time())}
+        st.indexed_bytes += max(0, grew)
+        st.records += records
 
     def _record_identities(self) -> None:
         """A binlog finished while it was still being written has its index's
@@ -220,6 +324,7 @@ class Tailer:
         if directory is None:
             return                                 # a catalog describes one directory
         key = self._catalog_key = catalog.places(storage.LOCAL, directory)[0][1]
+        self.state.catalog = key if os.path.lexists(key) else None
         if not self._due(key, retry_all):
             return
         try:
@@ -248,6 +353,10 @@ class Tailer:
             self._drop(path)                       # the next attempt starts from what is on disk
         condition = _condition(e)
         failure = self.failures.get(key)
+        errs = self.state.errors
+        self.state.errors = {**errs, condition: errs.get(condition, 0) + 1}
+        if failure is not None:
+            self.state.retries += 1
         if failure is None or failure.condition != condition:
             where = {"dir": key} if key == self.directory else {"file": key}
             event(logging.ERROR, what, **where, error=e, retrying="with backoff")
@@ -279,6 +388,8 @@ class Tailer:
                 inc.close()
             self.settled.pop(f, None)
             self.failures.pop(f, None)
+        if set(self.state.reached) - listed:
+            self.state.reached = {f: r for f, r in self.state.reached.items() if f in listed}
         for name in os.listdir(self.directory):
             if name.startswith(".") and name.endswith(".idx.gtidx"):
                 idx = os.path.join(self.directory, name[1:-len(".gtidx")])
@@ -312,6 +423,7 @@ class Tailer:
             if theirs and self._server_owned(b, idx, growing):
                 if not growing:
                     self.settled[path] = (st.st_size, st.st_mtime_ns)
+                self._reached(path, st.st_size)        # the server's business: not a lag of ours
                 return
             if growing:
                 self._follow(b, path, st)
@@ -344,7 +456,10 @@ class Tailer:
             inc = self.active[path] = self._start(b)
         else:
             self._restart_if_changed(inc, b)
+        before = inc.processed
         new = inc.advance(b)
+        if inc.processed != before or path not in self.state.reached:
+            self._reached(path, inc.processed, new, inc.processed - before)
         if new:
             event(logging.DEBUG, "indexed", file=path, offset=inc.processed, records=len(inc.offsets),
                    lag_bytes=b.size - inc.processed)
@@ -353,6 +468,8 @@ class Tailer:
         inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min,
                                flavor=flavor_of(b))
         how = inc.start(b)
+        fresh = how != "resumed"                        # a resumed index's bytes were counted by its writer
+        self._reached(b.path, inc.processed, fresh and len(inc.offsets), fresh and inc.processed)
         event(logging.INFO, "following", file=b.path, how=how, offset=inc.processed, records=len(inc.offsets))
         return inc
 
@@ -379,6 +496,7 @@ class Tailer:
                 if status.usable and not status.partial:
                     if status.meta is not None and status.meta.binlog_etag is None:
                         self._unquiet.add(path)
+                    self._reached(path, b.size)
                     return                               # already complete and current
                 why = status.reason or status.state
             else:
@@ -390,11 +508,14 @@ class Tailer:
                 r = build_index(path, page_size=self.settings.page_size, span_min=self.settings.span_min,
                                 max_ratio=self.settings.max_ratio, force=True)
                 event(logging.INFO, "built", file=path, records=r.records, size=r.size, why=why)
+                self._reached(path, b.size, r.records, b.size)
                 self._unquiet.add(path)
                 return
         self.active[path] = inc                          # a failure below abandons it
         self._restart_if_changed(inc, b)
+        before, records = inc.processed, len(inc.offsets)
         how = inc.finish(b, self.settings.max_ratio)
+        self._reached(path, b.size, len(inc.offsets) - records, b.size - before)
         self.active.pop(path, None)
         self._unquiet.add(path)
         event(logging.INFO, "finished", file=path, how=how, records=len(inc.offsets))
