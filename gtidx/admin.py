@@ -10,7 +10,6 @@ from typing import Callable, Iterator, NamedTuple, TYPE_CHECKING
 
 from . import storage
 from .errors import BadInputError, GtidxError, GtidxIOError, NotFoundError
-from .filebuf import open_file
 from .index.files import IndexRoot, IndexState, flavor_of, index_path, open_index, read_index, verify_index
 from .inputs import as_int, as_path
 from .liblog import log
@@ -202,11 +201,13 @@ def _binlog_of(index: str) -> str:
     return index[:-4]
 
 
-def _read_index(index: str):
+def _read_index(index: str, storage_options: dict | None = None):
     """A reader over the open file ``index`` (read page by page: memory
     stays bounded whatever its size), of the flavor its magic names
-    (``index.files.read_index``), and the file to close."""
-    f = open_file(index)
+    (``index.files.read_index``), and the file to close. A URL is read
+    through its store, as lookups read it."""
+    store, where = storage.resolve(index, storage_options)
+    f = store.open_file(where)
     try:
         return read_index(f, path=index), f
     except BaseException:
@@ -214,25 +215,27 @@ def _read_index(index: str):
         raise
 
 
-def index_info(index: str | os.PathLike) -> IndexInfo:
-    """Facts about an .idx file and whether it can serve its binlog."""
+def index_info(index: str | os.PathLike, storage_options: dict | None = None) -> IndexInfo:
+    """Facts about an .idx file and whether it can serve its binlog.
+    ``storage_options``: for a URL."""
     index = as_path(index, "index")
     binlog = _binlog_of(index)
-    r, f = _read_index(index)
+    r, f = _read_index(index, storage_options)
     with f:
         stats = r.check()            # every page and the whole tree
     from .binlog.mysql import open_binlog
-    with open_binlog(binlog) as b:
+    with open_binlog(binlog, storage.resolve(binlog, storage_options)[0]) as b:
         status = open_index(b, index)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
                          stats["pages"], stats["records"], stats["levels"], r.size, b.size)
 
 
-def index_records(index: str | os.PathLike):
+def index_records(index: str | os.PathLike, storage_options: dict | None = None):
     """(page_size, iterator of Record(offset, state)) of an .idx file, in
-    binlog order. The file stays open until the iterator is exhausted or closed."""
-    r, f = _read_index(as_path(index, "index"))
+    binlog order. The file stays open until the iterator is exhausted or closed.
+    ``storage_options``: for a URL."""
+    r, f = _read_index(as_path(index, "index"), storage_options)
 
     def records():
         with f:
@@ -240,10 +243,12 @@ def index_records(index: str | os.PathLike):
     return r.page_size, records()
 
 
-def verify(index: str | os.PathLike) -> dict:
-    """Check every page, the tree, and every record against a scan of the binlog."""
+def verify(index: str | os.PathLike, storage_options: dict | None = None) -> dict:
+    """Check every page, the tree, and every record against a scan of the
+    binlog. ``storage_options``: for a URL."""
     index = as_path(index, "index")
-    return verify_index(_binlog_of(index), index)
+    binlog = _binlog_of(index)
+    return verify_index(binlog, index, storage.resolve(binlog, storage_options)[0])
 
 
 class FileStatus(NamedTuple):
@@ -266,7 +271,7 @@ def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
     import time
     out = []
     now = time.time()
-    for path in list_binlogs(directory):
+    for path in list_binlogs(storage.local_path(directory, "gtidx status")):
         try:
             try:
                 out.append(_file_status(path, now))

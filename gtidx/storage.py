@@ -395,6 +395,23 @@ class RemoteFile(filebuf.Source):
 _STORES: dict = {}
 
 
+def local_path(path, what: str) -> str:
+    """The local path of ``path`` (a plain path or a ``file://`` URL) for
+    ``what`` works only on this machine's files (a live server's directory
+    followed, its index states beside it); an object-store URL is bad input
+    (exit 2) saying so, rather than "no such file" for an object that exists."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not is_url(path):
+        return path
+    protocol, rest = path.split("://", 1)
+    if protocol == "file":
+        return rest or "/"
+    raise BadInputError(f"{what} works on a local directory, not an object store",
+                        path=path, hint="a live server's binlogs are followed where it writes them; "
+                        "seek, pos, show, probe, scan, build, verify, info and dump read object stores")
+
+
 def resolve(path, storage_options: dict | None = None) -> tuple:
     """``(store, path)`` for a path or URL as a user gives it: a plain path
     or ``file://`` URL is local (``file:///var/log/x`` -> ``/var/log/x``);

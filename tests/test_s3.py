@@ -979,6 +979,65 @@ def test_s3_mysql_binlogs_answer_as_locally(s3, tmp_path):
     assert json.loads(got.stdout) == {**want, "file": url + Path(want["file"]).name}
 
 
+def _invoke(*args) -> tuple[int, str, str]:
+    """The CLI in this process (click's runner): exit code, stdout, stderr."""
+    from click.testing import CliRunner
+
+    from gtidx.cli.main import cli
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_s3_every_command_takes_mysql_urls(s3, tmp_path, monkeypatch):
+    """Every command that reads binlogs or indexes takes MySQL objects as
+    their local copies (s3:// with --storage-option, file://, --index-dir):
+    show FILE OFFSET, probe, scan, build, verify, info, dump give the local
+    files' answers with the URL for the path; status and tail, which follow
+    a live server's directory, refuse an object store in one line, exit 2."""
+    src = MYSQL.parent / "compressed"
+    name = next(src.glob("binlog.0*")).name
+    url = _put(s3, "mycli", {name: src / name})
+    local = tmp_path / "mycli"
+    shutil.copytree(src, local)
+    opts = ["--storage-option", f"endpoint_url={s3.url}"]
+    groups = json.loads((src / "oracle.json").read_text())["files"][0]["groups"]
+    start = groups[len(groups) // 2][1]
+
+    def same(args, *, at: str = name):
+        got = _invoke(*args(url + at), "--json", *opts)
+        want = _invoke(*args(str(local / at)), "--json")
+        assert got[0] == want[0] == 0, (args, got, want)
+        assert got[1].replace(url, str(local) + "/") == want[1], args
+        return json.loads(got[1])
+    monkeypatch.delenv("AWS_ENDPOINT_URL")        # the endpoint from --storage-option alone
+    shown = same(lambda f: ("show", f, start))
+    assert shown["start"] == start and shown["file"] == url + name
+    assert same(lambda f: ("probe", f, start + 7))["before"] == start
+    assert same(lambda f: ("scan", f))["count"] == len(groups)
+    # file:// is the local file
+    code, out, _ = _invoke("show", "--json", f"file://{local}/{name}", start)
+    assert code == 0 and json.loads(out)["start"] == start
+    # indexes in the store, under --index-dir: lookups through them; verify/info/dump of the objects
+    idx = tmp_path / "idx"
+    assert _invoke("build", "-q", "--index-dir", idx, *opts, url)[0] == 0
+    assert _invoke("build", "-q", url, *opts)[0] == 0 and _invoke("build", "-q", local)[0] == 0
+    for extra in ((), ("--index-dir", idx)):
+        code, out, _ = _invoke("show", "--json", *extra, *opts, "--gtid", groups[-1][0], url)
+        assert code == 0 and json.loads(out)["start"] == groups[-1][1], extra
+        code, out, _ = _invoke("probe", "--json", *extra, *opts, url + name, start + 7)
+        assert code == 0 and json.loads(out)["via"] == "index", extra
+    assert same(lambda f: ("verify", f), at=name + ".idx")["ok"]
+    info = same(lambda f: ("info", f), at=name + ".idx")
+    assert info["status"] == "ok" and info["records"] >= 1
+    code, out, _ = _invoke("dump", url + name + ".idx", *opts)
+    assert code == 0 and out == _invoke("dump", local / (name + ".idx"))[1]
+    for command in (("status",), ("tail", "--once")):
+        code, out, err = _invoke(*command, url)
+        assert code == 2 and err.count("\n") == 1 and "not an object store" in err, (command, err)
+    code, out, _ = _invoke("status", "--json", f"file://{local}")
+    assert code == 0 and [os.path.basename(f["file"]) for f in json.loads(out)["files"]] == [name]
+
+
 def test_s3_a_prefix_mixing_flavors_is_refused_when_the_odd_file_is_read(s3):
     """The flavor of a prefix is its newest object's; an object of the other
     flavor is refused, one line, exit 2, when the lookup reads it."""

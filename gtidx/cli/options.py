@@ -146,7 +146,10 @@ def quiet_option(f):
 
 def existing_directory(path: str) -> str:
     """A directory a command watches: missing is an I/O error (3), like every
-    missing path; an existing non-directory is bad input (2)."""
+    missing path; an existing non-directory is bad input (2), and so is an
+    object-store URL (a ``file://`` one is its local path)."""
+    from ..storage import local_path
+    path = local_path(path, "gtidx tail")
     if not stat.S_ISDIR(existing_path(path).st_mode):
         raise BadInputError("not a directory", path=path)
     return path
