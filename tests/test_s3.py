@@ -843,6 +843,111 @@ def test_s3_a_read_that_times_out_is_one_line_exit_3(faults):
     _one_line_error(r, 3, "timed out")
 
 
+def _faulty_answers(url: str, local: Path, proxy, only=("seek", "pos", "show")) -> dict:
+    """The answers of MySQL lookups through ``proxy``, as ``local``'s files
+    give them: seek of a GTID, pos, show (their text with ``url`` for the
+    local directory; not how, by index or scan), or the GtidxError each raised."""
+    oracle = json.loads((local / "oracle.json").read_text())
+    f = oracle["files"][1]
+    gtid, start = f["groups"][5][:2]
+    opts = {"endpoint_url": proxy.url}
+    calls = {"seek": lambda: api.seek(gtid, url, storage_options=opts),
+             "pos": lambda: api.state_at(url + f["name"], start, storage_options=opts),
+             "show": lambda: api.show(url, gtid=gtid, storage_options=opts).as_dict()}
+    out = {}
+    for name in only:
+        try:
+            answer = calls[name]()
+        except gtidx.GtidxError as e:
+            out[name] = e
+            continue
+        # an index read that failed is an index not used: the same answer by scan
+        answer = {k: v for k, v in answer.items() if k != "via"} if isinstance(answer, dict) else \
+            answer._replace(via="")
+        out[name] = str(answer).replace(url, str(local) + "/")
+    return out
+
+
+def test_s3_mysql_lookups_on_a_faulty_store_answer_as_locally_or_say_where(s3, tmp_path, faults):
+    """A MySQL archive behind a store that cuts bodies (half the bytes, with
+    a Content-Length that says so or one that does not), drops connections
+    or trickles its answers: at every ranged GET of seek, pos, show and
+    build in turn, each gives the local files' answer (a cut answer is asked
+    for again; botocore retries a dropped connection) or fails exit 3 naming
+    the object and the offset of the read (an index whose read fails is not
+    used: the answer by scan); never another answer, and an index in the
+    store is the local build's or none."""
+    src = MYSQL.parent / "rotated"
+    names = sorted(f.name for f in src.glob("binlog.0*"))
+    url = _put(s3, "myfaults", {n: src / n for n in names})
+    local = tmp_path / "rotated"
+    shutil.copytree(src, local)
+    want = {"scan": _faulty_answers(str(local) + "/", local, faults)}
+    assert not any(isinstance(v, Exception) for v in want["scan"].values()), want
+    for r in gtidx.build(str(local)):
+        assert not isinstance(r, Exception), r
+    want["index"] = _faulty_answers(str(local) + "/", local, faults)
+    indexes = {n + ".idx": (local / (n + ".idx")).read_bytes() for n in names}
+
+    def failed_where(e, phase) -> None:
+        assert isinstance(e, gtidx.GtidxError) and e.exit_code == 3, (phase, e)
+        assert e.path.startswith(url) and e.offset is not None and "\n" not in str(e), (phase, e)
+
+    def index_objects() -> dict:
+        return {k: v for k, v in _objects(s3.client, "myfaults/").items() if k.endswith(".idx")}
+    healed = failed = 0
+    for phase in ("scan", "index"):
+        if phase == "index":
+            faults.set(short=0, skip=0)
+            assert all(not isinstance(r, Exception) for r in gtidx.build(url, storage_options={
+                "endpoint_url": faults.url}))
+        reads = faults.set()["ranged"]
+        _faulty_answers(url, local, faults)
+        reads = faults.set()["ranged"] - reads
+        assert reads >= 3, reads
+        # by scan every read in turn; through the indexes (their pages, then the same walks) every third
+        for n, k in enumerate(range(0, reads, 1 if phase == "scan" else 3)):
+            faults.set(short=1 + n % 2, skip=k)        # odd: the second read is cut too
+            # seek at each; pos and show (reads of their own) at every third
+            got = _faulty_answers(url, local, faults, ("seek", "pos", "show") if n % 3 == 0 else ("seek",))
+            for name, answer in got.items():
+                if isinstance(answer, Exception):
+                    failed_where(answer, (phase, k, name))
+                    failed += 1
+                else:
+                    assert answer == want[phase][name], (phase, k, name)
+                    healed += 1
+    # build: every read of it cut in turn
+    for o in index_objects():
+        s3.client.delete_object(Bucket=BUCKET, Key=f"myfaults/{o}")
+    faults.set(short=0, skip=0)
+    reads = faults.set()["ranged"]
+    assert all(not isinstance(r, Exception) for r in gtidx.build(url, storage_options={"endpoint_url": faults.url}))
+    reads = faults.set()["ranged"] - reads
+    assert index_objects() == indexes
+    for k in range(0, reads, max(1, reads // 3)):
+        faults.set(short=2, skip=k)
+        for r in gtidx.build(url, force=True, storage_options={"endpoint_url": faults.url}):
+            if isinstance(r, Exception):
+                failed_where(r, ("build", k))
+        assert index_objects() == indexes, k
+    assert healed and failed
+    # the other faults, once each at a read in the middle of a seek by scan, and as the CLI says them
+    for o in index_objects():
+        s3.client.delete_object(Bucket=BUCKET, Key=f"myfaults/{o}")
+    for fault in ("drop", "cut", "trickle"):
+        faults.set(**{fault: 0.01 if fault == "trickle" else 1}, skip=3)
+        assert _faulty_answers(url, local, faults, ("seek",)) == {"seek": want["scan"]["seek"]}, fault
+        faults.set(drop=0, cut=0, trickle=0, skip=0)
+    env = {"AWS_ENDPOINT_URL": faults.url}
+    faults.set(cut=2, skip=3)
+    gtid = json.loads((src / "oracle.json").read_text())["files"][1]["groups"][5][0]
+    _one_line_error(_cli("seek", "--gtid", gtid, url, env=env), 3, url, "offset ", "cut")
+    faults.set(short=2, skip=0)
+    _one_line_error(_cli("pos", url + names[1], "4", env=env), 3, url + names[1], "offset 0", "cut")
+    assert faults.set()["dropped"] == 1
+
+
 def test_s3_an_entry_made_while_its_binlog_was_written_is_compared_first(s3, tmp_path, caplog):
     """An archive synced while the server wrote master-bin.000020: its
     catalog entry (made then, in_use) describes half the file; the whole
