@@ -264,17 +264,20 @@ class FileStatus(NamedTuple):
     error: GtidxError | None = None
 
 
-def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
+def binlog_status(directory: str | os.PathLike, index_root=None) -> list[FileStatus]:
     """Per binlog of ``directory``: its index state and how far behind it is.
     A binlog that cannot be read (listed but absent, empty, truncated,
-    encrypted...) is a row in state "error", not a failure of the whole call."""
+    encrypted...) is a row in state "error", not a failure of the whole call.
+    ``index_root``: the indexes are kept under that local directory
+    (``tail --index-dir``), not beside the binlogs."""
     import time
     out = []
     now = time.time()
+    root = None if index_root is None else IndexRoot(storage.local_path(index_root, "gtidx status --index-dir"))
     for path in list_binlogs(storage.local_path(directory, "gtidx status")):
         try:
             try:
-                out.append(_file_status(path, now))
+                out.append(_file_status(path, now, index_path(path) if root is None else root.mirror(path, ".idx")[1]))
             except OSError as e:
                 raise GtidxIOError.from_os(e, path) from None
         except GtidxError as e:
@@ -286,10 +289,9 @@ def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
     return out
 
 
-def _file_status(path: str, now: float) -> FileStatus:
+def _file_status(path: str, now: float, idx: str) -> FileStatus:
     from .index.meta import IndexMeta
     st = os.stat(path)
-    idx = index_path(path)
     fp = IndexMeta.read(idx)
     from .binlog.mysql import open_binlog
     with open_binlog(path) as b:

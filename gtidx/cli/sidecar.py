@@ -65,8 +65,11 @@ def _json_log_lines():
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True,
               help="The least level of the log lines written to stderr (debug: every look at the directory).")
 @json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
+@click.option("--index-dir", "index_root", metavar="DIR",
+              help="Keep the indexes under DIR, a local directory mirroring where each binlog is "
+                   "(DIR/var/lib/mysql/NAME.idx, as build --index-dir writes them), not beside the binlogs.")
 def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, catalog_interval, log_level,
-         as_json):
+         as_json, index_root):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
     Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
@@ -87,7 +90,8 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
     logger.propagate = False
     try:
         t = run_tail(directory, once=once, interval=interval, page_size=page_size, span_min=span_min,
-                     max_ratio=max_ratio, retry_max=retry_max, catalog_interval=catalog_interval)
+                     max_ratio=max_ratio, retry_max=retry_max, catalog_interval=catalog_interval,
+                     index_root=index_root)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
@@ -100,12 +104,14 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
 @click.argument("directory", type=PATH)
 @json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
               "and an \"error\" object.")
-def status(directory, as_json):
+@click.option("--index-dir", "index_root", metavar="DIR",
+              help="The indexes are kept under DIR (tail --index-dir, build --index-dir), not beside the binlogs.")
+def status(directory, as_json, index_root):
     """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
     error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
     seconds. A damaged binlog is a row, not a failure."""
     from .. import admin
-    rows = admin.binlog_status(directory)
+    rows = admin.binlog_status(directory, index_root)
     if as_json:
         emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
                               for r in rows]})
