@@ -744,13 +744,15 @@ def test_s3_catalog_entries_are_checked_with_one_list(s3, tmp_path, caplog):
 
 
 def test_s3_readme_archives_story(s3):
-    """The README's S3 recipe, each command run as written against moto_server
+    """The README's S3 recipes, each command run as written against moto_server
     (the fixture's AWS_* variables), with its example prefix mapped onto a
-    copy of the Quickstart's binlogs: each exits 0, and the point-in-time
-    answer is the first group at that second or later."""
+    copy of the Quickstart's binlogs (MariaDB's) and of the README's MySQL
+    binlogs: each exits 0; the point-in-time answer is the first group at
+    that second or later, the MySQL transaction found and shown as in the
+    local files, through the index built in the store."""
     from test_readme import readme_blocks
-    (body,) = [b for section, lang, b, _ in readme_blocks()
-               if section == "Index and search an S3 archive" and lang == "sh"]
+    body, mysql = [b for section, lang, b, _ in readme_blocks()
+                   if section == "Index and search an S3 archive" and lang == "sh"]
     prefix = "readme/binlogs/"
     for f in MULTI.iterdir():
         if f.name.startswith("master-bin"):
@@ -767,6 +769,18 @@ def test_s3_readme_archives_story(s3):
     first = next((f, g) for f in files for g in api.scan(f)[1] if g.timestamp >= api.parse_time("2026-11-22T03:16:28Z"))
     assert (os.path.basename(answer["file"]), answer["offset"], answer["gtid"]) == \
         (os.path.basename(first[0]), first[1].start, str(first[1].gtid))
+    url = _put(s3, "readme/mysql", {f.name: f for f in MYSQL.glob("binlog.0*")})
+    outputs = []
+    for line in mysql.strip().splitlines():
+        r = _cli(*shlex.split(line.replace("s3://backups/db2/binlogs/", url))[1:])
+        assert r.returncode == 0, (line, r.stdout, r.stderr)
+        outputs.append(r.stdout)
+    gtid = shlex.split(mysql.strip().splitlines()[1])[3]
+    loc = api.seek(gtid, str(MYSQL))
+    assert outputs[1].split()[1:] == [url + Path(loc.file).name, "start", str(loc.start), "end", str(loc.end),
+                                      "resume", str(loc.resume), "(via", "index)"], outputs[1]
+    want = api.show(str(MYSQL), gtid=gtid).as_dict()
+    assert json.loads(outputs[2]) == {**want, "file": url + Path(want["file"]).name}
 
 
 # -- throttling and timeouts: a fault-injecting proxy (tests/s3faults.py) in front of moto_server ----
