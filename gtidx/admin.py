@@ -201,13 +201,12 @@ def _binlog_of(index: str) -> str:
     return index[:-4]
 
 
-def _read_index(index: str, storage_options: dict | None = None):
+def _read_index(index: str, store):
     """A reader over the open file ``index`` (read page by page: memory
     stays bounded whatever its size), of the flavor its magic names
-    (``index.files.read_index``), and the file to close. A URL is read
-    through its store, as lookups read it."""
-    store, where = storage.resolve(index, storage_options)
-    f = store.open_file(where)
+    (``index.files.read_index``), and the file to close. ``store``: where
+    it is (``storage.resolve``), a URL read as lookups read it."""
+    f = store.open_file(index)
     try:
         return read_index(f, path=index), f
     except BaseException:
@@ -220,12 +219,13 @@ def index_info(index: str | os.PathLike, storage_options: dict | None = None) ->
     ``storage_options``: for a URL."""
     index = as_path(index, "index")
     binlog = _binlog_of(index)
-    r, f = _read_index(index, storage_options)
+    store, where = storage.resolve(index, storage_options)
+    r, f = _read_index(where, store)
     with f:
         stats = r.check()            # every page and the whole tree
     from .binlog.mysql import open_binlog
-    with open_binlog(binlog, storage.resolve(binlog, storage_options)[0]) as b:
-        status = open_index(b, index)
+    with open_binlog(_binlog_of(where), store) as b:
+        status = open_index(b, where)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
                          stats["pages"], stats["records"], stats["levels"], r.size, b.size)
@@ -235,7 +235,8 @@ def index_records(index: str | os.PathLike, storage_options: dict | None = None)
     """(page_size, iterator of Record(offset, state)) of an .idx file, in
     binlog order. The file stays open until the iterator is exhausted or closed.
     ``storage_options``: for a URL."""
-    r, f = _read_index(as_path(index, "index"), storage_options)
+    store, where = storage.resolve(as_path(index, "index"), storage_options)
+    r, f = _read_index(where, store)
 
     def records():
         with f:
@@ -246,9 +247,9 @@ def index_records(index: str | os.PathLike, storage_options: dict | None = None)
 def verify(index: str | os.PathLike, storage_options: dict | None = None) -> dict:
     """Check every page, the tree, and every record against a scan of the
     binlog. ``storage_options``: for a URL."""
-    index = as_path(index, "index")
-    binlog = _binlog_of(index)
-    return verify_index(binlog, index, storage.resolve(binlog, storage_options)[0])
+    _binlog_of(index)
+    store, where = storage.resolve(as_path(index, "index"), storage_options)
+    return verify_index(_binlog_of(where), where, store)
 
 
 class FileStatus(NamedTuple):

@@ -434,16 +434,23 @@ def local_path(path, what: str) -> str:
     ``what`` works only on this machine's files (a live server's directory
     followed, its index states beside it); an object-store URL is bad input
     (exit 2) saying so, rather than "no such file" for an object that exists."""
+    local = _on_this_machine(path)
+    if local is not None:
+        return local
+    raise BadInputError(f"{what} works on a local directory, not an object store",
+                        path=path, hint="a live server's binlogs are followed where it writes them; "
+                        "seek, pos, show, probe, scan, build, verify, info and dump read object stores")
+
+
+def _on_this_machine(path) -> str | None:
+    """The local path a plain path or ``file://`` URL names
+    (``file:///var/log/x`` -> ``/var/log/x``); None for any other URL."""
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not is_url(path):
         return path
     protocol, rest = path.split("://", 1)
-    if protocol == "file":
-        return rest or "/"
-    raise BadInputError(f"{what} works on a local directory, not an object store",
-                        path=path, hint="a live server's binlogs are followed where it writes them; "
-                        "seek, pos, show, probe, scan, build, verify, info and dump read object stores")
+    return (rest or "/") if protocol == "file" else None
 
 
 def resolve(path, storage_options: dict | None = None) -> tuple:
@@ -452,13 +459,10 @@ def resolve(path, storage_options: dict | None = None) -> tuple:
     any other URL is opened with fsspec, ``storage_options`` passed to its
     file system with what the URL says of its server (ftp://user@host:port/),
     cached: the same URL scheme, server and options share one."""
-    if isinstance(path, os.PathLike):
-        path = os.fspath(path)
-    if not is_url(path):
-        return LOCAL, path
-    protocol, rest = path.split("://", 1)
-    if protocol == "file":
-        return LOCAL, rest or "/"
+    local = _on_this_machine(path)
+    if local is not None:
+        return LOCAL, local
+    protocol = path.split("://", 1)[0]
     if storage_options is not None and not isinstance(storage_options, dict):
         raise BadInputError(f"storage_options must be a dict, not {type(storage_options).__name__}")
     try:

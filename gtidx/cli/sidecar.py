@@ -76,7 +76,7 @@ def tail(directory, once, interval, page_size, span_min, max_ratio, retry_max, c
     the directory gone) is logged once and retried with backoff; with --once, exit code 3
     when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
     current too (tail never makes one)."""
-    directory = existing_directory(directory)
+    directory = existing_directory(directory, "gtidx tail")
     import logging
 
     from ..tail import LogfmtFormatter, tail as run_tail
