@@ -224,11 +224,12 @@ def _binlog_of(index: str) -> str:
     return index[:-4]
 
 
-def _read_index(index: str):
+def _read_index(index: str, store):
     """A reader over the open file ``index`` (read page by page: memory
     stays bounded whatever its size), of the flavor its magic names
-    (``index.files.read_index``), and the file to close."""
-    f = open_file(index)
+    (``index.files.read_index``), and the file to close. ``store``: where
+    it is (``storage.resolve``), a URL read as lookups read it."""
+    f = store.open_file(index)
     try:
         return read_index(f, path=index), f
     except BaseException:
@@ -236,25 +237,29 @@ def _read_index(index: str):
         raise
 
 
-def index_info(index: str | os.PathLike) -> IndexInfo:
-    """Facts about an .idx file and whether it can serve its binlog."""
+def index_info(index: str | os.PathLike, storage_options: dict | None = None) -> IndexInfo:
+    """Facts about an .idx file and whether it can serve its binlog.
+    ``storage_options``: for a URL."""
     index = as_path(index, "index")
     binlog = _binlog_of(index)
-    r, f = _read_index(index)
+    store, where = storage.resolve(index, storage_options)
+    r, f = _read_index(where, store)
     with f:
         stats = r.check()            # every page and the whole tree
     from .binlog.mysql import open_binlog
-    with open_binlog(binlog) as b:
-        status = open_index(b, index)
+    with open_binlog(_binlog_of(where), store) as b:
+        status = open_index(b, where)
         status.close()
         return IndexInfo(index, binlog, status.state, status.reason, status.owner, r.page_size,
                          stats["pages"], stats["records"], stats["levels"], r.size, b.size)
 
 
-def index_records(index: str | os.PathLike):
+def index_records(index: str | os.PathLike, storage_options: dict | None = None):
     """(page_size, iterator of Record(offset, state)) of an .idx file, in
-    binlog order. The file stays open until the iterator is exhausted or closed."""
-    r, f = _read_index(as_path(index, "index"))
+    binlog order. The file stays open until the iterator is exhausted or closed.
+    ``storage_options``: for a URL."""
+    store, where = storage.resolve(as_path(index, "index"), storage_options)
+    r, f = _read_index(where, store)
 
     def records():
         with f:
@@ -262,10 +267,12 @@ def index_records(index: str | os.PathLike):
     return r.page_size, records()
 
 
-def verify(index: str | os.PathLike) -> dict:
-    """Check every page, the tree, and every record against a scan of the binlog."""
-    index = as_path(index, "index")
-    return verify_index(_binlog_of(index), index)
+def verify(index: str | os.PathLike, storage_options: dict | None = None) -> dict:
+    """Check every page, the tree, and every record against a scan of the
+    binlog. ``storage_options``: for a URL."""
+    _binlog_of(index)
+    store, where = storage.resolve(as_path(index, "index"), storage_options)
+    return verify_index(_binlog_of(where), where, store)
 
 
 class FileStatus(NamedTuple):
@@ -281,17 +288,20 @@ class FileStatus(NamedTuple):
     error: GtidxError | None = None
 
 
-def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
+def binlog_status(directory: str | os.PathLike, index_root=None) -> list[FileStatus]:
     """Per binlog of ``directory``: its index state and how far behind it is.
     A binlog that cannot be read (listed but absent, empty, truncated,
-    encrypted...) is a row in state "error", not a failure of the whole call."""
+    encrypted...) is a row in state "error", not a failure of the whole call.
+    ``index_root``: the indexes are kept under that local directory
+    (``tail --index-dir``), not beside the binlogs."""
     import time
     out = []
     now = time.time()
-    for path in list_binlogs(directory):
+    root = None if index_root is None else IndexRoot(storage.local_path(index_root, "gtidx status --index-dir"))
+    for path in list_binlogs(storage.local_path(directory, "gtidx status")):
         try:
             try:
-                out.append(_file_status(path, now))
+                out.append(_file_status(path, now, index_path(path) if root is None else root.mirror(path, ".idx")[1]))
             except OSError as e:
                 raise GtidxIOError.from_os(e, path) from None
         except GtidxError as e:
@@ -303,10 +313,9 @@ def binlog_status(directory: str | os.PathLike) -> list[FileStatus]:
     return out
 
 
-def _file_status(path: str, now: float) -> FileStatus:
+def _file_status(path: str, now: float, idx: str) -> FileStatus:
     from .index.meta import IndexMeta
     st = os.stat(path)
-    idx = index_path(path)
     fp = IndexMeta.read(idx)
     from .binlog.mysql import open_binlog
     with open_binlog(path) as b:
@@ -355,15 +364,16 @@ CHECK_STATES = ("OK", "WARNING", "CRITICAL")
 _SERVING = ("complete", "partial", "server-owned")
 
 
-def status_check(directory: str | os.PathLike, max_lag: float) -> StatusCheck:
+def status_check(directory: str | os.PathLike, max_lag: float, index_root=None) -> StatusCheck:
     """The binlogs of ``directory`` judged for monitoring. WARNING: an index
     is behind its binlog by more than ``max_lag`` seconds (the tail is slow
     or stopped). CRITICAL: a binlog cannot be read, an index is unusable
     (stale, corrupt, ...), a binlog has had no index for more than
     ``max_lag`` seconds, or the directory's catalog is damaged. The
-    directory itself unreadable raises as ``binlog_status`` does."""
+    directory itself unreadable raises as ``binlog_status`` does.
+    ``index_root``: the indexes are under it (``tail --index-dir``)."""
     import time
-    rows = binlog_status(directory)
+    rows = binlog_status(directory, index_root)
     now = time.time()
     reasons = []
     for r in rows:

@@ -29,6 +29,7 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+from . import storage
 from .binlog.mariadb import CHECKSUM_CRC32, Binlog
 from .errors import BadInputError, GtidxError, MySQLBinlogError, NotFoundError
 from .gtid import Gtid
@@ -85,19 +86,20 @@ def _info(b: Binlog) -> BinlogInfo:
                       b.growing, start, b.body_start)
 
 
-def scan(path: str | os.PathLike) -> tuple[BinlogInfo, Iterator[Group]]:
+def scan(path: str | os.PathLike, storage_options: dict | None = None) -> tuple[BinlogInfo, Iterator[Group]]:
     """The file's facts, and an iterator over its event groups in file order
     (a MySQL binlog's: its transactions, ``binlog.mysql.MysqlGroup``, and its
     Previous_gtids as ``start_state``). The file stays open until the
-    iterator is exhausted or closed."""
+    iterator is exhausted or closed. ``storage_options``: for a URL."""
     path = as_path(path)
+    store = storage.resolve(path, storage_options)[0] if storage_options else None
     try:
-        b = Binlog(path)
+        b = Binlog(path, store)
     except MySQLBinlogError as e:
         if e.offset != 4:
             raise
         from .binlog.mysql import MysqlBinlog
-        b = MysqlBinlog(path)
+        b = MysqlBinlog(path, store)
     try:
         info = _info(b)
     except BaseException:

@@ -152,6 +152,8 @@ class FsspecStore:
         if _throttled(e):
             return GtidxIOError("the object store throttles the requests (503 SlowDown), also after retries "
                                 "with backoff", path=path, hint="try again later, or with fewer readers at once")
+        if _cut(e):
+            return GtidxIOError(f"{CUT}: {_reason(e)}", path=path, hint="try again")
         if _timed_out(e):
             return GtidxIOError(f"the object store timed out: {_reason(e)}", path=path,
                                 hint="a slow or overloaded endpoint: try again, or raise read_timeout "
@@ -309,6 +311,17 @@ def _throttled(e: BaseException) -> bool:
                or "SlowDown" in str(x) or "Service Unavailable" in str(x) for x in _chain(e))
 
 
+CUT = "the object store's answer was cut"
+
+
+def _cut(e: BaseException) -> bool:
+    """A transfer broken half-way: fewer body bytes than its Content-Length
+    (aiohttp's ContentLengthError / ClientPayloadError, http.client's IncompleteRead)."""
+    return any(type(x).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead",
+                                    "ResponseStreamingError")
+               or "payload is not completed" in str(x) for x in _chain(e))
+
+
 def _timed_out(e: BaseException) -> bool:
     return any(isinstance(x, TimeoutError) or type(x).__name__ in ("ReadTimeoutError", "ConnectTimeoutError",
                                                                    "ServerTimeoutError")
@@ -373,11 +386,32 @@ class RemoteFile(filebuf.Source):
             if lo < start < end <= start + len(data) and end - start > len(tail):
                 tail = data[:end - start]
         hi = end - len(tail)
-        data = self.store.cat(self.path, lo, hi, self.etag)
+        data = self._get(lo, hi)
         keep = data[-self.HELD_BYTES:] if len(data) > self.HELD_BYTES else data
         self._held.insert(0, (lo + len(data) - len(keep), keep))
         del self._held[self.HELD:]
         return head + data + tail if head or tail else data
+
+    def _get(self, lo: int, hi: int) -> bytes:
+        """Bytes ``[lo, hi)`` (within the size): one ranged GET; an answer
+        cut in transit is asked for once more, then is an error naming the
+        object and the offset. The size is the HEAD's (and an S3 read is
+        pinned to its ETag), so fewer bytes than asked are a body cut on the
+        way, never the end of the object: spliced, they would shift every
+        byte after them."""
+        for attempt in (1, 2):
+            try:
+                data = self.store.cat(self.path, lo, hi, self.etag)
+            except GtidxError as e:
+                if e.offset is None:
+                    e.offset = lo
+                if attempt == 2 or not e.message.startswith(CUT):
+                    raise
+                continue
+            if len(data) == hi - lo:
+                return data
+        raise GtidxIOError(f"{CUT}: {len(data)} bytes of the {hi - lo} asked for", path=self.path, offset=lo,
+                           hint="try again")
 
     def read_exact(self, offset: int, n: int) -> bytes:
         data = self.pread(n, offset) if offset + n <= self.size else b""
@@ -395,19 +429,40 @@ class RemoteFile(filebuf.Source):
 _STORES: dict = {}
 
 
+def local_path(path, what: str) -> str:
+    """The local path of ``path`` (a plain path or a ``file://`` URL) for
+    ``what`` works only on this machine's files (a live server's directory
+    followed, its index states beside it); an object-store URL is bad input
+    (exit 2) saying so, rather than "no such file" for an object that exists."""
+    local = _on_this_machine(path)
+    if local is not None:
+        return local
+    raise BadInputError(f"{what} works on a local directory, not an object store",
+                        path=path, hint="a live server's binlogs are followed where it writes them; "
+                        "seek, pos, show, probe, scan, build, verify, info and dump read object stores")
+
+
+def _on_this_machine(path) -> str | None:
+    """The local path a plain path or ``file://`` URL names
+    (``file:///var/log/x`` -> ``/var/log/x``); None for any other URL."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not is_url(path):
+        return path
+    protocol, rest = path.split("://", 1)
+    return (rest or "/") if protocol == "file" else None
+
+
 def resolve(path, storage_options: dict | None = None) -> tuple:
     """``(store, path)`` for a path or URL as a user gives it: a plain path
     or ``file://`` URL is local (``file:///var/log/x`` -> ``/var/log/x``);
     any other URL is opened with fsspec, ``storage_options`` passed to its
     file system with what the URL says of its server (ftp://user@host:port/),
     cached: the same URL scheme, server and options share one."""
-    if isinstance(path, os.PathLike):
-        path = os.fspath(path)
-    if not is_url(path):
-        return LOCAL, path
-    protocol, rest = path.split("://", 1)
-    if protocol == "file":
-        return LOCAL, rest or "/"
+    local = _on_this_machine(path)
+    if local is not None:
+        return LOCAL, local
+    protocol = path.split("://", 1)[0]
     if storage_options is not None and not isinstance(storage_options, dict):
         raise BadInputError(f"storage_options must be a dict, not {type(storage_options).__name__}")
     try:

@@ -1,10 +1,25 @@
 """A fault-injecting HTTP proxy in front of an S3 server (moto_server), as a
 separate process: ``python tests/s3faults.py PORT UPSTREAM_URL``.
 
-It forwards every request unchanged, except that it answers the next N with
-503 SlowDown (S3's throttling) and delays every answer by D seconds, as set
-by ``GET /__faults__?slowdown=N&delay=D``; ``GET /__faults__`` reports how
-many requests it throttled and forwarded, as JSON. Listens on 127.0.0.1."""
+It forwards every request unchanged, except as set by
+``GET /__faults__?NAME=VALUE&...``:
+
+* ``slowdown=N``: the next N requests are answered 503 SlowDown (S3's throttling);
+* ``delay=D``: every answer waits D seconds before it starts;
+* ``drop=N``: the next N ranged GETs are forwarded, then the connection is
+  closed without an answer;
+* ``cut=N``: the next N ranged GETs are answered with their status and full
+  Content-Length but only half the body, then the connection is closed (a
+  transfer broken half-way);
+* ``short=N``: the next N ranged GETs get half the body, and a
+  Content-Length saying so (a body cut where nothing on the wire tells);
+* ``trickle=D``: ranged GETs' bodies are sent in 1 KiB pieces D seconds
+  apart (a slow read: the answer starts at once, then stalls);
+* ``skip=K``: drop, cut and short spare the next K ranged GETs first (a
+  fault at the K+1th read of a lookup: every read of it can be hit in turn).
+
+``GET /__faults__`` reports how many requests it throttled, dropped, cut
+and forwarded, as JSON. Listens on 127.0.0.1."""
 from __future__ import annotations
 
 import http.client
@@ -23,8 +38,29 @@ class State:
     lock = threading.Lock()
     slowdown = 0
     delay = 0.0
+    drop = 0
+    cut = 0
+    short = 0
+    trickle = 0.0
+    skip = 0
+    ranged = 0
     throttled = 0
+    dropped = 0
+    damaged = 0
     forwarded = 0
+
+    @classmethod
+    def report(cls) -> dict:
+        return {k: getattr(cls, k) for k in ("throttled", "dropped", "damaged", "forwarded", "ranged", "slowdown",
+                                             "delay", "drop", "cut", "short", "trickle", "skip")}
+
+    @classmethod
+    def take(cls, name: str) -> bool:
+        """One of the next ``name`` faults (its count down by one), if any are left."""
+        left = getattr(cls, name)
+        if left > 0:
+            setattr(cls, name, left - 1)
+        return left > 0
 
 
 def handler(upstream: urllib.parse.SplitResult):
@@ -37,36 +73,51 @@ def handler(upstream: urllib.parse.SplitResult):
         def _faults(self):
             q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
             with State.lock:
-                if "slowdown" in q:
-                    State.slowdown = int(q["slowdown"][0])
-                if "delay" in q:
-                    State.delay = float(q["delay"][0])
-                body = json.dumps({"throttled": State.throttled, "forwarded": State.forwarded,
-                                   "slowdown": State.slowdown, "delay": State.delay}).encode()
+                for name in ("slowdown", "drop", "cut", "short", "skip"):
+                    if name in q:
+                        setattr(State, name, int(q[name][0]))
+                for name in ("delay", "trickle"):
+                    if name in q:
+                        setattr(State, name, float(q[name][0]))
+                body = json.dumps(State.report()).encode()
             self._answer(200, {"Content-Type": "application/json"}, body)
 
-        def _answer(self, status, headers, body, length=None):
+        def _answer(self, status, headers, body, length=None, trickle=0.0):
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(body) if length is None else length))
             self.end_headers()
-            if self.command != "HEAD":
+            if self.command == "HEAD":
+                return
+            if not trickle:
                 self.wfile.write(body)
+                return
+            for i in range(0, len(body), 1024):
+                self.wfile.write(body[i:i + 1024])
+                self.wfile.flush()
+                time.sleep(trickle)
 
         def _any(self):
             if self.path.startswith("/__faults__"):
                 return self._faults()
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n) if n else None
+            ranged = self.command == "GET" and "Range" in self.headers
             with State.lock:
                 delay = State.delay
-                throttle = State.slowdown > 0
+                throttle = State.take("slowdown")
+                State.ranged += ranged
+                spared = ranged and not throttle and State.take("skip")
+                fault = next((f for f in ("drop", "cut", "short") if ranged and State.take(f)), None) \
+                    if not (throttle or spared) else None
+                trickle = State.trickle if ranged else 0.0
                 if throttle:
-                    State.slowdown -= 1
                     State.throttled += 1
                 else:
                     State.forwarded += 1
+                State.dropped += fault == "drop"
+                State.damaged += fault in ("cut", "short")
             if delay:
                 time.sleep(delay)
             if throttle:
@@ -79,6 +130,15 @@ def handler(upstream: urllib.parse.SplitResult):
             conn.close()
             out = {k: v for k, v in r.getheaders()
                    if k.lower() not in ("content-length", "transfer-encoding", "connection")}
+            if fault == "drop":
+                self.close_connection = True
+                return
+            if fault in ("cut", "short"):
+                self.close_connection = True
+                half = data[:len(data) // 2]
+                return self._answer(r.status, out, half, len(data) if fault == "cut" else None)
+            if trickle:
+                return self._answer(r.status, out, data, None, trickle)
             # a HEAD's Content-Length is the object's, not its (empty) body's
             self._answer(r.status, out, data, r.getheader("Content-Length") if self.command == "HEAD" else None)
 

@@ -492,3 +492,45 @@ def test_a_lookup_walks_no_further_than_its_transaction(tmp_path):
     # a jump over events not seen): a lookup past the damage meets it as pos does
     rc, out, err = gtidx("seek", "--gtid", late[0], d)
     assert rc == 3 and f"offset {bad}: event length 5 is below the 19-byte header" in err[-1], err
+
+
+def test_an_event_type_gtidx_does_not_know_changes_no_lookup(tmp_path):
+    """Lookups answer from the GTID events and the transactions' ends: an
+    event of a type no MySQL writes yet (CRC32 still right), inside a
+    transaction or where its XID was, changes no located transaction and no
+    set at any event boundary (the oracle's, from the server's SHOW BINLOG
+    EVENTS); its index, built over it, answers the same. ``show`` of that
+    transaction refuses it, naming the type and its offset (exit 2), and
+    ``probe`` reports its bytes as damaged: nothing is read past silently."""
+    import struct
+    import zlib
+
+    from gtidx import admin
+    d = MYSQL / "rotated"
+    f = json.loads((d / "oracle.json").read_text())["files"][1]
+    rows = next(e[0] for e in f["events"] if e[1] == "Write_rows")
+    xid = next(e[0] for e in f["events"] if e[1] == "Xid" and e[0] > rows)
+    for at in (rows, xid):
+        here = tmp_path / str(at)
+        here.mkdir()
+        b = bytearray((d / f["name"]).read_bytes())
+        length = struct.unpack_from("<I", b, at + 9)[0]
+        b[at + 4] = 0xE0                                             # no MySQL event type
+        struct.pack_into("<I", b, at + length - 4, zlib.crc32(bytes(b[at:at + length - 4])))
+        (here / f["name"]).write_bytes(bytes(b))
+        path = str(here / f["name"])
+        for via in ("scan", "index"):
+            if via == "index":
+                assert all(not isinstance(r, Exception) for r in admin.build(path))
+            for g, start, end in f["groups"]:
+                loc = api.seek(g, path)
+                assert (loc.start, loc.end, loc.via) == (start, end, via), (at, g)
+            for boundary, want in oracle_sets(f).items():
+                assert api.state_at(path, boundary).state == want, (at, boundary)
+        group = next(g for g in f["groups"] if g[1] < at < g[2])
+        r = subprocess.run([sys.executable, "-m", "gtidx", "show", "--gtid", group[0], path], capture_output=True,
+                           text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.returncode == EXIT_BAD_INPUT and r.stderr.count("\n") == 1, r.stderr
+        assert f"offset {at}" in r.stderr and "type 224" in r.stderr, r.stderr
+        probe = api.probe(path, at + 5)
+        assert probe.damaged is not None and probe.damaged[0] <= at, probe

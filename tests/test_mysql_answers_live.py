@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -425,3 +426,168 @@ def test_gtid_mode_switched(srv, tmp_path):
                 if g.gtid is not None:
                     have.add(*g.gtid)
         assert starts and refusals, (starts, refusals)
+
+
+# -- the lookups over a history of this module's own: compression, tags, row formats ----------
+
+# per file: (binlog_row_metadata, binlog_row_image, binlog_transaction_compression)
+MATRIX = [("FULL", "FULL", 0), ("MINIMAL", "MINIMAL", 1), ("FULL", "NOBLOB", 1), ("MINIMAL", "FULL", 0)]
+
+
+@pytest.fixture(scope="module")
+def matrix(srv, tmp_path_factory):
+    """Closed binlogs of this module's transactions (database myapi_look),
+    one per MATRIX line, each written by sessions with its row metadata,
+    image and compression: multi-statement, single-row, blob, DDL and
+    tagged (``AUTOMATIC:look``, which needs TRANSACTION_GTID_TAG: root has
+    it) transactions. Returns (a copy of the files, their names, SHOW
+    BINLOG EVENTS of each, (the file rotated, @@gtid_executed just before
+    and just after) at each rotation, mysqlbinlog's
+    original_committed_timestamp of each GTID). Other clients
+    of the shared server may log transactions into these files too: every
+    oracle is the server's account of the files, whatever they hold."""
+    meta = srv.sql("SELECT @@GLOBAL.binlog_row_metadata")[0][0]
+    srv.sql("CREATE DATABASE IF NOT EXISTS myapi_look")
+    srv.sql("DROP TABLE IF EXISTS myapi_look.t")
+    srv.sql("CREATE TABLE myapi_look.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), b BLOB, j JSON)")
+    srv.sql("FLUSH BINARY LOGS")
+    first = srv.sql("SHOW BINARY LOG STATUS")[0][0]
+    executed = []
+    try:
+        for n, (metadata, image, compression) in enumerate(MATRIX):
+            srv.sql(f"SET GLOBAL binlog_row_metadata = '{metadata}'")
+            with srv.connect() as c, c.cursor() as cur:      # the global is read when a session starts
+                cur.execute(f"SET SESSION binlog_row_image = '{image}'")
+                cur.execute(f"SET SESSION binlog_transaction_compression = {compression}")
+                cur.execute("BEGIN")
+                for k in range(3):
+                    cur.execute("INSERT INTO myapi_look.t (v, b, j) VALUES (%s, %s, %s)",
+                                (f"{n}-{k}", bytes([n, k]) * 300, json.dumps({"n": n, "k": [k] * k})))
+                cur.execute("COMMIT")
+                cur.execute("UPDATE myapi_look.t SET v = CONCAT(v, '+'), b = NULL WHERE id %% 2 = %s", (n % 2,))
+                cur.execute("SET gtid_next = 'AUTOMATIC:look'")
+                cur.execute("INSERT INTO myapi_look.t (v) VALUES (%s)", (f"tagged-{n}",))
+                cur.execute("SET gtid_next = 'AUTOMATIC'")
+                cur.execute(f"ALTER TABLE myapi_look.t COMMENT = 'round {n}'")
+                cur.execute("DELETE FROM myapi_look.t WHERE v = %s", (f"{n}-0",))
+                cur.execute("SHOW BINARY LOG STATUS")
+                closed = cur.fetchall()[0][0]
+                cur.execute("SELECT @@GLOBAL.gtid_executed")
+                before = cur.fetchall()[0][0]
+                cur.execute("FLUSH BINARY LOGS")
+                cur.execute("SELECT @@GLOBAL.gtid_executed")
+                executed.append((closed, before, cur.fetchall()[0][0]))
+    finally:
+        srv.sql(f"SET GLOBAL binlog_row_metadata = '{meta}'")
+    last = srv.sql("SHOW BINARY LOG STATUS")[0][0]
+    listed = [r[0] for r in srv.sql("SHOW BINARY LOGS")]
+    names = listed[listed.index(first):listed.index(last)]          # closed: the one written now is not
+    d = tmp_path_factory.mktemp("look")
+    for name in names:
+        shutil.copyfile(srv.datadir / name, d / name)
+    evs = {name: events(srv, name) for name in names}
+    out = subprocess.run(["chroot", str(srv.root), "mysqlbinlog",
+                          *(f"/{(srv.datadir / n).relative_to(srv.root)}" for n in names)],
+                         capture_output=True, text=True, check=True).stdout
+    commit_us = dict((g, int(us)) for us, g in re.findall(
+        r"original_committed_timestamp=(\d+).*?\nSET @@SESSION.GTID_NEXT= '([^']+)'", out, re.S))
+    return d, names, evs, executed, commit_us
+
+
+def _transactions(matrix) -> list[tuple]:
+    """(name, gtid, start, end) of every transaction, as SHOW BINLOG EVENTS lists them."""
+    d, names, evs, _, _ = matrix
+    return [(n, g, s, e) for n in names for g, s, e in groups_of([list(x) for x in evs[n]])]
+
+
+def test_lookups_over_compression_tags_and_row_formats(srv, matrix):
+    """Every transaction is located where SHOW BINLOG EVENTS puts it, by
+    scan and through the indexes, and shown there; each file's end set is the next file's
+    Previous_gtids as the server printed it, holds what @@gtid_executed held
+    just before its rotation and is held by what it held just after
+    (GTID_SUBSET, by the server)."""
+    from gtidx import admin
+    d, names, evs, executed, _ = matrix
+    trx = _transactions(matrix)
+    assert {g.count(":") for _, g, _, _ in trx if g} == {1, 2}                 # tagged and untagged
+    payloads = [e for n in names for e in evs[n] if e[1] == "Transaction_payload"]
+    assert len(names) >= len(MATRIX) and len(trx) >= 4 * len(MATRIX) and len(payloads) >= 6, (names, len(payloads))
+    for via in ("scan", "index"):
+        if via == "index":
+            assert all(not isinstance(r, Exception) for r in admin.build(str(d)))
+        with api.open_binlogs(d) as logs:
+            for name, gtid, start, end in trx:
+                if gtid is None:
+                    continue        # an anonymous one another client logged while gtid_mode was switched
+                loc = logs.locate(gtid)
+                assert (Path(loc.file).name, loc.start, loc.end, loc.via) == (name, start, end, via), gtid
+    # show by GTID: the same transaction, compressed where the server wrote a Transaction_payload
+    shown = set()
+    for name, gtid, start, end in trx[::2]:
+        if gtid is not None:
+            doc = api.show(str(d), gtid=gtid).as_dict()
+            assert (Path(doc["file"]).name, doc["start"], doc["end"]) == (name, start, end), gtid
+            assert doc["compressed"] == any(e[1] == "Transaction_payload" and start < e[0] < end
+                                            for e in evs[name]), gtid
+            shown.add(doc["compressed"])
+    assert shown == {True, False}
+    ends = {}
+    for i, name in enumerate(names):
+        with MysqlSeries([str(d / name)]) as one:
+            ends[name] = one.end_set()
+        if i + 1 < len(names):
+            assert str(ends[name]) == next(e[3] for e in evs[names[i + 1]] if e[1] == "Previous_gtids")
+    assert [closed for closed, _, _ in executed] == [n for n in names if n in {c for c, _, _ in executed}]
+    with srv.connect() as c, c.cursor() as cur:
+        for closed, before, after in executed:
+            cur.execute("SELECT GTID_SUBSET(%s, %s), GTID_SUBSET(%s, %s)",
+                        (before, ends[closed].one_line(), ends[closed].one_line(), after))
+            assert cur.fetchall()[0] == (1, 1), closed
+
+
+def test_sets_replica_starts_and_times_over_compression_tags_and_row_formats(srv, matrix):
+    """pos at every event boundary of every file is the server's set there;
+    a replica start from the set at a transaction's start is the newest
+    file whose Previous_gtids the set holds (GTID_SUBSET, by the server)
+    and that transaction; seek --time of each transaction's second (its
+    original_committed_timestamp as mysqlbinlog prints it) is the first
+    transaction of that second or later."""
+    d, names, evs, _, commit_us = matrix
+    trx = _transactions(matrix)
+    with MysqlSeries([str(d / n) for n in names]) as logs:
+        for name in names:
+            for b, text in sets_by_the_server(srv, list(evs[name])).items():
+                assert str(logs.state_at(d / name, b).state) == text, (name, b)
+        prev = {n: next(e[3] for e in evs[n] if e[1] == "Previous_gtids") for n in names}
+        started = 0
+        with srv.connect() as c, c.cursor() as cur:
+            for name, gtid, start, _ in trx[1::4]:
+                if gtid is None:
+                    continue
+                started += 1
+                have = logs.state_at(d / name, start).state.one_line()
+                holds = []
+                for n in names:
+                    cur.execute("SELECT GTID_SUBSET(%s, %s)", (prev[n], have))
+                    holds.append(cur.fetchall()[0][0] == 1)
+                want_file = max(i for i, h in enumerate(holds) if h)
+                r = logs.replica_start(have)
+                assert (Path(r.file).name, r.offset) == (names[want_file], 4), gtid
+                assert r.first is not None and (str(r.first.gtid), r.first.start) == (gtid, start), gtid
+        assert started >= len(MATRIX)
+        timed = [(commit_us[g] // 1_000_000, n, s) for n, g, s, _ in trx if g in commit_us]
+        assert len(timed) == sum(g is not None for _, g, _, _ in trx)
+        for second in sorted({t for t, _, _ in timed}):
+            p = logs.at_time(f"@{second}")
+            first = next((n, s) for t, n, s in timed if t >= second)
+            assert (Path(p.file).name, p.offset) == first, second
+            assert p.position == logs.state_at(p.file, p.offset).state
+
+
+def test_no_anonymous_transaction_while_gtid_mode_is_on(srv):
+    """With gtid_mode ON (the matrix's server) a session cannot log an
+    anonymous transaction: the server refuses gtid_next ANONYMOUS (anonymous
+    transactions are test_gtid_mode_switched's, in the permissive modes)."""
+    import pymysql
+    with pytest.raises(pymysql.err.OperationalError, match="cannot be set to ANONYMOUS"):
+        srv.sql("SET gtid_next = 'ANONYMOUS'")

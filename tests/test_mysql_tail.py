@@ -143,6 +143,55 @@ def test_tailer_follows_a_growing_mysql_directory(tmp_path, caplog):
     assert counts == {"kept": len(files), "walked": 0, "failed": 0}
 
 
+def test_tail_and_status_with_an_index_dir(tmp_path):
+    """gtidx tail --index-dir on a MySQL server's directory: the indexes
+    written under DIR, mirroring the binlogs' path (none beside them), as
+    the binlogs close, each what build --index-dir writes, lookups
+    through them with --index-dir; status --index-dir reads them there; a
+    purged binlog's index removed there; a URL for DIR one line, exit 2."""
+    from click.testing import CliRunner
+
+    from gtidx import api
+    from gtidx.cli.main import cli
+    files = sorted(p.name for p in ROTATED.glob("binlog.0*"))
+    d, root = tmp_path / "dir", tmp_path / "idx"
+    d.mkdir()
+    here = root / str(d).lstrip("/")                     # where --index-dir keeps d's indexes
+
+    def run(*args):
+        r = CliRunner().invoke(cli, [str(a) for a in args])
+        return r.exit_code, r.stdout, r.stderr
+    # the second binlog still written
+    grow(ROTATED, d, files, {files[0]: (ROTATED / files[0]).stat().st_size,
+                             files[1]: (ROTATED / files[1]).stat().st_size - 100})
+    code, _, err = run("tail", "--once", "--page-size", 256, "--span-min", 1024, "--index-dir", root, d)
+    assert code == 0, err
+    assert not list(d.glob("*.idx")) and (here / (files[0] + ".idx")).exists()
+    code, out, _ = run("status", "--json", "--index-dir", root, d)
+    assert code == 0 and [f["state"] for f in json.loads(out)["files"]][0] == "complete", out
+    grow(ROTATED, d, files, {n: (ROTATED / n).stat().st_size for n in files})     # rotated: all closed
+    (d / files[-1]).write_bytes((ROTATED / files[-1]).read_bytes())
+    assert run("tail", "--once", "--page-size", 256, "--span-min", 1024, "--index-dir", root, d)[0] == 0
+    other = tmp_path / "built"                      # what gtidx build --index-dir writes, same settings
+    assert run("build", "-q", "--page-size", 256, "--span-min", 1024, "--index-dir", other, d)[0] == 0
+    for n in files:
+        assert (here / (n + ".idx")).read_bytes() == (other / str(d).lstrip("/") / (n + ".idx")).read_bytes(), n
+    oracle = json.loads((ROTATED / "oracle.json").read_text())
+    gtid, start, end = oracle["files"][2]["groups"][1]
+    loc = api.seek(gtid, str(d), index_root=str(root))
+    assert (loc.start, loc.end, loc.via) == (start, end, "index")
+    code, out, _ = run("status", "--json", "--index-dir", root, d)
+    assert [f["state"] for f in json.loads(out)["files"]] == ["complete"] * 4
+    assert [f["state"] for f in json.loads(run("status", "--json", d)[1])["files"]] == ["missing"] * 4
+    # the oldest purged: its index goes too
+    (d / files[0]).unlink()
+    (d / "binlog.index").write_text("".join(f"./{n}\n" for n in files[1:]))
+    assert run("tail", "--once", "--index-dir", root, d)[0] == 0
+    assert sorted(p.name for p in here.glob("*.idx")) == [n + ".idx" for n in files[1:]]
+    code, _, err = run("tail", "--once", "--index-dir", "s3://bucket/idx/", d)
+    assert code == 2 and err.count("\n") == 1 and "not an object store" in err, err
+
+
 # -- beside the live MySQL 9.7: a mirror of its binlog directory --------------------------------
 
 def mirror(datadir: Path, dst: Path, first: str) -> list:

@@ -744,13 +744,15 @@ def test_s3_catalog_entries_are_checked_with_one_list(s3, tmp_path, caplog):
 
 
 def test_s3_readme_archives_story(s3):
-    """The README's S3 recipe, each command run as written against moto_server
+    """The README's S3 recipes, each command run as written against moto_server
     (the fixture's AWS_* variables), with its example prefix mapped onto a
-    copy of the Quickstart's binlogs: each exits 0, and the point-in-time
-    answer is the first group at that second or later."""
+    copy of the Quickstart's binlogs (MariaDB's) and of the README's MySQL
+    binlogs: each exits 0; the point-in-time answer is the first group at
+    that second or later, the MySQL transaction found and shown as in the
+    local files, through the index built in the store."""
     from test_readme import readme_blocks
-    (body,) = [b for section, lang, b, _ in readme_blocks()
-               if section == "Index and search an S3 archive" and lang == "sh"]
+    body, mysql = [b for section, lang, b, _ in readme_blocks()
+                   if section == "Index and search an S3 archive" and lang == "sh"]
     prefix = "readme/binlogs/"
     for f in MULTI.iterdir():
         if f.name.startswith("master-bin"):
@@ -767,6 +769,18 @@ def test_s3_readme_archives_story(s3):
     first = next((f, g) for f in files for g in api.scan(f)[1] if g.timestamp >= api.parse_time("2026-11-22T03:16:28Z"))
     assert (os.path.basename(answer["file"]), answer["offset"], answer["gtid"]) == \
         (os.path.basename(first[0]), first[1].start, str(first[1].gtid))
+    url = _put(s3, "readme/mysql", {f.name: f for f in MYSQL.glob("binlog.0*")})
+    outputs = []
+    for line in mysql.strip().splitlines():
+        r = _cli(*shlex.split(line.replace("s3://backups/db2/binlogs/", url))[1:])
+        assert r.returncode == 0, (line, r.stdout, r.stderr)
+        outputs.append(r.stdout)
+    gtid = shlex.split(mysql.strip().splitlines()[1])[3]
+    loc = api.seek(gtid, str(MYSQL))
+    assert outputs[1].split()[1:] == [url + Path(loc.file).name, "start", str(loc.start), "end", str(loc.end),
+                                      "resume", str(loc.resume), "(via", "index)"], outputs[1]
+    want = api.show(str(MYSQL), gtid=gtid).as_dict()
+    assert json.loads(outputs[2]) == {**want, "file": url + Path(want["file"]).name}
 
 
 # -- throttling and timeouts: a fault-injecting proxy (tests/s3faults.py) in front of moto_server ----
@@ -841,6 +855,115 @@ def test_s3_a_read_that_times_out_is_one_line_exit_3(faults):
     r = _pos_through(faults, "--storage-option",
                      'config_kwargs={"read_timeout": 1, "connect_timeout": 1, "retries": {"max_attempts": 1}}')
     _one_line_error(r, 3, "timed out")
+
+
+def _faulty_answers(url: str, local: Path, proxy, only=("seek", "pos", "show")) -> dict:
+    """The answers of MySQL lookups through ``proxy``, as ``local``'s files
+    give them: seek of a GTID, pos, show (their text with ``url`` for the
+    local directory; not how, by index or scan), or the GtidxError each raised."""
+    oracle = json.loads((local / "oracle.json").read_text())
+    f = oracle["files"][1]
+    gtid, start = f["groups"][5][:2]
+    opts = {"endpoint_url": proxy.url}
+    calls = {"seek": lambda: api.seek(gtid, url, storage_options=opts),
+             "pos": lambda: api.state_at(url + f["name"], start, storage_options=opts),
+             "show": lambda: api.show(url, gtid=gtid, storage_options=opts).as_dict()}
+    out = {}
+    for name in only:
+        try:
+            answer = calls[name]()
+        except gtidx.GtidxError as e:
+            out[name] = e
+            continue
+        # an index read that failed is an index not used: the same answer by scan
+        answer = {k: v for k, v in answer.items() if k != "via"} if isinstance(answer, dict) else \
+            answer._replace(via="")
+        out[name] = str(answer).replace(url, str(local) + "/")
+    return out
+
+
+def test_s3_mysql_lookups_on_a_faulty_store_answer_as_locally_or_say_where(s3, tmp_path, faults):
+    """A MySQL archive behind a store that cuts bodies (half the bytes, with
+    a Content-Length that says so or one that does not), drops connections
+    or trickles its answers: at every ranged GET of seek, pos, show and
+    build in turn, each gives the local files' answer (a cut answer is asked
+    for again; botocore retries a dropped connection) or fails exit 3 naming
+    the object and the offset of the read (an index whose read fails is not
+    used: the answer by scan); never another answer, and an index in the
+    store is the local build's or none."""
+    src = MYSQL.parent / "rotated"
+    names = sorted(f.name for f in src.glob("binlog.0*"))[:2]     # the second holds the transaction looked up
+    url = _put(s3, "myfaults", {n: src / n for n in names})
+    local = tmp_path / "rotated"
+    local.mkdir()
+    for n in (*names, "oracle.json"):
+        shutil.copyfile(src / n, local / n)
+    want = {"scan": _faulty_answers(str(local) + "/", local, faults)}
+    assert not any(isinstance(v, Exception) for v in want["scan"].values()), want
+    for r in gtidx.build(str(local)):
+        assert not isinstance(r, Exception), r
+    want["index"] = _faulty_answers(str(local) + "/", local, faults)
+    indexes = {n + ".idx": (local / (n + ".idx")).read_bytes() for n in names}
+
+    def failed_where(e, phase) -> None:
+        assert isinstance(e, gtidx.GtidxError) and e.exit_code == 3, (phase, e)
+        assert e.path.startswith(url) and e.offset is not None and "\n" not in str(e), (phase, e)
+
+    def index_objects() -> dict:
+        return {k: v for k, v in _objects(s3.client, "myfaults/").items() if k.endswith(".idx")}
+    healed = failed = 0
+    for phase in ("scan", "index"):
+        if phase == "index":
+            faults.set(short=0, skip=0)
+            assert all(not isinstance(r, Exception) for r in gtidx.build(url, storage_options={
+                "endpoint_url": faults.url}))
+        reads = faults.set()["ranged"]
+        _faulty_answers(url, local, faults)
+        reads = faults.set()["ranged"] - reads
+        assert reads >= 3, reads
+        # by scan every read in turn; through the indexes (their pages, then the same walks) every third
+        for n, k in enumerate(range(0, reads, 1 if phase == "scan" else 3)):
+            faults.set(short=1 + n % 2, skip=k)        # odd: the second read is cut too
+            # seek at each; pos and show (reads of their own) at every third
+            got = _faulty_answers(url, local, faults, ("seek", "pos", "show") if n % 3 == 0 else ("seek",))
+            for name, answer in got.items():
+                if isinstance(answer, Exception):
+                    failed_where(answer, (phase, k, name))
+                    failed += 1
+                else:
+                    assert answer == want[phase][name], (phase, k, name)
+                    healed += 1
+    # build: every read of it cut in turn
+    for o in index_objects():
+        s3.client.delete_object(Bucket=BUCKET, Key=f"myfaults/{o}")
+    faults.set(short=0, skip=0)
+    reads = faults.set()["ranged"]
+    assert all(not isinstance(r, Exception) for r in gtidx.build(url, storage_options={"endpoint_url": faults.url}))
+    reads = faults.set()["ranged"] - reads
+    assert index_objects() == indexes
+    for k in range(0, reads, max(1, reads // 3)):
+        faults.set(short=2, skip=k)
+        for r in gtidx.build(url, force=True, storage_options={"endpoint_url": faults.url}):
+            if isinstance(r, Exception):
+                failed_where(r, ("build", k))
+        assert index_objects() == indexes, k
+    assert healed and failed
+    # the other faults, once each at a read in the middle of a seek by scan, and as the CLI says them
+    for o in index_objects():
+        s3.client.delete_object(Bucket=BUCKET, Key=f"myfaults/{o}")
+    quiet = {"drop": 0, "cut": 0, "short": 0, "trickle": 0, "skip": 0}
+    for fault in ("drop", "cut", "trickle"):
+        hit = faults.set(**{**quiet, fault: 0.01 if fault == "trickle" else 1, "skip": 1})
+        assert _faulty_answers(url, local, faults, ("seek",)) == {"seek": want["scan"]["seek"]}, fault
+        now = faults.set(**quiet)
+        assert fault == "trickle" or now["dropped"] + now["damaged"] == hit["dropped"] + hit["damaged"] + 1, (hit, now)
+    env = {"AWS_ENDPOINT_URL": faults.url}
+    faults.set(cut=2, skip=1)
+    gtid = json.loads((src / "oracle.json").read_text())["files"][1]["groups"][5][0]
+    _one_line_error(_cli("seek", "--gtid", gtid, url, env=env), 3, url, "offset ", "cut")
+    faults.set(short=2, skip=0)
+    _one_line_error(_cli("pos", url + names[1], "4", env=env), 3, url + names[1], "offset 0", "cut")
+    assert faults.set()["dropped"] == 1
 
 
 def test_s3_an_entry_made_while_its_binlog_was_written_is_compared_first(s3, tmp_path, caplog):
@@ -981,6 +1104,65 @@ def test_s3_mysql_binlogs_answer_as_locally(s3, tmp_path):
     assert got.returncode == 0, got.stderr
     want = api.show(str(local), gtid=gtids[7]).as_dict()
     assert json.loads(got.stdout) == {**want, "file": url + Path(want["file"]).name}
+
+
+def _invoke(*args) -> tuple[int, str, str]:
+    """The CLI in this process (click's runner): exit code, stdout, stderr."""
+    from click.testing import CliRunner
+
+    from gtidx.cli.main import cli
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_s3_every_command_takes_mysql_urls(s3, tmp_path, monkeypatch):
+    """Every command that reads binlogs or indexes takes MySQL objects as
+    their local copies (s3:// with --storage-option, file://, --index-dir):
+    show FILE OFFSET, probe, scan, build, verify, info, dump give the local
+    files' answers with the URL for the path; status and tail, which follow
+    a live server's directory, refuse an object store in one line, exit 2."""
+    src = MYSQL.parent / "compressed"
+    name = next(src.glob("binlog.0*")).name
+    url = _put(s3, "mycli", {name: src / name})
+    local = tmp_path / "mycli"
+    shutil.copytree(src, local)
+    opts = ["--storage-option", f"endpoint_url={s3.url}"]
+    groups = json.loads((src / "oracle.json").read_text())["files"][0]["groups"]
+    start = groups[len(groups) // 2][1]
+
+    def same(args, *, at: str = name):
+        got = _invoke(*args(url + at), "--json", *opts)
+        want = _invoke(*args(str(local / at)), "--json")
+        assert got[0] == want[0] == 0, (args, got, want)
+        assert got[1].replace(url, str(local) + "/") == want[1], args
+        return json.loads(got[1])
+    monkeypatch.delenv("AWS_ENDPOINT_URL")        # the endpoint from --storage-option alone
+    shown = same(lambda f: ("show", f, start))
+    assert shown["start"] == start and shown["file"] == url + name
+    assert same(lambda f: ("probe", f, start + 7))["before"] == start
+    assert same(lambda f: ("scan", f))["count"] == len(groups)
+    # file:// is the local file
+    code, out, _ = _invoke("show", "--json", f"file://{local}/{name}", start)
+    assert code == 0 and json.loads(out)["start"] == start
+    # indexes in the store, under --index-dir: lookups through them; verify/info/dump of the objects
+    idx = tmp_path / "idx"
+    assert _invoke("build", "-q", "--index-dir", idx, *opts, url)[0] == 0
+    assert _invoke("build", "-q", url, *opts)[0] == 0 and _invoke("build", "-q", local)[0] == 0
+    for extra in ((), ("--index-dir", idx)):
+        code, out, _ = _invoke("show", "--json", *extra, *opts, "--gtid", groups[-1][0], url)
+        assert code == 0 and json.loads(out)["start"] == groups[-1][1], extra
+        code, out, _ = _invoke("probe", "--json", *extra, *opts, url + name, start + 7)
+        assert code == 0 and json.loads(out)["via"] == "index", extra
+    assert same(lambda f: ("verify", f), at=name + ".idx")["ok"]
+    info = same(lambda f: ("info", f), at=name + ".idx")
+    assert info["status"] == "ok" and info["records"] >= 1
+    code, out, _ = _invoke("dump", url + name + ".idx", *opts)
+    assert code == 0 and out == _invoke("dump", local / (name + ".idx"))[1]
+    for command in (("status",), ("tail", "--once")):
+        code, out, err = _invoke(*command, url)
+        assert code == 2 and err.count("\n") == 1 and "not an object store" in err, (command, err)
+    code, out, _ = _invoke("status", "--json", f"file://{local}")
+    assert code == 0 and [os.path.basename(f["file"]) for f in json.loads(out)["files"]] == [name]
 
 
 def test_s3_a_prefix_mixing_flavors_is_refused_when_the_odd_file_is_read(s3):

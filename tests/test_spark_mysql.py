@@ -87,7 +87,9 @@ def test_locate_on_mysql_binlogs_lists_once_on_the_driver(spark, monkeypatch):
 
 def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
     """A prefix of MySQL binlog objects (its flavor read at listing from the
-    newest object): every row is the library's answer on the local files."""
+    newest object): every row is the library's answer on the local files;
+    format("gtidx") reads their transactions, gs.build writes their indexes
+    beside them, and a lookup answers through those."""
     pytest.importorskip("s3fs")
     from tools.s3server import MotoServer
     moto = MotoServer(tmp_path)
@@ -107,6 +109,17 @@ def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
             assert (r.found, r.file and os.path.basename(r.file), r.start) == \
                 (want[1], want[2] and os.path.basename(want[2]), want[3]), r
             assert r.file is None or r.file.startswith("s3://sparkmysql/m/")
+        # format("gtidx") on the objects: the server's transactions; gs.build: indexes beside them
+        got = spark.read.format("gtidx").option("storage_options", json.dumps(opts)).load("s3://sparkmysql/m/")
+        assert sorted((r["file"], r["gtid"], r["start"], r["end"]) for r in got.collect()) == \
+            sorted((f["name"], g, a, b) for f in oracle["files"] for g, a, b in f["groups"])
+        built = gs.build(spark, "s3://sparkmysql/m/", storage_options=opts).collect()
+        assert sorted(r["index"] for r in built) == sorted(f"s3://sparkmysql/m/{f['name']}.idx"
+                                                             for f in oracle["files"])
+        assert all(r["action"] == "built" for r in built), built
+        gtid, start, end = oracle["files"][-1]["groups"][-1]
+        loc = api.seek(gtid, "s3://sparkmysql/m/", storage_options=opts)
+        assert (loc.start, loc.end, loc.via) == (start, end, "index")
     finally:
         moto.stop()
 

@@ -22,10 +22,11 @@ from .output import Output, Progress, clock, close_stream, emit_json, one_line, 
 @click.argument("file", type=PATH)
 @json_option("One JSON object: {file, groups: [{gtid, start, end, ...}], count}; a binlog that breaks "
               "half-way adds \"error\" after the groups before the damage.")
-def scan(file, as_json):
+@storage_option
+def scan(file, as_json, storage_options):
     """List the event groups of FILE: GTID, start offset, end offset."""
     from .. import admin, api
-    info, groups = api.scan(file)
+    info, groups = api.scan(file, storage_options)
     with Output() as out:
         _write_groups(out, info, groups, as_json)
 
@@ -174,11 +175,12 @@ def _build_progress_text(p, elapsed: float) -> str:
 @click.command(epilog=examples('gtidx verify /var/lib/mysql/master-bin.000020.idx'))
 @click.argument("index", type=PATH)
 @json_option("One JSON object: {index, ok, records, pages, page_size, levels, ...}.")
-def verify(index, as_json):
+@storage_option
+def verify(index, as_json, storage_options):
     """Check INDEX (FILE.idx) completely: page CRCs, key order, child pointers, and every
     record's state against a scan of FILE."""
     from .. import admin, api
-    st = admin.verify(index)
+    st = admin.verify(index, storage_options)
     if as_json:
         emit_json({"index": index, "ok": True, **st})
         return
@@ -190,10 +192,11 @@ def verify(index, as_json):
 @click.command(epilog=examples('gtidx info /var/lib/mysql/master-bin.000020.idx'))
 @click.argument("index", type=PATH)
 @json_option()
-def info(index, as_json):
+@storage_option
+def info(index, as_json, storage_options):
     """Page size, records, levels and size ratio of INDEX (FILE.idx), and whether it is usable."""
     from .. import admin, api
-    i = admin.index_info(index)
+    i = admin.index_info(index, storage_options)
     doc = {"index": i.index, "binlog": i.binlog, "status": i.status, "reason": i.reason, "owner": i.owner,
            "page_size": i.page_size, "pages": i.pages, "records": i.records, "levels": i.levels,
            "size": i.size, "binlog_size": i.binlog_size, "ratio": round(i.ratio, 6)}
@@ -208,7 +211,8 @@ def info(index, as_json):
 @click.command(epilog=examples('gtidx dump /var/lib/mysql/master-bin.000020.idx | head'))
 @click.argument("index", type=PATH)
 @json_option("Accepted for uniformity: the output is JSON anyway.")
-def dump(index, as_json):
+@storage_option
+def dump(index, as_json, storage_options):
     """Every record of INDEX as JSON: {page_size, records: [{offset, state}]}; state is the
     full binlog state there (every (domain, server) entry; of a MySQL binlog's index the
     executed GTID set, as MySQL prints it). An index that breaks half-way
@@ -216,7 +220,7 @@ def dump(index, as_json):
     import json
 
     from .. import admin, api
-    page_size, records = admin.index_records(index)
+    page_size, records = admin.index_records(index, storage_options)
     with Output() as out:
         out.write(f'{{"page_size": {page_size}, "records": [')
         n, err = write_items(out, (f'{{"offset": {rec.offset}, "state": {json.dumps(str(rec.state))}}}'

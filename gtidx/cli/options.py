@@ -144,9 +144,12 @@ def quiet_option(f):
 
 # -- paths a command checks itself (before handing them to code that reports their absence its own way) --
 
-def existing_directory(path: str) -> str:
-    """A directory a command watches: missing is an I/O error (3), like every
-    missing path; an existing non-directory is bad input (2)."""
+def existing_directory(path: str, command: str) -> str:
+    """A directory ``command`` watches: missing is an I/O error (3), like every
+    missing path; an existing non-directory is bad input (2), and so is an
+    object-store URL (a ``file://`` one is its local path, returned)."""
+    from ..storage import local_path
+    path = local_path(path, command)
     if not stat.S_ISDIR(existing_path(path).st_mode):
         raise BadInputError("not a directory", path=path)
     return path

@@ -84,8 +84,11 @@ def _max_lag_default():
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info", show_default=True,
               help="The least level of the log lines written to stderr (debug: every look at the directory).")
 @json_option("Log lines as JSON objects {ts, level, event, ...} instead of logfmt.")
+@click.option("--index-dir", "index_root", metavar="DIR",
+              help="Keep the indexes under DIR, a local directory mirroring where each binlog is "
+                   "(DIR/var/lib/mysql/NAME.idx, as build --index-dir writes them), not beside the binlogs.")
 def tail(directory, once, watch, interval, repoll, metrics, max_lag, page_size, span_min, max_ratio, retry_max,
-         catalog_interval, log_level, as_json):
+         catalog_interval, log_level, as_json, index_root):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
     Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
@@ -93,7 +96,7 @@ def tail(directory, once, watch, interval, repoll, metrics, max_lag, page_size, 
     when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
     current too (tail never makes one). Woken by inotify where the filesystem is local
     (not NFS, CIFS, FUSE...), else it polls."""
-    existing_directory(directory)
+    directory = existing_directory(directory, "gtidx tail")
     listen = None
     if metrics is not None:
         from ..tail.metrics import parse_listen
@@ -113,7 +116,7 @@ def tail(directory, once, watch, interval, repoll, metrics, max_lag, page_size, 
     try:
         t = Tailer(directory, TailSettings(interval=interval, watch=watch, repoll=repoll, page_size=page_size,
                                            span_min=span_min, max_ratio=max_ratio, retry_max=retry_max,
-                                           catalog_interval=catalog_interval))
+                                           catalog_interval=catalog_interval), index_root)
         if listen is not None:
             from ..tail.metrics import MetricsServer
             server = MetricsServer(t.state, *listen, max_lag=max_lag, repoll=repoll)
@@ -140,16 +143,18 @@ def tail(directory, once, watch, interval, repoll, metrics, max_lag, page_size, 
               show_default=True, help="With --check: seconds an index may be behind its binlog.")
 @json_option("One JSON object: {files: [...]}; a file that cannot be read has state \"error\" "
               "and an \"error\" object. With --check: {status, code, summary, reasons: [...]}.")
-def status(directory, check, max_lag, as_json):
+@click.option("--index-dir", "index_root", metavar="DIR",
+              help="The indexes are kept under DIR (tail --index-dir, build --index-dir), not beside the binlogs.")
+def status(directory, check, max_lag, as_json, index_root):
     """Per binlog in DIRECTORY: index state (complete, partial, stale, server-owned, missing;
     error: the binlog itself cannot be read), the offset indexed to, and the lag in bytes and
     seconds. A damaged binlog is a row, not a failure. With --check: a monitoring plugin's
     verdict, exit 0 OK, 1 WARNING, 2 CRITICAL (the Nagios convention)."""
     from .. import admin
     if check:
-        _check(directory, max_lag, as_json)
+        _check(directory, max_lag, as_json, index_root)
         return
-    rows = admin.binlog_status(directory)
+    rows = admin.binlog_status(directory, index_root)
     if as_json:
         emit_json({"files": [{**r._asdict(), "error": None if r.error is None else r.error.as_dict()}
                               for r in rows]})
@@ -161,13 +166,13 @@ def status(directory, check, max_lag, as_json):
                       f"{r.lag_bytes:>10} {r.lag_seconds:>7.1f}  {r.detail}\n")
 
 
-def _check(directory, max_lag: float, as_json: bool) -> None:
+def _check(directory, max_lag: float, as_json: bool, index_root=None) -> None:
     """status --check: the verdict's line (or JSON) and its exit code; an
     error that stops the whole check (the directory unreadable) is CRITICAL too."""
     from .. import admin
     from ..errors import GtidxError
     try:
-        verdict = admin.status_check(directory, max_lag)
+        verdict = admin.status_check(directory, max_lag, index_root)
         out = {"status": verdict.status, "code": verdict.code, "summary": verdict.summary,
                "files": verdict.files, "max_lag": max_lag, "reasons": verdict.reasons}
     except GtidxError as e:

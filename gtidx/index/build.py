@@ -270,12 +270,13 @@ def _record_identity(b: Binlog, store, target: str, status: IndexStatus) -> str:
     return "identity"
 
 
-def record_identity(binlog_path: str) -> str:
-    """``_record_identity`` for the index beside a local binlog, judged now
-    (``open_index``): what ``tail`` calls once a binlog it finished has been
-    quiet for ``QUIET_S``. Returns what was recorded, "" for nothing."""
+def record_identity(binlog_path: str, index: str | None = None) -> str:
+    """``_record_identity`` for the index beside a local binlog (or at
+    ``index``), judged now (``open_index``): what ``tail`` calls once a
+    binlog it finished has been quiet for ``QUIET_S``. Returns what was
+    recorded, "" for nothing."""
     with open_binlog(binlog_path) as b:
-        target = index_path(b.path)
+        target = index or index_path(b.path)
         status = open_index(b, target)
         try:
             return _record_identity(b, b.store, target, status) if status.usable else ""

@@ -389,11 +389,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def verify_index(binlog_path, index: str | None = None) -> dict:
+def verify_index(binlog_path, index: str | None = None, store=None) -> dict:
     """Full check: every page, the tree, and every record's state equal to a
-    scan of the binlog. Raises CorruptIndexError on the first problem."""
+    scan of the binlog. Raises CorruptIndexError on the first problem.
+    ``store``: where both are (by default the one the path's form names)."""
     from ..binlog.mysql import open_binlog     # any flavor's binlog; a lookup never verifies
-    with open_binlog(binlog_path) as b, b.store.open_file(index or index_path(b.path)) as f:
+    with open_binlog(binlog_path, store) as b, b.store.open_file(index or index_path(b.path)) as f:
         path = f.path
         flavor = flavor_of(b)
         r = flavor.reader(f, path=path)

@@ -124,12 +124,8 @@ def objects_flavor(listing: Listing, index_root, storage_options: dict | None, c
     heads = {h.path: h for h in listing.heads}
     opened = []
     for f in reversed(files):           # the newest; an older one only where a newer one is no binlog
-        head = heads.get(f)
-        try:
-            if head is None:
-                head = store.open(f)
-            head.pread(1 << head.CHUNK_SHIFT, 0)      # the first chunk: what a binlog's open reads first
-        except (GtidxError, OSError):
+        head = _head(store, f, heads.get(f))
+        if head is None:
             break                       # unreadable: the series' read of it says why
         opened.append(head)
         flavor = file_flavor(f, store, head)
@@ -146,6 +142,27 @@ def catalog_class(flavor: str | None):
         return MysqlCatalog
     from ..catalog import Catalog
     return Catalog
+
+
+def _head(store, f: str, head):
+    """``f`` open (``head``, or opened here) with its first chunk read, or
+    None when it is no object to read (gone, a prefix). A read the object
+    store failed after its retries (throttled, timed out, cut) is raised:
+    no flavor known, the question would be answered as MariaDB's (a MySQL
+    GTID "not a MariaDB one") instead of saying that the store failed."""
+    try:
+        if head is None:
+            head = store.open(f)
+        head.pread(1 << head.CHUNK_SHIFT, 0)      # the first chunk: what a binlog's open reads first
+        return head
+    except OSError:
+        return None                     # gone since it was listed
+    except GtidxIOError as e:
+        if not store.exists(f):
+            return None                 # gone while it was read
+        raise e from None
+    except GtidxError:
+        return None
 
 
 def flavor_of_files(files: list, store, where: str) -> str | None:

@@ -163,10 +163,10 @@ class IncrementalIndex:
     """One binlog's index, written while the binlog grows; resumable."""
 
     def __init__(self, binlog_path: str, *, page_size: int = fmt.DEFAULT_PAGE_SIZE,
-                 span_min: int = fmt.DEFAULT_SPAN_MIN, flavor=MARIADB):
+                 span_min: int = fmt.DEFAULT_SPAN_MIN, flavor=MARIADB, index: str | None = None):
         self.binlog_path = binlog_path
         self.flavor = flavor               # index.files' flavor dispatch: codec, policy
-        self.path = index_path(binlog_path)
+        self.path = index or index_path(binlog_path)     # ``index``: kept apart (tail --index-dir)
         self.page_size = page_size
         self.span_min = span_min
         self.writer: IndexWriter | None = None

@@ -43,7 +43,7 @@ from ..binlog.mysql import open_binlog
 from ..errors import GtidxError
 from ..index import format as fmt
 from ..index.build import DEFAULT_MAX_RATIO, build_index, record_identity
-from ..index.files import MARIADB, flavor_of, index_path, open_index, still_written
+from ..index.files import MARIADB, IndexRoot, flavor_of, index_path, open_index, still_written
 from ..index.meta import QUIET_S, IndexMeta
 from .incremental import IncrementalIndex
 from .keeper import CatalogKeeper
@@ -127,9 +127,13 @@ class Tailer:
     SIGINT, or another thread), indexing each binlog as it grows and
     finishing its index when it closes."""
 
-    def __init__(self, directory: str, settings: TailSettings | None = None):
+    def __init__(self, directory: str, settings: TailSettings | None = None, index_root=None):
         self.directory = os.fspath(directory)
         self.settings = settings or TailSettings()
+        # indexes kept apart (--index-dir: a local directory mirroring the binlogs' path); the
+        # server's own indexes are beside its binlogs, never there
+        self.index_root = None if index_root is None else \
+            IndexRoot(storage.local_path(index_root, "gtidx tail --index-dir"))
         self.active: dict[str, IncrementalIndex] = {}
         self.settled: dict[str, tuple[int, int]] = {}   # closed files done: (size, mtime_ns)
         self.server_indexes = False                     # the server writes its own indexes
@@ -303,7 +307,7 @@ class Tailer:
             try:
                 if time.time() - os.stat(path).st_mtime < QUIET_S:
                     continue
-                how = record_identity(path)
+                how = record_identity(path, self._index_of(path))
             except (GtidxError, OSError) as e:      # purged, or unreadable: its lookups check the content
                 event(logging.DEBUG, "identity not recorded", file=path, error=str(e))
             else:
@@ -390,16 +394,17 @@ class Tailer:
             self.failures.pop(f, None)
         if set(self.state.reached) - listed:
             self.state.reached = {f: r for f, r in self.state.reached.items() if f in listed}
-        for name in os.listdir(self.directory):
+        kept = self.directory if self.index_root is None else self.index_root.mirror(self.directory)[1]
+        for name in os.listdir(kept) if kept == self.directory or os.path.isdir(kept) else ():
             if name.startswith(".") and name.endswith(".idx.gtidx"):
-                idx = os.path.join(self.directory, name[1:-len(".gtidx")])
+                idx = os.path.join(kept, name[1:-len(".gtidx")])
                 if not os.path.lexists(idx):
                     IndexMeta.remove(idx)          # a sidecar whose index is gone
                 continue
             if not name.endswith(".idx"):
                 continue
-            idx = os.path.join(self.directory, name)
-            binlog = idx[:-4]
+            idx = os.path.join(kept, name)
+            binlog = os.path.join(self.directory, name[:-4])
             if not os.path.lexists(binlog) and IndexMeta.read(idx) is not None:
                 safefile.discard(idx)
                 IndexMeta.remove(idx)
@@ -410,7 +415,7 @@ class Tailer:
         if self.settled.get(path) == (st.st_size, st.st_mtime_ns):
             return
         self._touched.add(path)
-        idx = index_path(path)
+        idx = self._index_of(path)
         with open_binlog(path) as b:
             if b.flavor != MARIADB.name:
                 self._foreign = b.flavor
@@ -418,8 +423,8 @@ class Tailer:
             if growing:
                 self._growing = path
             # a link, a FIFO or anything but a regular file is not a server's index
-            theirs = path not in self.active and flavor_of(b).server_writes and safefile.is_regular(idx) \
-                and IndexMeta.read(idx) is None
+            theirs = path not in self.active and self.index_root is None and flavor_of(b).server_writes \
+                and safefile.is_regular(idx) and IndexMeta.read(idx) is None
             if theirs and self._server_owned(b, idx, growing):
                 if not growing:
                     self.settled[path] = (st.st_size, st.st_mtime_ns)
@@ -430,6 +435,15 @@ class Tailer:
             else:
                 self._finish(b, path, idx)
                 self.settled[path] = (st.st_size, st.st_mtime_ns)
+
+    def _index_of(self, path: str) -> str:
+        """Where ``path``'s index is kept: beside it, or under --index-dir
+        (its directory made there)."""
+        if self.index_root is None:
+            return index_path(path)
+        idx = self.index_root.mirror(path, ".idx")[1]
+        os.makedirs(os.path.dirname(idx), exist_ok=True)
+        return idx
 
     def _server_owned(self, b: Binlog, idx: str, growing: bool) -> bool:
         """An index gtidx did not write: the server's. Leave it alone, unless
@@ -450,7 +464,7 @@ class Tailer:
     def _follow(self, b: Binlog, path: str, st) -> None:
         inc = self.active.get(path)
         if inc is None:
-            if self.server_indexes and not os.path.lexists(index_path(path)) \
+            if self.server_indexes and not os.path.lexists(self._index_of(path)) \
                     and time.time() - st.st_mtime < self.settings.server_grace:
                 return     # give the server a moment to create its own index first
             inc = self.active[path] = self._start(b)
@@ -466,7 +480,7 @@ class Tailer:
 
     def _start(self, b: Binlog) -> IncrementalIndex:
         inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min,
-                               flavor=flavor_of(b))
+                               flavor=flavor_of(b), index=self._index_of(b.path))
         how = inc.start(b)
         fresh = how != "resumed"                        # a resumed index's bytes were counted by its writer
         self._reached(b.path, inc.processed, fresh and len(inc.offsets), fresh and inc.processed)
@@ -506,7 +520,7 @@ class Tailer:
                 inc = self._start(b)
             else:
                 r = build_index(path, page_size=self.settings.page_size, span_min=self.settings.span_min,
-                                max_ratio=self.settings.max_ratio, force=True)
+                                max_ratio=self.settings.max_ratio, force=True, index_root=self.index_root)
                 event(logging.INFO, "built", file=path, records=r.records, size=r.size, why=why)
                 self._reached(path, b.size, r.records, b.size)
                 self._unquiet.add(path)
@@ -521,9 +535,12 @@ class Tailer:
         event(logging.INFO, "finished", file=path, how=how, records=len(inc.offsets))
 
 
-def tail(directory: str, *, once: bool = False, settings: TailSettings | None = None, **kw) -> Tailer:
+def tail(directory: str, *, once: bool = False, settings: TailSettings | None = None, index_root=None,
+         **kw) -> Tailer:
     """Follow ``directory`` until stopped (SIGTERM/SIGINT), or catch up once.
-    Settings as a TailSettings, or as keywords (interval, page_size, ...)."""
-    t = Tailer(os.fspath(directory), settings or TailSettings(**kw))
+    Settings as a TailSettings, or as keywords (interval, page_size, ...).
+    ``index_root``: keep the indexes under that local directory (as
+    ``build --index-dir``), not beside the binlogs."""
+    t = Tailer(os.fspath(directory), settings or TailSettings(**kw), index_root)
     t.run(once=once)
     return t
