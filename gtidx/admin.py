@@ -10,7 +10,6 @@ from typing import Callable, Iterator, NamedTuple, TYPE_CHECKING
 
 from . import storage
 from .errors import BadInputError, CorruptCatalogError, GtidxError, GtidxIOError, NotFoundError
-from .filebuf import open_file
 from .index.files import IndexRoot, IndexState, flavor_of, index_path, open_index, read_index, verify_index
 from .inputs import as_int, as_path
 from .liblog import log

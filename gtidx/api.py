@@ -311,7 +311,6 @@ def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_optio
     information_schema names the columns the binlog does not name
     (``show.ServerSchema``)."""
     from . import show as show_module
-    from .binlog.records import Group
     if (gtid is None) == (offset is None):
         raise BadInputError("give exactly one of a GTID and an offset")
     schema = show_module.ServerSchema(schema_from) if schema_from is not None else None

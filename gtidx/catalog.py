@@ -79,7 +79,7 @@ from .errors import CorruptCatalogError, GtidxError, GtidxIOError, quoted
 from .gtid import BinlogState, LatestGtids, SeqRanges
 from .index.files import IndexRoot, open_index
 from .index.meta import IndexMeta, local_identity, object_etag, stat_identity
-from .jsonkinds import U32, is_bool, is_str, list_of, nat, obj, optional, row
+from .jsonkinds import U32, is_bool, is_str, list_of, nat, obj, optional, parsed_by, row
 
 NAME = "gtidx-catalog.json"
 VERSION = 1
@@ -481,29 +481,29 @@ def parse(data: bytes, path: str) -> dict:
     return d
 
 
-def _is_state(v) -> bool:
-    if type(v) is not str:
-        return False
-    try:
-        BinlogState.parse(v)
-    except GtidxError:
-        return False
-    return True
+FILE_FIELDS = {
+    "name": is_str, "size": nat(),
+    "fingerprint": obj({"head_crc32": nat(U32), "tail_crc32": nat(U32)},
+                       {"head_adler32": optional(nat(U32)), "tail_adler32": optional(nat(U32))}),
+    "server_version": is_str, "checksum": is_str, "in_use": is_bool,
+    "index": obj({"path": is_str, "status": is_str}), "history": optional(nat())}
+
+
+def readable_entry(fields: dict):
+    """The check of a readable file's entry: the fields every flavor's entry
+    has (``FILE_FIELDS``, and its identity: an ``etag`` or an ``identity``)
+    and the flavor's own ``fields``."""
+    return obj({**FILE_FIELDS, **fields}, {"etag": is_str, "identity": is_str})
 
 
 _TIME = optional(nat(U32))
-_READABLE = obj({
-    "name": is_str, "size": nat(),
-    "fingerprint": obj({"head_crc32": nat(U32), "tail_crc32": nat(U32)},
-                           {"head_adler32": optional(nat(U32)), "tail_adler32": optional(nat(U32))}),
-    "server_version": is_str, "checksum": is_str, "in_use": is_bool,
-    "start_state": _is_state, "end_state": _is_state, "end": nat(), "groups": nat(),
+_READABLE = readable_entry({
+    "start_state": parsed_by(BinlogState.parse, GtidxError), "end_state": parsed_by(BinlogState.parse, GtidxError),
+    "end": nat(), "groups": nat(),
     "server_ids": list_of(nat(U32)), "first_timestamp": _TIME, "last_timestamp": _TIME,
     "max_timestamp": _TIME, "max_timestamp_drop": _TIME,
     "ranges": list_of(row(nat(U32), nat(U32), nat(), nat())),
-    "repeats": list_of(row(nat(U32), nat(U32))),
-    "index": obj({"path": is_str, "status": is_str}), "history": optional(nat())},
-    {"etag": is_str, "identity": is_str})
+    "repeats": list_of(row(nat(U32), nat(U32)))})
 _FAILED = obj({"name": is_str, "size": nat(), "error": is_str, "history": lambda v: v is None})
 _HISTORY = obj({"id": nat(), "first": is_str, "last": is_str, "files": nat(), "start_state": is_str,
                     "end_state": is_str, "gaps": list_of(is_str)})
@@ -593,6 +593,6 @@ def describe_histories(groups: list[tuple[int, list[str]]]) -> str:
                      f" ({len(names)} file{'s' if len(names) != 1 else ''})" for h, names in groups)
 
 
-__all__ = ["NAME", "VERSION", "CHECKSUM", "checksum", "parse", "stored", "Catalog", "Entry", "describe", "Describer",
+__all__ = ["NAME", "VERSION", "CHECKSUM", "FILE_FIELDS", "readable_entry", "checksum", "parse", "stored", "Catalog", "Entry", "describe", "Describer",
            "entry_core", "assign_histories", "places", "directory_of", "directory_of_files", "histories_of",
            "describe_histories"]

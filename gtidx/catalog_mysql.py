@@ -40,10 +40,10 @@ failover, a ``RESET BINARY LOGS AND GTIDS``) starts a new one.
 from __future__ import annotations
 
 from .binlog.mysql import MysqlBinlog
-from .catalog import Catalog, Entry, entry_core
+from .catalog import Catalog, Entry, entry_core, readable_entry
 from .errors import GtidxError, MySQLBinlogError
 from .index.meta import IndexMeta
-from .jsonkinds import U32, U64, is_bool, is_str, list_of, nat, obj, optional
+from .jsonkinds import U64, is_str, list_of, nat, optional, parsed_by
 from .mysqlgtid import GtidSet
 
 US = 1_000_000            # microseconds in a second
@@ -139,27 +139,12 @@ class MysqlDescriber:
         }
 
 
-def _is_set(v) -> bool:
-    if type(v) is not str:
-        return False
-    try:
-        GtidSet.parse(v)
-    except GtidxError:
-        return False
-    return True
-
-
 _TIME = optional(nat(U64))
-_READABLE = obj({
-    "name": is_str, "size": nat(),
-    "fingerprint": obj({"head_crc32": nat(U32), "tail_crc32": nat(U32)},
-                       {"head_adler32": optional(nat(U32)), "tail_adler32": optional(nat(U32))}),
-    "server_version": is_str, "checksum": is_str, "in_use": is_bool,
-    "start_state": _is_set, "end_state": _is_set, "end": nat(), "groups": nat(), "anonymous": nat(),
+_SET = parsed_by(GtidSet.parse, GtidxError)
+_READABLE = readable_entry({
+    "start_state": _SET, "end_state": _SET, "end": nat(), "groups": nat(), "anonymous": nat(),
     "uuids": list_of(is_str), "first_timestamp_us": _TIME, "last_timestamp_us": _TIME,
-    "max_timestamp_us": _TIME, "max_timestamp_drop_us": _TIME,
-    "index": obj({"path": is_str, "status": is_str}), "history": optional(nat())},
-    {"etag": is_str, "identity": is_str})
+    "max_timestamp_us": _TIME, "max_timestamp_drop_us": _TIME})
 
 
 def assign_histories(files: list[dict]) -> list[dict]:

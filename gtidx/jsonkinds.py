@@ -20,6 +20,19 @@ def nat(top: int = U64):
     return lambda v: type(v) is int and 0 <= v <= top
 
 
+def parsed_by(parse, error: type):
+    """A str that ``parse`` reads without raising ``error``."""
+    def check(v) -> bool:
+        if type(v) is not str:
+            return False
+        try:
+            parse(v)
+        except error:
+            return False
+        return True
+    return check
+
+
 def optional(check):
     return lambda v: v is None or check(v)
 
@@ -40,4 +53,4 @@ def obj(fields: dict, maybe: dict | None = None):
         all(c(v[k]) for k, c in maybe.items() if k in v)
 
 
-__all__ = ["U32", "U64", "is_str", "is_bool", "nat", "optional", "list_of", "row", "obj"]
+__all__ = ["U32", "U64", "is_str", "is_bool", "nat", "parsed_by", "optional", "list_of", "row", "obj"]

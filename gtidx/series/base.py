@@ -12,6 +12,7 @@ from ..errors import BadInputError, NotFoundError
 from ..index.files import IndexRoot
 from ..inputs import as_int, as_path
 from .listing import list_path
+from .trust import listed_catalog
 
 
 def same_file(a: str, b: str) -> bool:
@@ -26,10 +27,11 @@ class SeriesShell:
     """An ordered series of one server's binlog files: the parts that do not
     depend on the flavor. Subclasses answer, make themselves of a listing
     (``from_listing``: ``from_path`` lists and calls it) and close what they
-    open (``close``)."""
+    open (``close``); ``use_catalog`` takes a trusted catalog."""
 
     _NAME = "SeriesShell"          # the class a wrong ``files`` argument is reported for
     _NAME_HINT: str | None = None  # and what to say about it
+    FLAVOR: str | None = None      # the binlogs' flavor ("mysql"; None: MariaDB's): which catalog class
 
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32,
                  storage_options: dict | None = None, store=None, index_root=None):
@@ -52,6 +54,26 @@ class SeriesShell:
         self._cache = as_int(cache, "cache", 1)
         self._heads: dict = {}       # path -> the object its listing opened (``take_over``), until opened
         self.one_flavor = False      # the listing read these files' one flavor: another met is a mix
+
+    @classmethod
+    def from_listing(cls, listing, *, storage_options: dict | None = None, history: int | None = None, **kw):
+        """``from_path`` of binlogs already listed (``listing.list_series``:
+        the façade lists once, and picks the class by their flavor), with
+        their catalog (of the class's ``FLAVOR``) when there is one and
+        indexes are used; ``history``: the catalog's history to answer in
+        (binlogs of several histories are refused without one)."""
+        listing = listing.checked()
+        found = (listed_catalog(listing, kw.get("index_root"), storage_options, cls.FLAVOR)
+                 if kw.get("use_index", True) else None)
+        series = cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
+        series.take_over(listing)
+        if found is not None or history is not None:
+            try:
+                series.use_catalog(found, history, listings=listing.listings)
+            except BaseException:
+                series.close()
+                raise
+        return series
 
     def take_over(self, listing) -> None:
         """What the listing the series is made of opened and read: its open

@@ -18,10 +18,9 @@ from ..liblog import log
 from .base import SeriesShell
 from .facts import Facts
 from .files import FileCache, SeriesFile
-from .listing import Listing
 from .planner import LocatePlan, NoFile, Planner, PlanTable
 from .results import Location, StateAt
-from .trust import CatalogTrust, listed_catalog
+from .trust import CatalogTrust
 
 if TYPE_CHECKING:
     from .. import catalog
@@ -68,24 +67,6 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         self.history: int | None = None        # the catalog's history these files are (use_catalog)
         self._distrusted = 0                   # catalog entries found stale so far
         self._listed_same: set = set()         # files whose object a LIST showed to be the entry's (size, ETag)
-
-    @classmethod
-    def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
-                     **kw) -> "BinlogSeries":
-        """``from_path`` of binlogs already listed (``listing.list_series``:
-        the façade lists once, and picks this class by their flavor)."""
-        listing = listing.checked()
-        store, files = listing.store, listing.files
-        found = listed_catalog(listing, kw.get("index_root"), storage_options) if kw.get("use_index", True) else None
-        series = cls(files, store=store, storage_options=storage_options, **kw)
-        series.take_over(listing)
-        if found is not None or history is not None:
-            try:
-                series.use_catalog(found, history, listings=listing.listings)
-            except BaseException:
-                series.close()
-                raise
-        return series
 
     # -- lookups ------------------------------------------------------------------
     def state_at(self, file, offset: int) -> StateAt:

@@ -48,7 +48,6 @@ from .base import SeriesShell
 from .listing import Listing
 from .answers import Probe, ReplicaStart
 from .mysqlcat import MysqlCatalogUse
-from .trust import listed_catalog
 from .results import Location
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
@@ -127,6 +126,7 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
     list of a directory or ``binlog.index``), answered as one history."""
 
     _NAME = "MysqlSeries"
+    FLAVOR = "mysql"
 
     def __init__(self, files: list[str], *, use_index: bool = True, cache: int = 32,
                  storage_options: dict | None = None, store=None, index_root=None):
@@ -136,28 +136,6 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
         self._open: OrderedDict[str, MysqlBinlog] = OrderedDict()
         self._prev: dict[str, GtidSet | None] = {}
         self.init_catalog()
-
-    @classmethod
-    def from_listing(cls, listing: Listing, *, storage_options: dict | None = None, history: int | None = None,
-                     **kw) -> "MysqlSeries":
-        """``from_path`` of binlogs already listed (``listing.list_series``),
-        with their catalog (``catalog_mysql``) when there is one and indexes
-        are used; ``history``: the catalog's history to answer in (binlogs
-        of several histories are refused without one, as MariaDB's)."""
-        listing = listing.checked()
-        found = None
-        if kw.get("use_index", True):
-            from ..catalog_mysql import MysqlCatalog
-            found = listed_catalog(listing, kw.get("index_root"), storage_options, MysqlCatalog)
-        series = cls(listing.files, store=listing.store, storage_options=storage_options, **kw)
-        series.take_over(listing)
-        if found is not None or history is not None:
-            try:
-                series.use_catalog(found, history, listings=listing.listings)
-            except BaseException:
-                series.close()
-                raise
-        return series
 
     def close(self) -> None:
         for _, status in self._indexes.values():

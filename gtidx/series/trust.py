@@ -12,28 +12,29 @@ from ..errors import BadInputError, CorruptCatalogError, GtidxError
 from ..index.files import IndexRoot
 from ..inputs import as_int, as_path
 from ..liblog import log
+from .listing import catalog_class
 from .results import SeveralHistories
 
 if TYPE_CHECKING:
     from .. import catalog
 
 
-def listed_catalog(listing, index_root, storage_options: dict | None, kind=None) -> "catalog.Catalog | None":
+def listed_catalog(listing, index_root, storage_options: dict | None, flavor: str | None = None
+                   ) -> "catalog.Catalog | None":
     """The catalog of the binlogs of ``listing`` (``listing.list_series``'s):
     the one it loaded (an object-store prefix's, for its flavor) when it
     looked under this ``index_root``, else loaded now; None when there is
     none, the files are one alone or in several directories, or it is
-    damaged (a warning: the binlogs are read instead). ``kind``: the
-    catalog class of the binlogs' flavor (default MariaDB's ``Catalog``);
-    a catalog of the other flavor is damaged for them."""
+    damaged (a warning: the binlogs are read instead). ``flavor``: the
+    binlogs' (``listing.catalog_class``: None is MariaDB's); a catalog of
+    the other flavor is damaged for them."""
     store, path, files = listing.store, listing.path, listing.files
     if files == [path]:
         return None
     directory = store.split(files[0])[0]
     if any(store.split(f)[0] != directory for f in files):
         return None
-    if kind is None:
-        from ..catalog import Catalog as kind
+    kind = catalog_class(flavor)
     if listing.catalog is not None and listing.catalog[0] == index_root:
         found, damaged = listing.catalog[1:]
         if found is not None and type(found) is not kind:      # the flavor was read elsewhere: not these
