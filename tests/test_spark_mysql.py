@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT, count_listings
-from gtidx import admin, api
+from gtidx import admin, api, catalog
 from gtidx.errors import GtidxError
 
 import gtidx.spark as gs  # noqa: E402
@@ -87,7 +87,10 @@ def test_locate_on_mysql_binlogs_lists_once_on_the_driver(spark, monkeypatch):
 
 def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
     """A prefix of MySQL binlog objects (its flavor read at listing from the
-    newest object): every row is the library's answer on the local files."""
+    newest object): every row is the library's answer on the local files.
+    With the prefix's catalog, planning GETs the catalog only (no binlog's
+    Previous_gtids) and the tasks read fewer objects; a forged entry is
+    read instead; the rows the same (counted on moto_server)."""
     pytest.importorskip("s3fs")
     from tools.s3server import MotoServer
     moto = MotoServer(tmp_path)
@@ -107,6 +110,36 @@ def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
             assert (r.found, r.file and os.path.basename(r.file), r.start) == \
                 (want[1], want[2] and os.path.basename(want[2]), want[3]), r
             assert r.file is None or r.file.startswith("s3://sparkmysql/m/")
+        df = spark.createDataFrame([(v,) for v in values], "gtid string")
+        url, names = "s3://sparkmysql/m/", sorted(f.name for f in src.glob("binlog.0*"))
+
+        def gets(action: bool) -> tuple[dict, list]:
+            """The GETs of each object while planning (and answering: ``action``), and the rows."""
+            moto.requests()
+            out = gs.locate(spark, df, url, storage_options=opts)
+            rows = out.collect() if action else []
+            got = {}
+            for m, p, _ in moto.requests():
+                if m == "GET" and "?" not in p:
+                    got[p.rsplit("/", 1)[1]] = got.get(p.rsplit("/", 1)[1], 0) + 1
+            return got, sorted((r.gtid, r.found, r.file, r.start, r.end) for r in rows)
+
+        without, scanned = gets(True)
+        assert set(names) <= set(without)
+        admin.build_catalog(url, storage_options=opts)
+        assert gets(False)[0] == {catalog.NAME: 1}    # planned from the catalog: no binlog read
+        with_catalog, rows = gets(True)
+        print(f"GETs on {url}: without a catalog {without}, with one {with_catalog}")
+        assert rows == scanned
+        # each file read by its own task only (no bisection reads another's preamble)
+        assert all(with_catalog[n] < without[n] for n in names), (with_catalog, without)
+        # a forged entry (another size: the LIST shows it stale) is read instead; the answers the same
+        raw = json.loads(client.get_object(Bucket="sparkmysql", Key=f"m/{catalog.NAME}")["Body"].read())
+        raw["files"][1]["size"] += 1
+        raw[catalog.CHECKSUM] = catalog.checksum(raw)
+        client.put_object(Bucket="sparkmysql", Key=f"m/{catalog.NAME}", Body=json.dumps(raw).encode())
+        forged, rows = gets(True)
+        assert rows == scanned and names[1] in forged
     finally:
         moto.stop()
 
