@@ -97,11 +97,14 @@ class MysqlReading:
         """``groups``, with runs of transactions where the compiled walk takes
         them (``MysqlBinlog.transaction_runs``: ``(records, texts)``, GROUP_RECORDs
         and their gtid texts) when no transaction is located and no time
-        condition is asked: what ``rowbatch.named_batches`` takes. The same
+        condition is a set ("in"): what ``rowbatch.named_batches`` takes,
+        which passes over the records outside the time bounds
+        (``Filters.bounds``: what ``time_ok`` keeps then). The same
         transactions, and the same errors, as ``groups``."""
-        if spans is not None or self.filters.times:
+        if spans is not None or any(op == "in" for op, _ in self.filters.times):
             yield from self.groups(b, spans, split)
             return
+        ok = self.filters.time_ok if self.filters.times else None
         lo, hi = split if split is not None else (None, None)
         first = split is not None
         for item in b.transaction_runs(lo if first and lo > b.body_start else None, hi):
@@ -109,7 +112,10 @@ class MysqlReading:
             if first:
                 _starts_at(b, GROUP_RECORD.unpack_from(item[0])[0] if run else item.start, lo)
                 first = False
-            yield item if run else (item, None)
+            if run:
+                yield item
+            elif ok is None or ok(item.timestamp):
+                yield item, None
 
     @staticmethod
     def unpacked(b: MysqlBinlog, group) -> bytes | None:

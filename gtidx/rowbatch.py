@@ -352,6 +352,11 @@ def named_batches(source, b, groups, *, stats: dict | None = None, max_rows: int
 
 def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
     pack, text = GROUP_RECORD.pack, show.text_image
+    # the time conditions' bounds: the decoder passes over the records of a run outside them (the
+    # groups handed one by one are the source's, already kept; "in" sets: no runs, see ``source.runs``)
+    lo, hi = source.filters.bounds()
+    lo = _NO_LO if lo == -math.inf else max(int(lo), _NO_LO)
+    hi = _NO_HI if hi == math.inf else min(int(hi), _NO_HI)
 
     def definition(g, gtid):
         into, done = builder, finish
@@ -383,7 +388,7 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
         b.fill(first, last_end)
         i, n = 0, len(gtids)
         while i < n:
-            i, status = builder.decode(b.mapping, chunk, i, n, _NO_LO, _NO_HI, max_rows, max_bytes, gtids)
+            i, status = builder.decode(b.mapping, chunk, i, n, lo, hi, max_rows, max_bytes, gtids)
             if status == 2:         # declined: its inner events (compressed), else the definition
                 g = group_at(i)
                 plain = source.unpacked(b, g) if gtids[i] is not None else None
