@@ -587,7 +587,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "gtidx._skip",
     "The compiled event skip behind walk.group_walk and MysqlBinlog._chain, group walk behind "
-    "Binlog.group_records and MySQL transaction walk behind MysqlBinlog.set_batches (optional: gtidx "
+    "Binlog.group_records and MySQL transaction walks behind MysqlBinlog.set_batches and "
+    "MysqlBinlog.transaction_runs (optional: gtidx "
     "runs without it).",
     -1, methods,
 };
