@@ -1,7 +1,8 @@
 /*
  * gtidx._skip: the one optional compiled piece of gtidx: skip (below) for
  * the header walks (MariaDB's walk.group_walk, MySQL's MysqlBinlog._chain),
- * mysql_walk (further down) for the MySQL index build.
+ * mysql_walk (further down) for the MySQL index build, mysql_records for
+ * the MySQL row changes.
  *
  * skip(buf, off, cold[, limit]) -> int
  *
@@ -192,6 +193,64 @@ le(const unsigned char *p, int n)
 #define COMMIT_TS_FLAG (1ULL << 55)
 #define GNO_MAX ((1ULL << 63) - 2)
 
+/* One transaction of the MySQL walks (mysql_walk, mysql_records) from the
+ * event at ``off`` in ``p`` (``len`` bytes, file offset ``base + off``),
+ * checked as the comment of mysql_walk says: 0 it checks out (``*end`` just
+ * past it in ``p``, ``*type`` GTID_LOG or ANONYMOUS_GTID, ``*gno``, ``*uuid``
+ * its 16 bytes, ``*us`` its original_commit_timestamp, else its
+ * immediate_commit_timestamp: MysqlGroup.commit_us), 1 the check needs
+ * bytes past ``p`` inside the file, 2 it is not one these walks take. */
+static int
+mysql_txn(const unsigned char *p, uint64_t len, uint64_t off, uint64_t base, uint64_t fsize, uint64_t crc_len,
+          const unsigned char *land, uint64_t *end_out, int *type_out, uint64_t *gno_out,
+          const unsigned char **uuid_out, uint64_t *us_out)
+{
+    if (base + off + HEADER_LEN > fsize) return 2;
+    if (off + HEADER_LEN > len) return 1;
+    const unsigned char *h = p + off;
+    int type = h[TYPE_AT];
+    if (type != GTID_LOG && type != ANONYMOUS_GTID) return 2;
+    uint64_t ln = rd32(h + LENGTH_AT);
+    if (ln < HEADER_LEN + crc_len || base + off + ln > fsize) return 2;
+    if (off + ln > len) return 1;
+    if (crc_len && crc32_of(h, ln - 4) != rd32(h + ln - 4)) return 2;
+    const unsigned char *body = h + HEADER_LEN;
+    uint64_t blen = ln - HEADER_LEN - crc_len, at = GTID_FIXED + 7;
+    if (blen < at || body[GTID_FIXED - 17] != LOGICAL_TS_TYPE) return 2;
+    uint64_t gno = le(body + 17, 8);
+    if (type == GTID_LOG ? gno < 1 || gno > GNO_MAX : gno != 0) return 2;
+    uint64_t us = le(body + GTID_FIXED, 7);
+    if (us & COMMIT_TS_FLAG) {
+        if (blen < at + 7) return 2;
+        us = le(body + at, 7);
+        at += 7;
+    }
+    if (at >= blen) return 2;
+    uint64_t length, first = body[at];
+    int width = first < 251 ? 0 : first == 252 ? 2 : first == 253 ? 3 : first == 254 ? 8 : -1;
+    if (width < 0 || at + 1 + width > blen) return 2;
+    length = width ? le(body + at + 1, width) : first;
+    /* the header chain, every event seen, to where the next transaction starts */
+    uint64_t end = off + ln;
+    while (base + end + NEED <= fsize && end + NEED <= len) {
+        const unsigned char *e = p + end;
+        uint32_t eln = rd32(e + LENGTH_AT);
+        if (eln < HEADER_LEN || land[e[TYPE_AT]])
+            break;
+        end += eln;
+    }
+    if (base + end + HEADER_LEN > fsize) return 2;     /* the last transaction on disk */
+    if (end + HEADER_LEN > len) return 1;
+    if (rd32(p + end + LENGTH_AT) < HEADER_LEN) return 2;
+    if (length != end - off) return 2;                 /* the Python walk decides */
+    *end_out = end;
+    *type_out = type;
+    *gno_out = gno;
+    *uuid_out = body + 1;
+    *us_out = us;
+    return 0;
+}
+
 static PyObject *
 mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -231,42 +290,13 @@ mysql_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     uint64_t run_start = 0, run_end = 0;
     int code;
     for (;;) {
-        if (base + off + HEADER_LEN > fsize) { code = 2; break; }
-        if (off + HEADER_LEN > len) { code = 1; break; }
-        const unsigned char *h = p + off;
-        int type = h[TYPE_AT];
-        if (type != GTID_LOG && type != ANONYMOUS_GTID) { code = 2; break; }
-        uint64_t ln = rd32(h + LENGTH_AT);
-        if (ln < HEADER_LEN + crc_len || base + off + ln > fsize) { code = 2; break; }
-        if (off + ln > len) { code = 1; break; }
-        if (crc_len && crc32_of(h, ln - 4) != rd32(h + ln - 4)) { code = 2; break; }
-        const unsigned char *body = h + HEADER_LEN;
-        uint64_t blen = ln - HEADER_LEN - crc_len, at = GTID_FIXED + 7;
-        if (blen < at || body[GTID_FIXED - 17] != LOGICAL_TS_TYPE) { code = 2; break; }
-        uint64_t gno = le(body + 17, 8);
-        if (type == GTID_LOG ? gno < 1 || gno > GNO_MAX : gno != 0) { code = 2; break; }
-        if (le(body + GTID_FIXED, 7) & COMMIT_TS_FLAG)
-            at += 7;
-        if (at >= blen) { code = 2; break; }
-        uint64_t length, first = body[at];
-        int width = first < 251 ? 0 : first == 252 ? 2 : first == 253 ? 3 : first == 254 ? 8 : -1;
-        if (width < 0 || at + 1 + width > blen) { code = 2; break; }
-        length = width ? le(body + at + 1, width) : first;
-        /* the header chain, every event seen, to where the next transaction starts */
-        uint64_t end = off + ln;
-        while (base + end + NEED <= fsize && end + NEED <= len) {
-            const unsigned char *e = p + end;
-            uint32_t eln = rd32(e + LENGTH_AT);
-            if (eln < HEADER_LEN || land[e[TYPE_AT]])
-                break;
-            end += eln;
-        }
-        if (base + end + HEADER_LEN > fsize) { code = 2; break; }     /* the last transaction on disk */
-        if (end + HEADER_LEN > len) { code = 1; break; }
-        if (rd32(p + end + LENGTH_AT) < HEADER_LEN) { code = 2; break; }
-        if (length != end - off) { code = 2; break; }                 /* the Python walk decides */
+        uint64_t end, gno, us;
+        int type;
+        const unsigned char *uuid;
+        code = mysql_txn(p, len, off, base, fsize, crc_len, land, &end, &type, &gno, &uuid, &us);
+        if (code)
+            break;
         if (type == GTID_LOG) {
-            const unsigned char *uuid = body + 1;
             if (run_uuid != NULL && run_end == gno && memcmp(run_uuid, uuid, 16) == 0) {
                 run_end = gno + 1;
             } else {
@@ -436,7 +466,112 @@ groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(KKi)", (unsigned long long)n, (unsigned long long)(b + resume), status);
 }
 
+/*
+ * mysql_records(buf, off, base, fsize, crc_len, landing, limit, out, texts) -> (n, stop, code)
+ *
+ * The transactions of MysqlBinlog.transaction_runs (whose Python side,
+ * MysqlBinlog.transactions, is the definition) for the row decoder: from
+ * the GTID event at ``off`` in ``buf`` (file offset ``base + off``), each
+ * transaction that checks out as in mysql_walk (mysql_txn) and has a GTID
+ * (GTID_LOG) is written to ``out`` as a GROUP_RECORD whose seq word is its
+ * start (the offset column) and timestamp MysqlGroup.timestamp's (its
+ * commit timestamp's second, else its header's), and its GTID's text
+ * ("uuid:gno", as MysqlGtid prints it) appended to the list ``texts``.
+ * ``n``: the records written; ``stop``: the file offset of the next
+ * transaction; ``code``: 0 it starts at or past ``limit``, 1 its check needs
+ * bytes past ``buf`` inside the file, 2 this walk does not take it (an
+ * ANONYMOUS_GTID, and whatever mysql_walk stops at), 3 ``out`` is full.
+ */
+static PyObject *
+mysql_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer buf, landing, out;
+    if (nargs != 9 || !PyList_Check(args[8])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "mysql_records(buf, off, base, fsize, crc_len, landing, limit, out, texts: list) takes 9 arguments");
+        return NULL;
+    }
+    unsigned long long off = PyLong_AsUnsignedLongLong(args[1]);
+    unsigned long long base = PyLong_AsUnsignedLongLong(args[2]);
+    unsigned long long fsize = PyLong_AsUnsignedLongLong(args[3]);
+    unsigned long long crc_len = PyLong_AsUnsignedLongLong(args[4]);
+    unsigned long long limit = PyLong_AsUnsignedLongLong(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (crc_len != 0 && crc_len != 4) {
+        PyErr_SetString(PyExc_ValueError, "crc_len must be 0 or 4");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[5], &landing, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[7], &out, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&landing);
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    PyObject *texts = args[8];
+    const unsigned char *p = (const unsigned char *)buf.buf;
+    const unsigned char *land = (const unsigned char *)landing.buf;
+    unsigned char *w = (unsigned char *)out.buf;
+    uint64_t len = (uint64_t)buf.len, cap = (uint64_t)out.len / RECORD_LEN, n = 0;
+    static const char hex[] = "0123456789abcdef";
+    char text[64];
+    int code;
+    if (landing.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "landing must be 256 bytes");
+        goto fail;
+    }
+    for (;;) {
+        if (base + off >= limit) { code = 0; break; }
+        if (n == cap) { code = 3; break; }
+        uint64_t end, gno, us;
+        int type;
+        const unsigned char *uuid;
+        code = mysql_txn(p, len, off, base, fsize, crc_len, land, &end, &type, &gno, &uuid, &us);
+        if (code)
+            break;
+        if (type != GTID_LOG) { code = 2; break; }
+        int t = 0;
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10)
+                text[t++] = '-';
+            text[t++] = hex[uuid[i] >> 4];
+            text[t++] = hex[uuid[i] & 15];
+        }
+        t += snprintf(text + t, sizeof text - t, ":%llu", (unsigned long long)gno);
+        PyObject *o = PyUnicode_FromStringAndSize(text, t);
+        if (o == NULL || PyList_Append(texts, o) < 0) { Py_XDECREF(o); goto fail; }
+        Py_DECREF(o);
+        unsigned char *r = w + n * RECORD_LEN;
+        wr64(r, base + off);
+        wr64(r + 8, base + end);
+        wr64(r + 16, base + off);
+        wr32(r + 24, us ? (uint32_t)(us / 1000000) : rd32(p + off));
+        wr32(r + 28, 0);
+        wr32(r + 32, 0);
+        wr32(r + 36, 0);
+        n++;
+        off = end;
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&landing);
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(KKi)", (unsigned long long)n, (unsigned long long)(base + off), code);
+fail:
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&landing);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"mysql_records", (PyCFunction)(void (*)(void))mysql_records, METH_FASTCALL,
+     "mysql_records(buf, off, base, fsize, crc_len, landing, limit, out, texts) -> (n, stop, code): MySQL "
+     "transactions with GTIDs as GROUP_RECORDs and their GTID texts, for the row decoder (see gtidx/_skip.c)"},
     {"mysql_walk", (PyCFunction)(void (*)(void))mysql_walk, METH_FASTCALL,
      "mysql_walk(buf, off, base, fsize, crc_len, due, landing) -> (stop, runs, code): "
      "MySQL transactions along the event headers, transaction_length cross-checked (see gtidx/_skip.c)"},
@@ -452,7 +587,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "gtidx._skip",
     "The compiled event skip behind walk.group_walk and MysqlBinlog._chain, group walk behind "
-    "Binlog.group_records and MySQL transaction walk behind MysqlBinlog.set_batches (optional: gtidx "
+    "Binlog.group_records and MySQL transaction walks behind MysqlBinlog.set_batches and "
+    "MysqlBinlog.transaction_runs (optional: gtidx "
     "runs without it).",
     -1, methods,
 };

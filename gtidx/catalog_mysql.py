@@ -68,6 +68,13 @@ class MysqlEntry(Entry):
         top = self.raw["max_timestamp_us"]
         return None if top is None else top // US
 
+    def min_second(self) -> int | None:
+        """A second no transaction timestamp of the file is below (None: no
+        transaction): its first less the largest drop (no timestamp fell
+        further below the highest before it, which is at least the first)."""
+        first, drop = self.raw["first_timestamp_us"], self.raw["max_timestamp_drop_us"]
+        return None if first is None else (first - drop) // US
+
 
 def commit_us(g) -> int:
     """A transaction's timestamp in microseconds (``MysqlGroup``): its

@@ -17,9 +17,11 @@ than they need (``ChangeSource``):
 * times (comparisons of a group's timestamp): groups outside the range are
   not decoded (their GTID event headers are read); with a catalog, a closed
   binlog whose entry says all its groups are older than the range is not
-  opened (``BinlogSeries.older``, as ``at_time`` skips files). GTID
-  timestamps can step back within a binlog, so no other file is skipped by
-  time: a file's first group does not bound the others;
+  opened (``BinlogSeries.older``, as ``at_time`` skips files), nor, on
+  MySQL binlogs, one whose entry says all are newer (``newer``: its first
+  timestamp less the largest step back bounds them). GTID timestamps can
+  step back within a binlog, so no other file is skipped by time: a file's
+  first group alone does not bound the others;
 * GTIDs: each is located as ``gtidx seek`` locates it
   (``BinlogSeries.locate_many``: the planner on the files' start states and
   the catalog, the index to the record before the group); only the files
@@ -183,27 +185,27 @@ class ChangeSource:
         files = [p for p in self.files if f.files is None or os.path.basename(p) in f.files]
         if f.gtids is not None:
             return self._located(set(files), lo, hi)
-        if lo > -math.inf and len(files) > 1:
-            files = self._not_older(files, lo)
+        if (lo > -math.inf or hi < math.inf) and len(files) > 1:
+            files = self._in_time(files, lo, hi)
         return [(p, None) for p in files]
 
     def _series(self):
         return api.series_class(self.listing.flavor).from_listing(
             self.listing, storage_options=self.storage_options, index_root=self.index_root, history=self.history)
 
-    def _not_older(self, files: list[str], lo) -> list[str]:
-        """``files`` without the closed binlogs whose catalog entry says every
-        group is older than ``lo`` (``BinlogSeries`` decides, as ``at_time``)."""
+    def _in_time(self, files: list[str], lo, hi) -> list[str]:
+        """``files`` without the closed binlogs whose trusted catalog entry
+        says every group is older than ``lo`` (``older``, as ``at_time``
+        skips files) or stamped after ``hi`` (``newer``: where the flavor's
+        catalog bounds a file's lowest timestamp, MySQL's); the series decides."""
         try:
             series = self._series()
         except GtidxError:       # no usable catalog (several histories...): every file is read
             return files
         with series:
-            older = getattr(series, "older", None)
-            if older is None:       # a series that keeps no catalog (MySQL's): no file is known older
-                return files
             newest = series.files[-1]
-            return [p for p in files if p == newest or not older(p, lo)]
+            return [p for p in files if p == newest or not (
+                (lo > -math.inf and series.older(p, lo)) or (hi < math.inf and series.newer(p, hi)))]
 
     def _located(self, files: set, lo, hi) -> list[tuple[str, list]]:
         """The groups of the GTIDs asked for, per file in binlog order: [(file,

@@ -37,7 +37,7 @@ import zlib
 
 from . import show_mysql
 from .binlog import mysqlpayload
-from .binlog.events import EVENT_HEADER, HEADER_LEN, U32
+from .binlog.events import EVENT_HEADER, GROUP_RECORD, HEADER_LEN, U32
 from .binlog.mysql import MysqlBinlog
 from .binlog.mysqlevents import GTID_TYPES, TRANSACTION_PAYLOAD
 from .errors import CorruptBinlogError, GtidxError
@@ -93,6 +93,30 @@ class MysqlReading:
             if ok is None or ok(g.timestamp):
                 yield g, text
 
+    def runs(self, b: MysqlBinlog, spans: list | None, split: tuple[int, int] | None = None) -> Iterator[tuple]:
+        """``groups``, with runs of transactions where the compiled walk takes
+        them (``MysqlBinlog.transaction_runs``: ``(records, texts)``, GROUP_RECORDs
+        and their gtid texts) when no transaction is located and no time
+        condition is a set ("in"): what ``rowbatch.named_batches`` takes,
+        which passes over the records outside the time bounds
+        (``Filters.bounds``: what ``time_ok`` keeps then). The same
+        transactions, and the same errors, as ``groups``."""
+        if spans is not None or any(op == "in" for op, _ in self.filters.times):
+            yield from self.groups(b, spans, split)
+            return
+        ok = self.filters.time_ok if self.filters.times else None
+        lo, hi = split if split is not None else (None, None)
+        first = split is not None
+        for item in b.transaction_runs(lo if first and lo > b.body_start else None, hi):
+            run = type(item) is tuple
+            if first:
+                _starts_at(b, GROUP_RECORD.unpack_from(item[0])[0] if run else item.start, lo)
+                first = False
+            if run:
+                yield item
+            elif ok is None or ok(item.timestamp):
+                yield item, None
+
     @staticmethod
     def unpacked(b: MysqlBinlog, group) -> bytes | None:
         """A compressed transaction's inner events (its GTID event, then one
@@ -147,13 +171,19 @@ def _starting(b: MysqlBinlog, split: tuple[int, int] | None):
     lo, hi = split
     first = True
     for g in b.transactions(lo if lo > b.body_start else None):
-        if first and g.start != lo:
-            raise CorruptBinlogError(f"no transaction starts at {lo}, where this piece of the binlog begins",
-                                     path=b.path, offset=lo)
+        if first:
+            _starts_at(b, g.start, lo)
         first = False
         if g.start >= hi:
             return
         yield g
+
+
+def _starts_at(b: MysqlBinlog, start: int, lo: int) -> None:
+    """A piece of ``b`` begins at ``lo``: its first transaction must start there."""
+    if start != lo:
+        raise CorruptBinlogError(f"no transaction starts at {lo}, where this piece of the binlog begins",
+                                 path=b.path, offset=lo)
 
 
 __all__ = ["MysqlReading"]

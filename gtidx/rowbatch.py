@@ -274,7 +274,7 @@ def source_batches(source, b, spans, *, split: tuple[int, int] | None = None, co
     by ``PyBuilder`` (``rows_batches``)."""
     if not source.records:
         if _rows is not None and (USE_COMPILED if compiled is None else compiled):
-            return named_batches(source, b, source.groups(b, spans, split), stats=stats, max_rows=max_rows,
+            return named_batches(source, b, source.runs(b, spans, split), stats=stats, max_rows=max_rows,
                                  max_bytes=max_bytes)
         if compiled:
             raise ImportError("gtidx._rows is not built")
@@ -322,7 +322,8 @@ def named_batches(source, b, groups, *, stats: dict | None = None, max_rows: int
                   max_bytes: int = MAX_BYTES) -> Iterator[pa.RecordBatch]:
     """The rows of ``groups`` ((group, gtid text asked for or None), in file
     order, each with ``start``, ``end``, ``timestamp``: the MySQL
-    transactions ``source.groups`` keeps) of the open binlog ``b``, as
+    transactions ``source.groups`` keeps; or a run the compiled walk made,
+    ``(GROUP_RECORDs, gtid texts)``: ``source.runs``) of the open binlog ``b``, as
     record batches, decoded by the compiled decoder told each one's gtid
     text (``source.gtid_text``: None, anonymous, declined), a stretch of
     about ``SPAN`` bytes at a time; what it declines, and a transaction
@@ -351,6 +352,11 @@ def named_batches(source, b, groups, *, stats: dict | None = None, max_rows: int
 
 def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
     pack, text = GROUP_RECORD.pack, show.text_image
+    # the time conditions' bounds: the decoder passes over the records of a run outside them (the
+    # groups handed one by one are the source's, already kept; "in" sets: no runs, see ``source.runs``)
+    lo, hi = source.filters.bounds()
+    lo = _NO_LO if lo == -math.inf else max(int(lo), _NO_LO)
+    hi = _NO_HI if hi == math.inf else min(int(hi), _NO_HI)
 
     def definition(g, gtid):
         into, done = builder, finish
@@ -375,11 +381,35 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
             if status != 1:
                 return status == 0
             yield finish()
+    def decoded(chunk, gtids, group_at):
+        """The run of GROUP_RECORDs ``chunk`` (gtid texts ``gtids``; ``group_at(i)``:
+        the i-th as a group, for what the decoder declines) decoded."""
+        first, last_end = record_starts(chunk)[0], record_ends(chunk)[-1]
+        b.fill(first, last_end)
+        i, n = 0, len(gtids)
+        while i < n:
+            i, status = builder.decode(b.mapping, chunk, i, n, lo, hi, max_rows, max_bytes, gtids)
+            if status == 2:         # declined: its inner events (compressed), else the definition
+                g = group_at(i)
+                plain = source.unpacked(b, g) if gtids[i] is not None else None
+                if plain is None or not (yield from inner(plain, g, gtids[i])):
+                    yield from definition(g, gtids[i])
+                i += 1
+            elif status == 1:
+                yield finish()
+        b.release(first, last_end)
+
+    def walked_at(chunk):
+        return lambda i: next(b.transactions(record_starts(chunk)[i]))
     try:
         run, gtids, records = [], [], []
         walk = iter(groups)
         pending = next(walk, None)
         while pending is not None:
+            if type(pending[0]) is bytes:               # a run the compiled walk made: (records, gtid texts)
+                yield from decoded(pending[0], pending[1], walked_at(pending[0]))
+                pending = next(walk, None)
+                continue
             g, asked = pending
             if g.end - g.start > SPAN:                  # alone, by the definition
                 yield from definition(g, asked or source.gtid_text(g))
@@ -387,7 +417,7 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
                 pending = next(walk, None)
                 continue
             run.clear(), gtids.clear(), records.clear()
-            while pending is not None:
+            while pending is not None and type(pending[0]) is not bytes:
                 g, asked = pending
                 if g.end - g.start > SPAN or (run and g.end - run[0].start > SPAN):
                     break
@@ -395,22 +425,7 @@ def _named(source, b, groups, builder, finish, wanted, max_rows, max_bytes):
                 gtids.append(asked or source.gtid_text(g))
                 records.append(pack(g.start, g.end, g.start, g.timestamp, 0, 0, 0))   # seq: the offset column
                 pending = next(walk, None)
-            chunk = b"".join(records)
-            first, last_end = run[0].start, run[-1].end
-            b.fill(first, last_end)
-            i = 0
-            while i < len(run):
-                i, status = builder.decode(b.mapping, chunk, i, len(run), _NO_LO, _NO_HI, max_rows, max_bytes,
-                                           gtids)
-                if status == 2:         # declined: its inner events (compressed), else the definition
-                    g = run[i]
-                    plain = source.unpacked(b, g) if gtids[i] is not None else None
-                    if plain is None or not (yield from inner(plain, g, gtids[i])):
-                        yield from definition(g, gtids[i])
-                    i += 1
-                elif status == 1:
-                    yield finish()
-            b.release(first, last_end)
+            yield from decoded(b"".join(records), list(gtids), run.__getitem__)
         if builder.rows:
             yield finish()
     except GtidxError:

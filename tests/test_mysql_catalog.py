@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import FIXTURES, ROOT
 
 import gtidx
-from gtidx import api, catalog, storage
+from gtidx import api, catalog, changes, storage
 from gtidx.binlog.mysql import MysqlBinlog
 from gtidx.catalog_mysql import MysqlCatalog, US
 from gtidx.errors import GtidxError
@@ -274,14 +274,7 @@ def test_a_history_that_does_not_chain_starts_another(tmp_path):
 def test_at_time_equals_the_first_transaction_that_late(t, us, tmp_path_factory):
     """``at_time`` with the catalog against the brute force over every
     transaction's timestamp, any time (seconds and fractions)."""
-    d = _ARCHIVE.get("d")
-    if d is None:
-        d = _ARCHIVE["d"] = archive(tmp_path_factory.mktemp("prop") / "a")
-        gtidx.build_catalog(str(d))
-        _ARCHIVE["all"] = []
-        for f in sorted(d.glob("binlog.0*")):
-            with MysqlBinlog(str(f)) as b:
-                _ARCHIVE["all"] += [(f.name, g) for g in b.groups()]
+    d = _cataloged(tmp_path_factory)
     when = f"@{t}.{us:06d}"
     first = next(((n, g) for n, g in _ARCHIVE["all"] if g.timestamp >= (t + (us > 0))), None)
     got = api.at_time(str(d), when)
@@ -292,3 +285,52 @@ def test_at_time_equals_the_first_transaction_that_late(t, us, tmp_path_factory)
 
 
 _ARCHIVE: dict = {}
+
+
+def _cataloged(tmp_path_factory) -> Path:
+    """The archive with its catalog, made once, and every transaction of it
+    (``_ARCHIVE["all"]``: (file name, MysqlGroup) in binlog order)."""
+    d = _ARCHIVE.get("d")
+    if d is None:
+        d = _ARCHIVE["d"] = archive(tmp_path_factory.mktemp("prop") / "a")
+        gtidx.build_catalog(str(d))
+        _ARCHIVE["all"] = []
+        for f in sorted(d.glob("binlog.0*")):
+            with MysqlBinlog(str(f)) as b:
+                _ARCHIVE["all"] += [(f.name, g) for g in b.groups()]
+    return d
+
+
+@settings(max_examples=60, deadline=None)
+@given(lo=st.one_of(st.none(), st.integers(1795453871, 1795453879)),
+       hi=st.one_of(st.none(), st.integers(1795453871, 1795453879)))
+def test_changes_by_time_read_every_file_with_a_transaction_in_range(lo, hi, tmp_path_factory):
+    """``gtidx changes --since/--until`` with the catalog: the files it
+    plans to read (closed files whose entry says every transaction is
+    older, or newer, are passed over) hold every transaction in the range
+    (the brute force over every transaction's timestamp), and the newest
+    is always read."""
+    d = _cataloged(tmp_path_factory)
+    times = ([(">=", lo)] if lo is not None else []) + ([("<", hi)] if hi is not None else [])
+    f = changes.Filters(times=times)
+    planned = [Path(p).name for p, _ in changes.ChangeSource.source(str(d), f).plan()]
+    holding = {n for n, g in _ARCHIVE["all"] if f.time_ok(g.timestamp)}
+    if lo is not None and hi is not None and lo >= hi:
+        assert planned == []
+    else:
+        assert holding <= set(planned) and planned[-1] == "binlog.000023", (planned, holding)
+
+
+def test_changes_until_pass_over_newer_files(tmp_path_factory, plain):
+    """``--until`` before most transactions: the files all newer are not
+    read (``MysqlSeries.newer``), and ``gtidx changes --json`` prints the
+    rows it prints without the catalog."""
+    d = _cataloged(tmp_path_factory)
+    stamps = sorted(g.timestamp for _, g in _ARCHIVE["all"])
+    until = f"@{stamps[0] + 1}"
+    f = changes.Filters(times=[("<", stamps[0] + 1)])
+    planned = [Path(p).name for p, _ in changes.ChangeSource.source(str(d), f).plan()]
+    assert len(planned) < len(list(d.glob("binlog.0*"))), planned
+    got, want = (_cli("changes", "--json", "--until", until, str(x)) for x in (d, plain))
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert got.stdout == want.stdout.replace(str(plain), str(d)) and got.stdout

@@ -269,13 +269,15 @@ def _arrow(path, compiled: bool, stats: dict, **kw):
 def test_the_compiled_decoder_gives_the_definitions_rows(written):
     """The compiled decoder on MySQL transactions (told their gtid texts)
     gives, batch contents aside, the table the definition gives, on every
-    MySQL fixture and the live history, with a table filter too; it
+    MySQL fixture and the live history, with a table filter and a time
+    range too (the fixtures' seconds; the runs' records outside it passed
+    over by the decoder); it
     decodes most transactions itself (a compressed one: declined in the
     file, then its inner events) and hands the rest (anonymous ones, JSON
     columns) to the definition."""
     decoded = declined = 0
     for path in [*MYSQL_FIXTURES, written[0]]:
-        for kw in ({}, {"tables": ["fx.t", "shw.ai"]}):
+        for kw in ({}, {"tables": ["fx.t", "shw.ai"]}, {"since": "@1795453874", "until": "@1795453876"}):
             ours, theirs = {}, {}
             got = _arrow(path, True, ours, **kw)
             assert got.equals(_arrow(path, False, theirs, **kw)), (path, kw)
@@ -285,3 +287,18 @@ def test_the_compiled_decoder_gives_the_definitions_rows(written):
             if path.name == "compressed" and not kw:
                 assert ours["groups"] >= 36 and ours["declined"] == 32, ours     # 32 payloads, decoded inside
     assert decoded > 400 and declined > 100, (decoded, declined)
+
+
+@pytest.mark.skipif(not rowbatch.USE_COMPILED, reason="gtidx._rows is not built")
+def test_the_decoder_without_the_compiled_transaction_walk(monkeypatch):
+    """Without ``mysql_records`` (gtidx._skip older or not built) the
+    decoder is handed the transactions one by one: the same table, on the
+    fixtures whose transactions it takes and declines (compressed,
+    anonymous), with a time range too."""
+    from gtidx.binlog import mysql as mysqlbinlog
+    paths = [p for p in MYSQL_FIXTURES if p.name in ("compressed", "anonymous", "rotated")]
+    kws = ({}, {"since": "@1795453874", "until": "@1795453876"})
+    runs = [_arrow(p, True, {}, **kw) for p in paths for kw in kws]
+    monkeypatch.setattr(mysqlbinlog, "_mysql_records", None)
+    assert [_arrow(p, True, {}, **kw) for p in paths for kw in kws] == runs
+    assert sum(t.num_rows for t in runs) > 1000

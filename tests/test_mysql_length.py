@@ -26,6 +26,7 @@ from gtidx import admin, api, filebuf
 from gtidx.binlog import mysql as mysqlbinlog
 from gtidx.errors import CorruptBinlogError, GtidxError
 from gtidx.index.files import index_path
+from gtidx.binlog.events import GROUP_RECORD
 from gtidx.binlog.mysql import ANONYMOUS_GTID, GTID_LOG, GTID_TAGGED, LANDING, MysqlBinlog, MysqlGroup
 from gtidx.mysqlgtid import GtidSet, uuid_text
 from gtidx.index.mysql import MysqlRecordPolicy
@@ -149,10 +150,12 @@ def test_the_commands_on_a_length_covering_the_next_transaction(tmp_path):
 # -- any lie ---------------------------------------------------------------------------------------
 
 def _both(monkeypatch, fn):
-    """``fn()`` with the compiled walks (``mysql_walk``, ``skip``) and with the pure-Python walk."""
+    """``fn()`` with the compiled walks (``mysql_walk``, ``mysql_records``, ``skip``) and with the pure-Python walk."""
     assert mysqlbinlog._mysql_walk is not None and mysqlbinlog._skip is not None, "gtidx._skip is not built"
+    assert mysqlbinlog._mysql_records is not None, "gtidx._skip is not built"
     compiled = fn()
     monkeypatch.setattr(mysqlbinlog, "_mysql_walk", None)
+    monkeypatch.setattr(mysqlbinlog, "_mysql_records", None)
     monkeypatch.setattr(mysqlbinlog, "_skip", None)
     try:
         pure = fn()
@@ -187,14 +190,45 @@ def outcome(path: Path, jump: bool = True) -> dict:
             except GtidxError as e:
                 return seen, (type(e).__name__, e.offset, e.message)
             return seen, None
+        def runs(start, limit=None):
+            """``transaction_runs``, each transaction as (gtid text, start, end, timestamp)."""
+            seen = []
+            try:
+                for item in b.transaction_runs(start, limit):
+                    if isinstance(item, MysqlGroup):
+                        seen.append((item.gtid and str(item.gtid), item.start, item.end, item.timestamp))
+                    else:
+                        records, texts = item
+                        seen += [(t, *GROUP_RECORD.unpack_from(records, i * GROUP_RECORD.size)[:2],
+                                  GROUP_RECORD.unpack_from(records, i * GROUP_RECORD.size)[3])
+                                 for i, t in enumerate(texts)]
+            except GtidxError as e:
+                return seen, (type(e).__name__, e.offset, e.message)
+            return seen, None
         for start in starts:
             out[f"transactions from {start}"] = walk(start)
+            out[f"runs from {start}"] = runs(start)
+        if len(starts) > 2:
+            out[f"runs from {starts[1]} to {starts[2]}"] = runs(starts[1], starts[2])
         for span in (1, 700, 1 << 16):
             try:
                 out[f"records {span}"] = MysqlRecordPolicy(span, jump=jump).records(b)
             except GtidxError as e:
                 out[f"records {span}"] = (type(e).__name__, e.offset, e.message)
     return out
+
+
+def assert_runs_agree(out: dict, name: str) -> None:
+    """``out[name]`` (``transaction_runs`` from a start, to a limit) is the
+    walk of ``transactions`` from that start up to the limit: the same
+    transactions, and its error where it reaches it."""
+    start, *limit = (int(x) if x != "None" else None for x in name.split()[2::2])
+    seen, error = out[f"transactions from {start}"]
+    want = [(g[0] and str(g[0]), *g[1:4]) for g in seen if not limit or g[1] < limit[0]]
+    got_seen, got_error = out[name]
+    if not limit or got_error is not None:
+        assert got_error == error, name
+    assert got_seen == want, name
 
 
 def _lie(data: bytes, off: int, ln: int, ends: list[int], kind: str, d: int) -> int:
@@ -245,6 +279,8 @@ def test_any_lie_in_a_length_gives_the_scans_answer_or_an_error(tmp_path_factory
             else:
                 assert got_error[:2] == ("CorruptBinlogError", off) and "transaction_length" in got_error[2], name
                 assert got_seen == want[:len(got_seen)] and (got_seen[-1][2] if got_seen else off) == off, name
+        elif name.startswith("runs"):
+            assert_runs_agree(compiled, name)
         elif not isinstance(got, list):
             assert got[:2] == ("CorruptBinlogError", off) and "transaction_length" in got[2], name
         else:
@@ -264,6 +300,9 @@ def test_compiled_and_pure_walks_are_equal(monkeypatch, path):
     assert compiled == pure
     scan = outcome(path, jump=False)
     assert {k: v for k, v in compiled.items() if k in scan} == scan
+    for name in compiled:
+        if name.startswith("runs"):
+            assert_runs_agree(compiled, name)
 
 
 @pytest.mark.parametrize("window", [32, 97, 4096])
@@ -274,6 +313,8 @@ def test_compiled_and_pure_walks_through_small_windows(monkeypatch, window):
     for path in LYING:
         monkeypatch.setattr(filebuf, "WINDOW_FIRST", window)
         monkeypatch.setattr(filebuf, "WINDOW", window)
+        monkeypatch.setattr(mysqlbinlog, "RUN_BYTES", window)        # the runs' stretches too,
+        monkeypatch.setattr(mysqlbinlog, "RUN_RECORDS", 2)           # and a few records a run
         compiled, pure = _both(monkeypatch, lambda: outcome(path))      # (restores the window too)
         assert compiled == pure == outcome(path), path
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT, count_listings
-from gtidx import admin, api
+from gtidx import admin, api, catalog
 from gtidx.errors import GtidxError
 
 import gtidx.spark as gs  # noqa: E402
@@ -87,7 +87,10 @@ def test_locate_on_mysql_binlogs_lists_once_on_the_driver(spark, monkeypatch):
 
 def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
     """A prefix of MySQL binlog objects (its flavor read at listing from the
-    newest object): every row is the library's answer on the local files;
+    newest object): every row is the library's answer on the local files.
+    With the prefix's catalog, planning GETs the catalog only (no binlog's
+    Previous_gtids) and the tasks read fewer objects; a forged entry is
+    read instead; the rows the same (counted on moto_server).
     format("gtidx") reads their transactions, gs.build writes their indexes
     beside them, and a lookup answers through those."""
     pytest.importorskip("s3fs")
@@ -101,14 +104,42 @@ def test_locate_on_mysql_binlogs_in_an_object_store(spark, tmp_path):
             client.put_object(Bucket="sparkmysql", Key=f"m/{f.name}", Body=f.read_bytes())
         oracle = json.loads((src / "oracle.json").read_text())
         values = [g for f in oracle["files"] for g, _, _ in f["groups"] if g][::4] + [f"{UUID}:999999"]
-        rows = gs.locate(spark, spark.createDataFrame([(v,) for v in values], "gtid string"), "s3://sparkmysql/m/",
-                         storage_options=opts).collect()
-        assert len(rows) == len(values)
-        for r in rows:
-            want = expected(str(src), r.gtid)
-            assert (r.found, r.file and os.path.basename(r.file), r.start) == \
-                (want[1], want[2] and os.path.basename(want[2]), want[3]), r
-            assert r.file is None or r.file.startswith("s3://sparkmysql/m/")
+        df = spark.createDataFrame([(v,) for v in values], "gtid string")
+        url, names = "s3://sparkmysql/m/", sorted(f.name for f in src.glob("binlog.0*"))
+
+        def gets(action: bool) -> tuple[dict, list]:
+            """The GETs of each object while planning (and answering: ``action``), and the rows."""
+            moto.requests()
+            out = gs.locate(spark, df, url, storage_options=opts)
+            rows = out.collect() if action else []
+            got = {}
+            for m, p, _ in moto.requests():
+                if m == "GET" and "?" not in p:
+                    got[p.rsplit("/", 1)[1]] = got.get(p.rsplit("/", 1)[1], 0) + 1
+            return got, sorted((r.gtid, r.found, r.file, r.start, r.end) for r in rows)
+
+        without, scanned = gets(True)
+        assert set(names) <= set(without)             # every Previous_gtids read
+        assert len(scanned) == len(values)
+        for gtid, found, file, start, _ in scanned:
+            want = expected(str(src), gtid)
+            assert (found, file and os.path.basename(file), start) == \
+                (want[1], want[2] and os.path.basename(want[2]), want[3]), gtid
+            assert file is None or file.startswith(url)
+        admin.build_catalog(url, storage_options=opts)
+        assert gets(False)[0] == {catalog.NAME: 1}    # planned from the catalog: no binlog read
+        with_catalog, rows = gets(True)
+        print(f"GETs on {url}: without a catalog {without}, with one {with_catalog}")
+        assert rows == scanned
+        # each file read by its own task only (no bisection reads another's preamble)
+        assert all(with_catalog[n] < without[n] for n in names), (with_catalog, without)
+        # a forged entry (another size: the LIST shows it stale) is read instead; the answers the same
+        raw = json.loads(client.get_object(Bucket="sparkmysql", Key=f"m/{catalog.NAME}")["Body"].read())
+        raw["files"][1]["size"] += 1
+        raw[catalog.CHECKSUM] = catalog.checksum(raw)
+        client.put_object(Bucket="sparkmysql", Key=f"m/{catalog.NAME}", Body=json.dumps(raw).encode())
+        forged, rows = gets(True)
+        assert rows == scanned and names[1] in forged
         # format("gtidx") on the objects: the server's transactions; gs.build: indexes beside them
         got = spark.read.format("gtidx").option("storage_options", json.dumps(opts)).load("s3://sparkmysql/m/")
         assert sorted((r["file"], r["gtid"], r["start"], r["end"]) for r in got.collect()) == \

@@ -25,6 +25,9 @@
                                               time goes); then format("gtidx.changes") rows/s over
                                               >= 4 GiB (DIR: another set), with pushed-down filters;
                                               --memory: peak RSS on 1 GiB of big transactions
+    tools/bench changes --mysql F [--file M] [--runs 5]
+                                              MySQL binlog F's row changes beside MariaDB binlog M's:
+                                              rows/s, MB/s, gtidx changes --parquet wall, the ratios
     tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
                                               auto-position and mysqlbinlog --include-gtids
 
@@ -92,6 +95,10 @@ def main(argv=None) -> int:
     s.add_argument("--workload", metavar="DIR", help="Spark over the binlogs of DIR (default: the >= 4 GiB "
                                                       "workload); its missing indexes are built there")
     s.add_argument("--no-spark", action="store_true", help="the one binlog alone")
+    s.add_argument("--mysql", metavar="FILE",
+                   help="instead: MySQL's row changes beside MariaDB's (--file), rows/s and MB/s of each and their "
+                        "ratio, in one run (tools/bench_rows.py; FILE: e.g. a tools/make_mysql_workload binlog)")
+    s.add_argument("--runs", type=int, default=5, help="with --mysql: decodes of each binlog, interleaved")
     s.add_argument("--memory", action="store_true",
                    help="also the peak RSS of gtidx changes --parquet on a 1 GiB binlog of 1,000-row transactions "
                         "with 1 MiB blobs (tools/bench_rows.py; made once by a real 10.11)")
@@ -138,6 +145,11 @@ def main(argv=None) -> int:
         return 0
     if a.cmd in BASELINE_FIGURES and a.baseline:
         report = against_baseline(a.cmd, child_argv(argv[1:]), a.baseline, a.rounds, BASELINE_FIGURES[a.cmd])
+        if a.json:
+            Path(a.json).write_text(json.dumps(report, indent=1))
+        return 0
+    if a.cmd == "changes" and a.mysql:
+        report = bench_rows.bench_mysql_changes(a)
         if a.json:
             Path(a.json).write_text(json.dumps(report, indent=1))
         return 0

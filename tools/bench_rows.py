@@ -84,3 +84,57 @@ def bench_memory(args) -> dict:
               "rows_per_s": round(got / wall), "peak_rss_mib": round(peak / 1024, 1)}
     print(json.dumps(result))
     return result
+
+
+def bench_mysql_changes(args) -> dict:
+    """MySQL and MariaDB row changes side by side (``tools/bench changes
+    --mysql FILE``): the Arrow batches of one binlog of each flavor
+    (``--mysql``: e.g. a ``tools/make_mysql_workload`` binlog; ``--file``: a
+    MariaDB one, default the 256 MiB workload file), decoded in this process
+    as ``gtidx changes --parquet`` decodes them (``rowbatch.source_batches``,
+    the compiled decoder where built), ``--runs`` times, the flavors
+    interleaved so the machine's noise hits both alike: rows/s and MB/s
+    (medians), then ``gtidx changes --parquet`` end to end once each (wall,
+    peak RSS), and MySQL's rows/s as a fraction of MariaDB's."""
+    import statistics
+    from gtidx import changes, rowbatch
+    from tools.bench_common import machine, workload_file
+    files = {"mysql": Path(args.mysql), "mariadb": Path(args.file) if args.file else workload_file()}
+    times: dict = {k: [] for k in files}
+    rows: dict = {}
+
+    def decode(path: Path) -> int:
+        n = 0
+        for one in changes.changes(str(path), reader=lambda s, b, sp: rowbatch.source_batches(s, b, sp)):
+            for x in one.rows:
+                if isinstance(x, Exception):
+                    raise x
+                n += x.num_rows
+        return n
+    for _ in range(args.runs):
+        for k, path in files.items():
+            t0 = time.perf_counter()
+            rows[k] = decode(path)
+            times[k].append(time.perf_counter() - t0)
+    report = {"machine": machine(), "compiled": rowbatch.USE_COMPILED, "runs": args.runs}
+    for k, path in files.items():
+        size = path.stat().st_size
+        s = statistics.median(times[k])
+        with tempfile.TemporaryDirectory(prefix="gtidx-bench-mysql-") as tmp:
+            t0 = time.perf_counter()
+            child = subprocess.Popen([sys.executable, "-m", "gtidx", "changes", "--quiet", "--parquet",
+                                      str(Path(tmp) / "out.parquet"), str(path)])
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.perf_counter() - t0
+        if status:
+            raise SystemExit(f"gtidx changes exited {status >> 8} on {path}")
+        report[k] = {"file": str(path), "bytes": size, "rows": rows[k], "s": s, "rows_s": rows[k] / s,
+                     "mb_s": size / s / 2**20, "cli_wall_s": wall, "cli_peak_rss_mb": usage.ru_maxrss / 1024}
+        print(f"  {k}: {path.name} {size / 2**20:.1f} MiB, {rows[k]:,} rows in {s:.3f} s (median of {args.runs}) "
+              f"= {rows[k] / s:,.0f} rows/s, {size / s / 2**20:.1f} MB/s; gtidx changes --parquet {wall:.2f} s "
+              f"wall, {usage.ru_maxrss / 1024:.0f} MB peak RSS")
+    report["mysql_over_mariadb_rows_s"] = report["mysql"]["rows_s"] / report["mariadb"]["rows_s"]
+    report["mysql_over_mariadb_mb_s"] = report["mysql"]["mb_s"] / report["mariadb"]["mb_s"]
+    print(f"  MySQL / MariaDB: rows/s {report['mysql_over_mariadb_rows_s']:.2f}, "
+          f"MB/s {report['mysql_over_mariadb_mb_s']:.2f}")
+    return report

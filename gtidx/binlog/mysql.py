@@ -39,7 +39,7 @@ import struct
 import zlib
 from typing import Iterator
 
-from .events import (EVENT_HEADER, HEADER_LEN, INCIDENT, QUERY, TYPE_LENGTH, U32, XA_PREPARE, XID,
+from .events import (EVENT_HEADER, GROUP_RECORD, HEADER_LEN, INCIDENT, QUERY, TYPE_LENGTH, U32, XA_PREPARE, XID,
                      decode_query_text, is_mariadb)
 from .mariadb import Binlog
 from .mysqlevents import (ANONYMOUS_GTID, BOUNDARY, GTID_LOG, GTID_TAGGED, GTID_TYPES, IGNORABLE_FLAG, IGNORED,
@@ -57,6 +57,14 @@ try:                                   # the compiled header walks (gtidx/_skip.
     from .._skip import mysql_walk as _mysql_walk, skip as _skip
 except ImportError:                    # pragma: no cover - depends on the install
     _mysql_walk = _skip = None
+try:                                   # the transaction records of the row changes (gtidx/_skip.c)
+    from .._skip import mysql_records as _mysql_records
+except ImportError:                    # pragma: no cover - depends on the install
+    _mysql_records = None
+# The bytes of a file filled (``fill``) and walked by ``transaction_runs``
+# at a time, and the most records one of its runs holds.
+RUN_BYTES = 8 << 20
+RUN_RECORDS = 65_536
 
 # -- the file -------------------------------------------------------------------
 
@@ -344,6 +352,56 @@ class MysqlBinlog(Binlog):
             yield new(MysqlGroup, (g.gtid, off, end, commit // 1_000_000 if commit else ts, commit, length))
             off, mid = end, False
         return off, mid, None
+
+    def transaction_runs(self, start: int | None = None, limit: int | None = None) -> Iterator:
+        """``transactions(start)`` up to the first that starts at or past
+        ``limit``, for the row decoder: runs of the transactions with GTIDs
+        that the compiled ``mysql_records`` takes (gtidx/_skip.c: the checks
+        of ``_chained``, on ``mapping`` filled ``RUN_BYTES`` at a time) as
+        ``(records, texts)``: GROUP_RECORDs (seq: the start, as the offset
+        column; timestamp: ``MysqlGroup.timestamp``) and their GTIDs' texts;
+        the others (anonymous, tagged, what ``_chained`` and the event walk
+        decide) one at a time as ``MysqlGroup``s from ``_transactions``, up to
+        the next GTID event. The bytes of a run stay filled until the caller
+        ``release``s them. Without the compiled walk: ``MysqlGroup``s only.
+        The same transactions, and the same errors, as ``transactions``; a
+        transaction at or past ``limit`` is not walked (a damaged one there is
+        the next piece's error)."""
+        limit = (1 << 64) - 1 if limit is None else limit
+        walk = _mysql_records
+        off = self.body_start if start is None else start
+        mid = start is not None
+        while walk is not None and off < limit:
+            hi = min(off + RUN_BYTES, self.size)
+            self.fill(off, hi)
+            out, texts = bytearray(RUN_RECORDS * GROUP_RECORD.size), []
+            n, stop, code = walk(self.mapping[off:hi], 0, off, self.size, self.checksum_len, LANDING, limit, out,
+                                 texts)
+            if n:
+                yield bytes(memoryview(out)[:n * GROUP_RECORD.size]), texts
+            if code in (1, 3) and stop > off:
+                off, mid = stop, False
+                continue
+            if code == 0:
+                return
+            off, mid = stop, mid and not n   # what the compiled walk does not take: the Python walk's
+            for g in self._transactions(off, mid):
+                if g.start >= limit:
+                    return
+                yield g
+                off, mid = g.end, False
+                if off >= limit:
+                    return                   # the next starts at or past the limit: not walked
+                if self._type_at(off) == GTID_LOG:
+                    break                    # back to the compiled walk
+            else:
+                return
+        for g in self._transactions(off, mid):
+            if g.start >= limit:
+                return
+            yield g
+            if g.end >= limit:
+                return
 
     def _length_disagrees(self, off: int, etype: int, length: int, end: int) -> CorruptBinlogError:
         """The error for a GTID event at ``off`` whose transaction_length

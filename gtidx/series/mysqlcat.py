@@ -99,6 +99,17 @@ class MysqlCatalogUse(CatalogTrust):
         top = entry.max_second()
         return top is None or top < first
 
+    def newer(self, path: str, last: int) -> bool:
+        """Does the trusted catalog entry of ``path`` say every transaction of
+        it is stamped after the second ``last`` (or it has none)? A
+        closed file whose lowest possible second (``MysqlEntry.min_second``)
+        is past ``last`` holds no transaction at or before it."""
+        entry = self._catalog.get(path)
+        if entry is None or entry.raw["in_use"]:
+            return False
+        low = entry.min_second()
+        return low is None or low > last
+
     def at_time(self, when) -> TimePoint:
         """Where a restore to ``when`` stops (as ``BinlogSeries.at_time``):
         the first transaction, in file order, whose timestamp (its

@@ -97,6 +97,12 @@ class CatalogTrust:
             dips.discard(path)
         self._planners.clear()
 
+    def newer(self, path: str, last: int) -> bool:
+        """Does the catalog say every group of ``path`` is stamped after the
+        second ``last``? Never here: a flavor whose entries bound a file's
+        lowest timestamp says so (``MysqlCatalogUse.newer``)."""
+        return False
+
     def use_catalog(self, cat: "catalog.Catalog | None", history: int | None = None, *,
                     listings: dict | None = None) -> None:
         """Take what the catalog says of these files: their start states (no

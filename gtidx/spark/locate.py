@@ -347,23 +347,31 @@ def _shuffled(values: DataFrame, bplan, codes: list[int], n: int, answer, assign
 def _locate_mysql(spark: SparkSession, gtids: DataFrame, listing: api.Listing, column: str | None,
                   timings: dict | None, pass_per_byte: float, where: Where, history: int | None,
                   t0: float) -> DataFrame:
-    """``locate`` on MySQL binlogs: the driver reads each file's
-    Previous_gtids (its preamble) and the rows are assigned with them
-    (``MysqlPlan``); one task per file answers its rows with
+    """``locate`` on MySQL binlogs: the driver takes each file's
+    Previous_gtids from its trusted catalog entry (``MysqlSeries.use_catalog``:
+    the entries checked against the files' identities, or one LIST of an
+    object-store prefix), else reads it (its preamble), and the rows are
+    assigned with them (``MysqlPlan``, which hands the entries to the
+    executors' series); one task per file answers its rows with
     ``MysqlSeries.locate_many`` (one pass over the file) and
     ``replica_start``. The answers are ``gtidx.open(binlogs)``'s."""
     with where.open_listing(listing, history) as series:
         files = series.files
-        prevs = []
+        prevs, entries = [], {}
         for f in files:
+            entry = series.cataloged(f)
+            if entry is not None:           # checked against the file's identity (or a LIST): not read
+                entries[f] = entry.raw
             try:
                 prevs.append(series.previous_gtids(f).one_line())
             except GtidxError:
                 prevs.append(None)          # its task gives the error
+        read = len(files) - len(entries)
 
     def answer(key, table, p):
         return _answer_rows_group(key, table, files, pass_per_byte, p, where)
-    return _planned(spark, gtids, column, MysqlPlan(files, prevs), len(files), answer, timings, t0, timed=False)
+    return _planned(spark, gtids, column, MysqlPlan(files, prevs, entries), read, answer, timings, t0,
+                    timed=False)
 
 
 # The series whose binlogs Spark answers otherwise than MariaDB's (the series

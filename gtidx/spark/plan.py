@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import api, catalog
+from .. import api, catalog, catalog_mysql
 from ..errors import GtidxError
 from ..gtid import BinlogState, Gtid, Position
 from ..mysqlgtid import GtidSet, MysqlGtid
@@ -208,11 +208,15 @@ class MysqlPlan:
     """MySQL binlogs: each file's Previous_gtids (text, parsed lazily on each
     executor) and the assignment of a row to the file whose task answers it
     (``series.mysql.holder``: a GTID to the file holding it; a GTID set, a
-    replica's, to its start file); picklable, broadcast."""
+    replica's, to its start file); picklable, broadcast. ``entries``: path ->
+    the JSON object of the catalog entry a file's Previous_gtids was taken
+    from (``MysqlSeries.cataloged``), handed to the executors' series
+    (``share``) so that their bisections read no preamble either."""
 
-    def __init__(self, files: list[str], prevs: list[str | None]):
+    def __init__(self, files: list[str], prevs: list[str | None], entries: dict | None = None):
         self.files = files
         self.prevs = prevs
+        self.entries = entries or {}
         self._parsed = None
 
     def _sets(self):
@@ -254,7 +258,11 @@ class MysqlPlan:
                                            nulls, pa.array(reason, pa.string())], names=ASSIGNED_NAMES)
 
     def share(self, logs) -> None:
-        pass
+        """Give ``logs`` (an executor's ``MysqlSeries``) the catalog entries the
+        plan was made from: each is checked as the driver's were (identity,
+        or one LIST of the prefix) and again when its file is opened."""
+        if self.entries:
+            logs.trust({f: catalog_mysql.MysqlEntry.of(raw) for f, raw in self.entries.items()})
 
     def gtids(self, values: list) -> list:
         """The rows of one task as ``_answer_file`` takes them: the GTID, or
@@ -269,10 +277,10 @@ class MysqlPlan:
         return out
 
     def __getstate__(self):
-        return {"files": self.files, "prevs": self.prevs}
+        return {"files": self.files, "prevs": self.prevs, "entries": self.entries}
 
     def __setstate__(self, state):
-        self.__init__(state["files"], state["prevs"])
+        self.__init__(state["files"], state["prevs"], state["entries"])
 
 
 def _parse_state(text: str):
