@@ -144,6 +144,8 @@ class Tailer:
         self._unquiet: set[str] = set()                 # finished while written: identity not recorded yet
         self._files: list[str] = []                     # the last full look's listing
         self.state = TailState()
+        # called after each full look with every closed binlog whose index is finished (archive mode)
+        self.on_closed = None
 
     @property
     def failed(self) -> list[str]:
@@ -263,6 +265,10 @@ class Tailer:
         if not self._stopping:
             self._record_identities()
             self._keep_catalog(files, retry_all)
+            if self.on_closed is not None:
+                for f in files[:-1]:                    # a later binlog is listed: this one is closed
+                    if f in self.settled:
+                        self.on_closed(f)
         self._looked()
 
     def _look(self, f: str, last: bool) -> None:
