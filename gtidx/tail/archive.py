@@ -93,6 +93,10 @@ class Archiver:
         self.cond = threading.Condition()
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="gtidx-archive", daemon=True)
+        try:
+            store.listing(self.prefix, empty_if_missing=True)   # a bad option is bad input, said at once
+        except GtidxIOError as e:
+            event(logging.WARNING, "archive not reachable yet", url=self.url(""), error=e)
 
     def start(self) -> "Archiver":
         event(logging.INFO, "archive", url=self.url(""))
