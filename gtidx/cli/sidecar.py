@@ -51,8 +51,7 @@ def _max_lag_default():
     return DEFAULT_MAX_LAG
 
 
-@click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --once --json /var/lib/mysql',
-                               'gtidx tail --metrics 127.0.0.1:9108 /var/lib/mysql',
+@click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --metrics 127.0.0.1:9108 /var/lib/mysql',
                                'gtidx tail --archive s3://backups/db1/binlogs/ /var/lib/mysql'))
 @click.argument("directory", type=PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
