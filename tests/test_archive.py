@@ -177,21 +177,17 @@ def test_archive_lookups_answer_as_on_the_directory(s3, archived):
     with gtidx.open(url) as remote, gtidx.open(str(local)) as here:
         assert [Path(f).name for f in remote.files] == CLOSED
         for name in CLOSED:
-            assert answers_equal(url + name, oracle[name], remote, "index") == [], name
-            for g, _, _ in oracle[name]["groups"]:
+            # a sample (test_s3 checks every offset and GTID of these files on S3)
+            sample = dict(oracle[name], pos=oracle[name]["pos"][::10])
+            assert answers_equal(url + name, sample, remote, "index") == [], name
+            for g, _, _ in oracle[name]["groups"][::5]:
                 a, b = remote.locate(g), here.locate(g)
                 assert (Path(a.file).name, a.start, a.end, a.resume, a.via) == \
                     (Path(b.file).name, b.start, b.end, b.resume, b.via)
         times = [g.timestamp for n in CLOSED for g in api.scan(str(MULTI / n))[1]]
-        for t in times[::7] + [times[0], times[-1]]:
+        for t in times[::20] + [times[0], times[-1]]:
             a, b = remote.at_time(t), here.at_time(t)
             assert (Path(a.file).name, a.offset, str(a.gtid)) == (Path(b.file).name, b.offset, str(b.gtid))
-    g = oracle[CLOSED[2]]["groups"][5][0]
-    ours = [subprocess.run([sys.executable, "-m", "gtidx", "seek", "--json", "--gtid", g, where], capture_output=True,
-                           text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}) for where in (url, str(local))]
-    assert [r.returncode for r in ours] == [0, 0], ours
-    a, b = (json.loads(r.stdout.replace(where, "")) for r, where in zip(ours, (url, str(local) + "/")))
-    assert a == b
 
 
 def test_archive_never_replaces_another_object(s3, tmp_path):
@@ -330,3 +326,25 @@ def test_archive_readme_recipe(s3, tmp_path):
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     a, b = json.loads(outputs[-1]), json.loads(here.stdout)
     assert (Path(a["file"]).name, a["start"]) == (Path(b["file"]).name, b["start"])
+
+
+def test_archive_of_mysql_binlogs(s3, tmp_path):
+    """MySQL 9.7's binlogs: the MySQL catalog of the prefix, and lookups on
+    the archive equal to the directory's."""
+    src = FIXTURES / "mysql-9.7" / "rotated"
+    local = tmp_path / "mysql"
+    shutil.copytree(src, local)
+    (local / "oracle.json").unlink()
+    r = _run("--once", "--archive", f"s3://{BUCKET}/mysql/", str(local))
+    assert r.returncode == 0, r.stderr
+    files = json.loads((src / "oracle.json").read_text())["files"]
+    cat = json.loads(s3.client.get_object(Bucket=BUCKET, Key="mysql/gtidx-catalog.json")["Body"].read())
+    objects = _listing(s3.client, "mysql/")
+    assert cat["flavor"] == "mysql"
+    assert [(e["name"], e["size"], e["etag"]) for e in cat["files"]] == \
+        [(f["name"], *objects[f["name"]]) for f in files[:-1]]
+    with gtidx.open(f"s3://{BUCKET}/mysql/") as remote, gtidx.open(str(local)) as here:
+        for f in files[:-1]:
+            for g in f["groups"][::3]:
+                a, b = remote.locate(g[0]), here.locate(g[0])
+                assert (Path(a.file).name, a.start, a.end, a.via) == (Path(b.file).name, b.start, b.end, b.via)

@@ -48,7 +48,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .. import catalog, storage
+from .. import storage
 from ..binlog.mysql import open_binlog
 from ..errors import BadInputError, GtidxError, GtidxIOError
 from ..index.files import index_path
@@ -153,17 +153,29 @@ class Archiver:
         except InterruptedError:
             raise
         except (GtidxError, OSError) as e:
+            if isinstance(e, FileNotFoundError) and not os.path.lexists(path):
+                event(logging.ERROR, "purged before it was archived", file=path)
+                self._failed(name, e, delay)
+                self._forget(path, name)
+                return 0.0
             return self._failed(name, e, delay)
         except Exception as e:     # noqa: BLE001 - a bug of ours: logged, retried like a failure
             return self._failed(name, GtidxError(f"internal error: {type(e).__name__}: {e}"), delay)
+        recovered = name in self.state.failing
+        self._forget(path, name)
         with self.cond:
-            self.queue.remove(path)
             self.done.add(name)
-            self.state.pending = {k: v for k, v in self.state.pending.items() if k != name}
-        if name in self.state.failing:
-            self.state.failing = {k: v for k, v in self.state.failing.items() if k != name}
+        if recovered:
             event(logging.INFO, "archive recovered", file=path)
         return 0.0
+
+    def _forget(self, path: str, name: str) -> None:
+        """``path`` waits no more: archived, or purged before it could be."""
+        with self.cond:
+            if path in self.queue:
+                self.queue.remove(path)
+            self.state.pending = {k: v for k, v in self.state.pending.items() if k != name}
+        self.state.failing = {k: v for k, v in self.state.failing.items() if k != name}
 
     def _failed(self, name: str, e: BaseException, delay: float) -> float:
         condition = _condition(e)
@@ -184,7 +196,9 @@ class Archiver:
         listing = store.listing(self.prefix, empty_if_missing=True)
         st = os.stat(path)
         expected = storage.s3_etag(path, self.part_size)
-        if os.stat(path)[6:] != st[6:] or os.stat(path).st_ino != st.st_ino:
+        now = os.stat(path)
+        if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) != \
+                (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
             raise GtidxIOError("the binlog changed while its checksum was computed", path=path)
         target = self.url(name)
         uploaded = False
