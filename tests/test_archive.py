@@ -225,19 +225,38 @@ def test_archive_kill_9_then_restart_ends_as_an_uninterrupted_run(s3, archived, 
     _same(s3.client, _check(s3.client, "killed/", local, whole=True), "killed/", plain)
 
 
-def test_archive_sigterm_stops_cleanly(s3, tmp_path):
+def _wait_for(client, prefix: str, name: str, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while name not in _listing(client, prefix):
+        assert time.monotonic() < end, f"{name} not archived"
+        time.sleep(0.02)
+
+
+def test_archive_follows_rotations_and_sigterm_stops_cleanly(s3, tmp_path):
+    """Running (woken by inotify): a binlog is archived when the server's
+    .index lists a later one, never before; SIGTERM in the middle of a
+    file's steps ends with that file's index and catalog entry written, every
+    object whole and the catalog describing them."""
     local = _binlogs(tmp_path)
-    s3.proxy.set(delay=0.05)
+    listed = ["master-bin.000018", "master-bin.000019", "master-bin.000020"]
+    (local / "master-bin.index").write_text("".join(f"./{n}\n" for n in listed))
+    p = _tail("--archive", f"s3://{BUCKET}/termed/", str(local))
     try:
-        p = _tail("--archive", f"s3://{BUCKET}/termed/", str(local), endpoint=s3.proxy.url)
-        _first_binlog(s3.client, "termed/")
-        p.send_signal(signal.SIGTERM)
+        _wait_for(s3.client, "termed/", "gtidx-catalog.json")
+        end = time.monotonic() + 60
+        while [e["name"] for e in _catalog(s3.client, "termed/")["files"]] != listed[:2]:
+            assert time.monotonic() < end and p.poll() is None
+            time.sleep(0.02)
+        assert "master-bin.000020" not in _listing(s3.client, "termed/")     # the newest: never
+        (local / "master-bin.index").write_text("".join(f"./{n}\n" for n in [*listed, CLOSED[-1]]))
+        _wait_for(s3.client, "termed/", "master-bin.000020")                # a rotation: 20 closed
+        p.send_signal(signal.SIGTERM)                    # its index and the catalog not written yet
         _, err = p.communicate(timeout=60)
     finally:
-        s3.proxy.set(delay=0)
+        p.kill()
     assert p.returncode == 0 and "event=stop" in err and "Traceback" not in err, err
-    objects = _check(s3.client, "termed/", local, whole=True)  # the file under way was finished whole
-    assert objects
+    _check(s3.client, "termed/", local, whole=True)                          # the file under way finished whole
+    assert [e["name"] for e in _catalog(s3.client, "termed/")["files"]] == listed
 
 
 def test_archive_under_throttling_loses_nothing(s3, archived, tmp_path):
@@ -257,7 +276,7 @@ def test_archive_under_throttling_loses_nothing(s3, archived, tmp_path):
     assert r.returncode == 3 and r.stderr.count("event=cannot archive") == len(CLOSED), r.stderr
     assert "Traceback" not in r.stderr
     assert _listing(s3.client, "throttled2/") == {}
-    r = _run("--once", "--archive", f"s3://{BUCKET}/throttled2/", *no_retries, str(local2), endpoint=s3.proxy.url)
+    r = _run("--once", "--archive", f"s3://{BUCKET}/throttled2/", *no_retries, str(local2))
     assert r.returncode == 0, r.stderr
     _same(s3.client, _check(s3.client, "throttled2/", local2, whole=True), "throttled2/", archived[2])
 
