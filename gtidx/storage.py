@@ -340,6 +340,10 @@ class FsspecStore:
         except Exception as e:
             raise self.fail(e, path) from None
 
+    def remove(self, path: str) -> None:
+        """Delete the object ``path`` (one DELETE)."""
+        self._call(path, self.fs.rm_file, path)
+
     def write_index(self, target: str, data: bytes, meta, *, make_dirs: bool = False) -> None:
         """The index with one PUT, then its fingerprint (``IndexMeta``, in
         a sidecar object bound to this index object's ETag): a reader

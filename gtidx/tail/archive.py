@@ -213,7 +213,7 @@ class Archiver:
             info = store.info(target)
             got = (int(info["size"]), info.get("ETag") or info.get("etag"))
             if got != (st.st_size, expected) or etag != expected:
-                store.fs.rm_file(target)          # ours, and wrong: no object that looks complete
+                store.remove(target)          # ours, and wrong: no object that looks complete
                 raise GtidxIOError(f"uploaded object does not match the binlog ({got[0]} bytes, ETag {got[1]}; "
                                    f"expected {st.st_size}, {expected}): removed, retrying", path=target)
             uploaded = True
