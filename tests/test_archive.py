@@ -367,3 +367,13 @@ def test_archive_of_mysql_binlogs(s3, tmp_path):
             for g in f["groups"][::3]:
                 a, b = remote.locate(g[0]), here.locate(g[0])
                 assert (Path(a.file).name, a.start, a.end, a.via) == (Path(b.file).name, b.start, b.end, b.via)
+
+
+def test_archive_bad_input_is_exit_2_before_anything(s3, tmp_path):
+    local = _binlogs(tmp_path)
+    for args, words in [(["--archive", str(tmp_path / "elsewhere")], "expected an S3 prefix"),
+                        (["--archive", f"s3://{BUCKET}/bad/", "--storage-option", "bogus=1"], "bad storage option")]:
+        r = _run("--once", *args, str(local))
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not list(local.glob("*.idx"))                 # refused before the tail began
