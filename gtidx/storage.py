@@ -45,6 +45,9 @@ REMOTE_GROWTH = 4                # 64 KiB, 256 KiB, 1 MiB, 4 MiB, 8 MiB: a walk 
 # the check of the event at an index record reads what the walk from there
 # reads first (REMOTE_WINDOW_FIRST): a lookup's check and walk are one GET
 REMOTE_CHECK_AHEAD = REMOTE_WINDOW_FIRST
+# an upload's part (``FsspecStore.upload``): a file of at most one part is one PUT; its ETag (``s3_etag``)
+# depends on it. 16 MiB: a 1 GiB binlog is 64 parts, well under S3's 10,000
+UPLOAD_PART = 16 << 20
 
 
 def is_url(path) -> bool:
@@ -237,10 +240,12 @@ class FsspecStore:
         """Names of the objects directly under the prefix ``path``: one LIST."""
         return list(self.listing(path))
 
-    def listing(self, path: str) -> dict[str, tuple[int, str | None]]:
+    def listing(self, path: str, empty_if_missing: bool = False) -> dict[str, tuple[int, str | None]]:
         """{name: (size, ETag)} of the objects directly under the prefix
-        ``path``: one LIST request per 1,000 keys (S3's page)."""
-        entries = self._call(path, self.fs.ls, path.rstrip("/") + "/", detail=True)
+        ``path``: one LIST request per 1,000 keys (S3's page). A prefix with
+        no object is missing (FileNotFoundError), or with ``empty_if_missing`` empty."""
+        entries = self._call(path, self.fs.ls, path.rstrip("/") + "/", detail=True,
+                             none_if_missing=empty_if_missing) or []
         return {posixpath.basename(e["name"].rstrip("/")): (int(e.get("size") or 0), e.get("ETag") or e.get("etag"))
                 for e in entries if e.get("type") == "file"}
 
@@ -289,6 +294,58 @@ class FsspecStore:
         object or the new one, never a part)."""
         self._call(path, self.fs.pipe_file, path, data)
 
+    def upload(self, path: str, local: str, part_size: int = UPLOAD_PART, stopping=lambda: False) -> str:
+        """The local file ``local`` as the object ``path`` (S3 only), read
+        ``part_size`` bytes at a time: one PUT when it is one part, else a
+        multipart upload. Either way the object appears whole or not at all
+        (S3 makes it at the PUT's end or at the upload's completion; a
+        multipart upload that fails, or is stopped by ``stopping()`` between
+        two parts, is aborted). Returns the object's ETag as S3 answered it."""
+        from fsspec.asyn import sync
+        fs = self.fs
+        bucket, key, _ = fs.split_path(path)
+
+        async def put():
+            with open(local, "rb") as f:
+                first = f.read(part_size)
+                rest = f.read(1) if len(first) == part_size else b""
+                if not rest:
+                    return (await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=first))["ETag"]
+                up = await fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+                parts, data = [], first
+                try:
+                    while data:
+                        if stopping():
+                            raise InterruptedError("stopped between two parts of an upload")
+                        r = await fs._call_s3("upload_part", Bucket=bucket, Key=key, UploadId=up["UploadId"],
+                                              PartNumber=len(parts) + 1, Body=data)
+                        parts.append({"PartNumber": len(parts) + 1, "ETag": r["ETag"]})
+                        data = rest + f.read(part_size - len(rest)) if rest else f.read(part_size)
+                        rest = b""
+                    done = await fs._call_s3("complete_multipart_upload", Bucket=bucket, Key=key,
+                                             UploadId=up["UploadId"], MultipartUpload={"Parts": parts})
+                    return done["ETag"]
+                except BaseException:
+                    try:
+                        await fs._call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=up["UploadId"])
+                    except Exception:       # noqa: BLE001 - the first failure is the one to tell
+                        pass
+                    raise
+        if self.protocol not in ("s3", "s3a"):
+            raise BadInputError(f"uploads go to S3 only, not {self.protocol}://", path=path)
+        try:
+            return sync(fs.loop, put)
+        except InterruptedError:
+            raise
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as e:
+            raise self.fail(e, path) from None
+
+    def remove(self, path: str) -> None:
+        """Delete the object ``path`` (one DELETE)."""
+        self._call(path, self.fs.rm_file, path)
+
     def write_index(self, target: str, data: bytes, meta, *, make_dirs: bool = False) -> None:
         """The index with one PUT, then its fingerprint (``IndexMeta``, in
         a sidecar object bound to this index object's ETag): a reader
@@ -296,6 +353,27 @@ class FsspecStore:
         trust it (the index is judged as a server's: record 0, the tail)."""
         self.put(target, data)
         meta.write_object(self, target)
+
+
+def s3_etag(local: str, part_size: int = UPLOAD_PART) -> str:
+    """The ETag S3 gives the local file ``local`` uploaded by ``FsspecStore.upload``
+    with ``part_size``: the MD5 (hex, quoted) of a file of one part; of more,
+    the MD5 of the parts' MD5s, "-" and the number of parts. S3 computes it
+    of the bytes it received, so equal ETags mean the object holds this
+    file's bytes (one read of the file)."""
+    import hashlib
+    digests = []
+    with open(local, "rb") as f:
+        while True:
+            data = f.read(part_size)
+            if not data and digests:
+                break
+            digests.append(hashlib.md5(data).digest())
+            if len(data) < part_size:
+                break
+    if len(digests) == 1:
+        return '"%s"' % digests[0].hex()
+    return '"%s-%d"' % (hashlib.md5(b"".join(digests)).hexdigest(), len(digests))
 
 
 def _precondition_failed(e: BaseException) -> bool:

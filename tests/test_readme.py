@@ -39,6 +39,8 @@ RUN_ELSEWHERE = {
     ("README.md", "Quickstart"): ".ci/run runs the Quickstart's two commands verbatim",
     ("README.md", "Index and search an S3 archive"):
         "tests/test_s3.py runs them against moto_server (test_s3_readme_archives_story)",
+    ("README.md", "Ship the closed binlogs to S3"):
+        "tests/test_archive.py runs them against moto_server (test_archive_readme_recipe)",
     ("README.md", "Run Spark on a cluster"):
         "needs a cluster and an object store: tests/test_spark_cluster.py runs the job through spark-submit "
         "and the CLI line on a standalone master and worker against moto_server (test_readme_cluster_job, "

@@ -12,7 +12,7 @@ import time
 import click
 
 from .options import (PATH, Number, examples, existing_directory, json_option, max_ratio_option,
-                      page_size_option, span_min_option)
+                      page_size_option, span_min_option, storage_option)
 from .output import Output, emit_json
 
 
@@ -51,8 +51,8 @@ def _max_lag_default():
     return DEFAULT_MAX_LAG
 
 
-@click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --once --json /var/lib/mysql',
-                               'gtidx tail --metrics 127.0.0.1:9108 /var/lib/mysql'))
+@click.command(epilog=examples('gtidx tail /var/lib/mysql', 'gtidx tail --metrics 127.0.0.1:9108 /var/lib/mysql',
+                               'gtidx tail --archive s3://backups/db1/binlogs/ /var/lib/mysql'))
 @click.argument("directory", type=PATH)
 @click.option("--once", is_flag=True, help="Catch up with what is on disk now, then exit.")
 @click.option("--watch", type=click.Choice(["auto", "poll"]), default="auto", show_default=True,
@@ -71,6 +71,10 @@ def _max_lag_default():
               show_default=True,
               help="With --metrics: /healthz answers 503 when a binlog's index is more than this many "
                    "seconds behind it.")
+@click.option("--archive", "archive", metavar="URL",
+              help="Also copy each closed binlog with its index to this S3 prefix (s3://bucket/prefix/) once, "
+                   "checked by size and ETag, and keep the prefix's catalog current; nothing local is changed.")
+@storage_option
 @page_size_option
 @span_min_option
 @max_ratio_option("Size budget for each finished index.")
@@ -87,15 +91,17 @@ def _max_lag_default():
 @click.option("--index-dir", "index_root", metavar="DIR",
               help="Keep the indexes under DIR, a local directory mirroring where each binlog is "
                    "(DIR/var/lib/mysql/NAME.idx, as build --index-dir writes them), not beside the binlogs.")
-def tail(directory, once, watch, interval, repoll, metrics, max_lag, page_size, span_min, max_ratio, retry_max,
-         catalog_interval, log_level, as_json, index_root):
+def tail(directory, once, watch, interval, repoll, metrics, max_lag, archive, storage_options, page_size, span_min,
+         max_ratio, retry_max, catalog_interval, log_level, as_json, index_root):
     """Follow a live server's binlogs in DIRECTORY (its master-bin.index and the active
     file) and keep every index current: the sidecar. Stops cleanly on SIGTERM or SIGINT.
     Logs one logfmt line per event on stderr. A failure (disk full, permission denied,
     the directory gone) is logged once and retried with backoff; with --once, exit code 3
     when any file failed. When the binlogs have a catalog (gtidx catalog build), it is kept
     current too (tail never makes one). Woken by inotify where the filesystem is local
-    (not NFS, CIFS, FUSE...), else it polls."""
+    (not NFS, CIFS, FUSE...), else it polls. With --archive, each closed binlog and its
+    index are uploaded once to an S3 prefix (resumed after a restart: what the prefix
+    holds already is checked, not sent again); with --once it waits for the uploads."""
     directory = existing_directory(directory, "gtidx tail")
     listen = None
     if metrics is not None:
@@ -112,22 +118,33 @@ def tail(directory, once, watch, interval, repoll, metrics, max_lag, page_size, 
     saved = logger.level, logger.propagate
     logger.setLevel(log_level.upper())
     logger.propagate = False
-    server = None
+    server = archiver = None
     try:
         t = Tailer(directory, TailSettings(interval=interval, watch=watch, repoll=repoll, page_size=page_size,
                                            span_min=span_min, max_ratio=max_ratio, retry_max=retry_max,
                                            catalog_interval=catalog_interval), index_root)
+        if archive is not None:
+            from ..tail.archive import Archiver
+            archiver = Archiver(archive, storage_options, retry_max=retry_max, index_of=t.index_of)
+            t.on_closed = archiver.closed
+            if not once:
+                archiver.start()
         if listen is not None:
             from ..tail.metrics import MetricsServer
-            server = MetricsServer(t.state, *listen, max_lag=max_lag, repoll=repoll)
+            server = MetricsServer(t.state, *listen, max_lag=max_lag, repoll=repoll,
+                                   archive=archiver and archiver.state)
         t.run(once=once)
+        if once and archiver is not None:
+            archiver.drain_once()
     finally:
+        if archiver is not None:
+            archiver.close()
         if server is not None:
             server.close()
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
-    if once and t.failed:
+    if once and (t.failed or (archiver is not None and archiver.state.failing)):
         click.get_current_context().exit(3)
 
 

@@ -6,7 +6,8 @@ grows and resumed after a restart (``IncrementalIndex``). ``keeper``: the
 directory's catalog kept current (``CatalogKeeper``). ``logfmt``: the log
 lines (``LogfmtFormatter``), all on the ``gtidx.tail`` logger. ``watch``:
 what wakes the loop (inotify, or polling). ``metrics``: ``--metrics``'
-/metrics and /healthz (imported only then).
+/metrics and /healthz (imported only then). ``archive``: ``--archive``'s
+uploads to S3 (``Archiver``, imported only then).
 """
 from __future__ import annotations
 

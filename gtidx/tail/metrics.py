@@ -62,9 +62,12 @@ def file_lags(state, now: float | None = None) -> list[tuple[str, int, float]]:
     return out
 
 
-def health(state, max_lag: float, repoll: float, now: float | None = None) -> tuple[bool, list[dict]]:
+def health(state, max_lag: float, repoll: float, now: float | None = None,
+           archive=None) -> tuple[bool, list[dict]]:
     """Whether the tail is healthy, and why not: the binlogs indexed more
-    than ``max_lag`` seconds late, what fails, and a loop that stopped looking."""
+    than ``max_lag`` seconds late, what fails, a loop that stopped looking,
+    and (``archive``: an ``ArchiveState``) closed binlogs waiting for the
+    archive longer than ``max_lag`` seconds."""
     now = time.time() if now is None else now
     reasons = []
     for f, lag, lag_s in file_lags(state, now):
@@ -75,11 +78,16 @@ def health(state, max_lag: float, repoll: float, now: float | None = None) -> tu
     quiet = now - (state.last_look or state.started)
     if quiet > max_lag + repoll:
         reasons.append({"reason": "not looking", "seconds_since_last_look": round(quiet, 3)})
+    if archive is not None:
+        for name, since in archive.pending.items():
+            if now - since > max_lag:
+                reasons.append({"file": name, "reason": "archive lagging", "seconds": round(now - since, 3),
+                                **({"error": archive.failing[name]} if name in archive.failing else {})})
     healthy = not any(r["reason"] != "failing" for r in reasons)
     return healthy, reasons
 
 
-def _collector(state):
+def _collector(state, archive=None):
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     class TailCollector:
@@ -123,19 +131,42 @@ def _collector(state):
             watch = GaugeMetricFamily("gtidx_tail_watch_info", "What wakes the tail", labels=["watch"])
             watch.add_metric([state.watch or "none"], 1)
             yield watch
-            # archive mode's upload counters (gtidx_tail_archive_*) are to be added here
+            if archive is not None:
+                yield from _archive_metrics(archive, now)
 
     return TailCollector()
+
+
+def _archive_metrics(archive, now: float):
+    """``--archive``'s counters (an ``ArchiveState``)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    yield CounterMetricFamily("gtidx_archive_uploaded_files", "Binlogs uploaded to the archive and checked",
+                              value=archive.uploaded_files)
+    yield CounterMetricFamily("gtidx_archive_uploaded_bytes", "Bytes uploaded to the archive (binlogs and indexes)",
+                              value=archive.uploaded_bytes)
+    errors = CounterMetricFamily("gtidx_archive_errors", "Failed archive attempts, by kind", labels=["kind"])
+    for kind, n in archive.errors.items():
+        errors.add_metric([kind], n)
+    yield errors
+    yield CounterMetricFamily("gtidx_archive_retries", "Archive attempts that failed again after a back-off",
+                              value=archive.retries)
+    yield GaugeMetricFamily("gtidx_archive_last_upload_timestamp_seconds",
+                            "When the last binlog was uploaded (Unix time; 0: none yet)", value=archive.last_upload)
+    pending = archive.pending
+    yield GaugeMetricFamily("gtidx_archive_pending_files", "Closed binlogs not archived yet", value=len(pending))
+    yield GaugeMetricFamily("gtidx_archive_lag_seconds", "How long the oldest closed binlog not archived has waited",
+                            value=max((now - t for t in pending.values()), default=0.0))
 
 
 class MetricsServer:
     """The HTTP server of ``--metrics`` in a daemon thread; ``close`` stops it
     and releases its port."""
 
-    def __init__(self, state, host: str, port: int, *, max_lag: float = DEFAULT_MAX_LAG, repoll: float = 10.0):
+    def __init__(self, state, host: str, port: int, *, max_lag: float = DEFAULT_MAX_LAG, repoll: float = 10.0,
+                 archive=None):
         from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_collector(state))
+        registry.register(_collector(state, archive))
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):                      # noqa: N802 - http.server's name
@@ -143,7 +174,7 @@ class MetricsServer:
                 if path == "/metrics":
                     self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))
                 elif path == "/healthz":
-                    ok, reasons = health(state, max_lag, repoll)
+                    ok, reasons = health(state, max_lag, repoll, archive=archive)
                     body = json.dumps({"status": "ok" if ok else "lagging", "max_lag": max_lag,
                                        "reasons": reasons}).encode() + b"\n"
                     self._send(200 if ok else 503, "application/json", body)

@@ -148,6 +148,8 @@ class Tailer:
         self._unquiet: set[str] = set()                 # finished while written: identity not recorded yet
         self._files: list[str] = []                     # the last full look's listing
         self.state = TailState()
+        # called after each full look with every closed binlog whose index is finished (archive mode)
+        self.on_closed = None
 
     @property
     def failed(self) -> list[str]:
@@ -267,6 +269,10 @@ class Tailer:
         if not self._stopping:
             self._record_identities()
             self._keep_catalog(files, retry_all)
+            if self.on_closed is not None:
+                for f in files[:-1]:                    # a later binlog is listed: this one is closed
+                    if f in self.settled:
+                        self.on_closed(f)
         self._looked()
 
     def _look(self, f: str, last: bool) -> None:
@@ -307,7 +313,7 @@ class Tailer:
             try:
                 if time.time() - os.stat(path).st_mtime < QUIET_S:
                     continue
-                how = record_identity(path, self._index_of(path))
+                how = record_identity(path, self.index_of(path))
             except (GtidxError, OSError) as e:      # purged, or unreadable: its lookups check the content
                 event(logging.DEBUG, "identity not recorded", file=path, error=str(e))
             else:
@@ -415,7 +421,7 @@ class Tailer:
         if self.settled.get(path) == (st.st_size, st.st_mtime_ns):
             return
         self._touched.add(path)
-        idx = self._index_of(path)
+        idx = self.index_of(path)
         with open_binlog(path) as b:
             if b.flavor != MARIADB.name:
                 self._foreign = b.flavor
@@ -436,7 +442,7 @@ class Tailer:
                 self._finish(b, path, idx)
                 self.settled[path] = (st.st_size, st.st_mtime_ns)
 
-    def _index_of(self, path: str) -> str:
+    def index_of(self, path: str) -> str:
         """Where ``path``'s index is kept: beside it, or under --index-dir
         (its directory made there)."""
         if self.index_root is None:
@@ -464,7 +470,7 @@ class Tailer:
     def _follow(self, b: Binlog, path: str, st) -> None:
         inc = self.active.get(path)
         if inc is None:
-            if self.server_indexes and not os.path.lexists(self._index_of(path)) \
+            if self.server_indexes and not os.path.lexists(self.index_of(path)) \
                     and time.time() - st.st_mtime < self.settings.server_grace:
                 return     # give the server a moment to create its own index first
             inc = self.active[path] = self._start(b)
@@ -480,7 +486,7 @@ class Tailer:
 
     def _start(self, b: Binlog) -> IncrementalIndex:
         inc = IncrementalIndex(b.path, page_size=self.settings.page_size, span_min=self.settings.span_min,
-                               flavor=flavor_of(b), index=self._index_of(b.path))
+                               flavor=flavor_of(b), index=self.index_of(b.path))
         how = inc.start(b)
         fresh = how != "resumed"                        # a resumed index's bytes were counted by its writer
         self._reached(b.path, inc.processed, fresh and len(inc.offsets), fresh and inc.processed)
