@@ -244,3 +244,27 @@ def test_stream_equals_the_servers(history, served, live_server, where, flags):
     assert ours == theirs
     assert any(e[0] == 160 for e in ours) == bool(flags)
     assert any(e[0] == 163 and e[1] & 0x20 for e in ours) == (where == "backup")
+
+
+def test_a_position_past_the_binlogs_is_the_servers_error_1236(history, served, live_server):
+    """A replica ahead of the binlogs is refused with error 1236, as the
+    real server refuses it, and the connection's end leaves the server serving."""
+    import pymysql
+    d, start, end, db, checksums, backup = history
+    _, port, log = served
+    ahead = ",".join(f"{g.rsplit('-', 1)[0]}-{int(g.rsplit('-', 1)[1]) + 10**9}" for g in end.split(","))
+    for connect in (live_server.connection_settings(),
+                    {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}):
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            dump_events(connect, ahead, end, 0)
+        assert e.value.args[0] == 1236
+        assert "which is not in the master's binlog" in e.value.args[1], e.value.args
+    assert dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, start, end, 0)
+
+
+def test_a_wrong_password_is_access_denied(served):
+    import pymysql
+    _, port, log = served
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        pymysql.connect(host="127.0.0.1", port=port, user="repl", password="not-" + PASSWORD)
+    assert e.value.args[0] == 1045 and "Access denied for user 'repl'" in e.value.args[1]
