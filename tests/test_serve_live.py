@@ -195,11 +195,13 @@ def test_restore_from_backup_position(history, replica, served):
     assert replica_facts(replica, db) == checksums
 
 
-def dump_events(connect: dict, state: str, until: str, flags: int) -> list[tuple[int, int, int, bytes]]:
+def dump_events(connect: dict, state: str | None, until: str, flags: int,
+                file: tuple[str, int] = ("", 4)) -> list[tuple[int, int, int, bytes]]:
     """A raw replica: what a source sends for COM_BINLOG_DUMP (``flags``) from the GTID
-    ``state`` through the group of the GTID ``until`` (domain 0's of the
-    history's end; the next GTID, ROTATE or heartbeat ends it): (type,
-    flags, log_pos, the event's bytes) of each event."""
+    ``state`` (None: from ``file``, a name and an offset) through the group
+    of the GTID ``until`` (domain 0's of the history's end; the next GTID,
+    ROTATE or heartbeat ends it): (type, flags, log_pos, the event's bytes)
+    of each event."""
     import pymysql
     last = next(g for g in until.split(",") if g.startswith("0-"))
     server, seq = (int(x) for x in last.split("-")[1:])
@@ -208,10 +210,11 @@ def dump_events(connect: dict, state: str, until: str, flags: int) -> list[tuple
     try:
         with conn.cursor() as cur:
             for q in ("SET @master_binlog_checksum= @@global.binlog_checksum", "SET @mariadb_slave_capability=4",
-                      f"SET @slave_connect_state='{state}'", "SET @slave_gtid_strict_mode=0",
-                      "SET @slave_gtid_ignore_duplicates=0"):
+                      *([] if state is None else [f"SET @slave_connect_state='{state}'"]),
+                      "SET @slave_gtid_strict_mode=0", "SET @slave_gtid_ignore_duplicates=0"):
                 cur.execute(q)
-        conn._execute_command(0x12, struct.pack("<IHI", 4, flags, 3_000_000_000 + os.getpid() % 1_000_000))
+        conn._execute_command(0x12, struct.pack("<IHI", file[1], flags, 3_000_000_000 + os.getpid() % 1_000_000)
+                              + file[0].encode())
         reached = False
         while True:
             data = conn._read_packet().get_all_data()
@@ -268,3 +271,19 @@ def test_a_wrong_password_is_access_denied(served):
     with pytest.raises(pymysql.err.OperationalError) as e:
         pymysql.connect(host="127.0.0.1", port=port, user="repl", password="not-" + PASSWORD)
     assert e.value.args[0] == 1045 and "Access denied for user 'repl'" in e.value.args[1]
+
+
+def test_file_offset_stream_equals_the_servers(history, served, live_server):
+    """MASTER_USE_GTID=no: a dump from a file and an offset (the backup's
+    first group sent, where ``gtidx seek --replica`` says) is the real
+    server's, byte for byte: its FDE with log_pos and created zeroed."""
+    from gtidx import api
+    d, start, end, db, checksums, backup = history
+    _, port, log = served
+    first = api.seek(backup["position"], d, replica=True).first
+    at = (Path(first.file).name, first.start)
+    theirs = dump_events(live_server.connection_settings(), None, end, 2, at)
+    ours = dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, None, end, 2, at)
+    assert [e[:3] for e in ours] == [e[:3] for e in theirs]
+    assert ours == theirs
+    assert theirs[1][0] == 15 and theirs[2][2] > first.start
