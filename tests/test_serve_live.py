@@ -249,19 +249,25 @@ def test_stream_equals_the_servers(history, served, live_server, where, flags):
     assert any(e[0] == 163 and e[1] & 0x20 for e in ours) == (where == "backup")
 
 
-def test_a_position_past_the_binlogs_is_the_servers_error_1236(history, served, live_server):
-    """A replica ahead of the binlogs is refused with error 1236, as the
-    real server refuses it, and the connection's end leaves the server serving."""
+def test_a_position_the_binlogs_cannot_serve_is_the_servers_error_1236(history, served, live_server):
+    """A replica ahead of the binlogs, or one whose GTID's server never
+    logged in its domain (diverged), is refused with error 1236 and the
+    real server's very text; the connection's end leaves gtidx serving."""
     import pymysql
     d, start, end, db, checksums, backup = history
     _, port, log = served
-    ahead = ",".join(f"{g.rsplit('-', 1)[0]}-{int(g.rsplit('-', 1)[1]) + 10**9}" for g in end.split(","))
-    for connect in (live_server.connection_settings(),
-                    {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}):
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            dump_events(connect, ahead, end, 0)
-        assert e.value.args[0] == 1236
-        assert "which is not in the master's binlog" in e.value.args[1], e.value.args
+    last = next(g for g in end.split(",") if g.startswith("0-"))
+    server, seq = (int(x) for x in last.split("-")[1:])
+    refused = []
+    for state in (f"0-{server}-{seq + 10**9}", f"0-4000000123-{seq}"):
+        for connect in (live_server.connection_settings(),
+                        {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}):
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                dump_events(connect, state, end, 0)
+            refused.append(e.value.args)
+    assert refused[0] == refused[1] and refused[2] == refused[3]
+    assert refused[0][0] == 1236 and "which is not in the master's binlog" in refused[0][1]
+    assert "diverged" in refused[2][1] and "diverged" not in refused[0][1]
     assert dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, start, end, 0)
 
 

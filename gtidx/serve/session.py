@@ -16,7 +16,7 @@ import time
 from typing import Callable
 
 from .. import api
-from ..errors import GtidxError
+from ..errors import GtidxError, ReplicaStartRefused
 from ..gtid import Position
 from . import wire
 from .stream import Skipper, Stream
@@ -38,6 +38,19 @@ _SELECT_GLOBAL = re.compile(r"\s*SELECT\s+@@(?:GLOBAL\.)?(\w+)\s*;?\s*$", re.IGN
 _SHOW_VARIABLES = re.compile(r"\s*SHOW\s+(?:GLOBAL\s+)?VARIABLES\s+LIKE\s+'(\w+)'\s*;?\s*$", re.IGNORECASE)
 _SET_NAMES = re.compile(r"\s*SET\s+NAMES\s+\w+(\s+COLLATE\s+\w+)?\s*;?\s*$", re.IGNORECASE)
 _UNIX_TIMESTAMP = re.compile(r"\s*SELECT\s+UNIX_TIMESTAMP\(\)\s*;?\s*$", re.IGNORECASE)
+
+
+def refusal_text(e: GtidxError) -> str:
+    """What a MariaDB 10.11 source says (error 1236) where gtidx cannot
+    start a replica: the server's words for a position it refuses, else
+    gtidx's reason."""
+    if isinstance(e, ReplicaStartRefused) and e.reason in ("absent", "diverged"):
+        text = f"Error: connecting slave requested to start from GTID {e.gtid}, which is not in the master's binlog"
+        if e.reason == "diverged":
+            text += (". Since the master's binlog contains GTIDs with higher sequence numbers, it probably means "
+                     "that the slave has diverged due to executing extra erroneous transactions")
+        return text
+    return f"Error: {e}"
 
 
 def sql_value(text: str, server_vars: dict):
@@ -159,7 +172,7 @@ class Session:
                 self.log(f"replica {replica_id}: file start {name}:{offset}")
         except GtidxError as e:
             self.log(f"replica {replica_id}: refused: {e}")
-            self.conn.send(wire.err_packet(wire.ER_MASTER_FATAL_READING_BINLOG, str(e)))
+            self.conn.send(wire.err_packet(wire.ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
             return
         self.conn.seq = 1
         Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
