@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from gtidx.gtid import Position
+
 from tools.mariadb import MariaDB
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +43,9 @@ def history(live_server, tmp_path_factory):
     """(the directory of binlog copies, the GTID position before the history,
     the one after it, the database, {table: the source's CHECKSUM TABLE,
     "rows": the count and sum of t's rows}, a backup inside the first file:
-    {"position": its GTID position, "tables": {table: (CREATE TABLE, rows)}})."""
+    {"position": its GTID position, "tables": {table: (CREATE TABLE, rows)},
+    "until": a later position in the same file, "until_checksums": the
+    tables' CHECKSUM TABLE there})."""
     srv = live_server
     db = f"gtidxserve_{uuid.uuid4().hex[:12]}"
     srv.sql("FLUSH BINARY LOGS")
@@ -62,6 +66,9 @@ def history(live_server, tmp_path_factory):
                     backup = {"position": srv.sql("SELECT @@gtid_binlog_pos")[0][0],
                               "tables": {t: (srv.sql(f"SHOW CREATE TABLE {db}.{t}")[0][1],
                                              srv.sql(f"SELECT * FROM {db}.{t}")) for t in TABLES}}
+                if i == 14:                        # a point in time to restore to
+                    backup["until"] = srv.sql("SELECT @@gtid_binlog_pos")[0][0]
+                    backup["until_checksums"] = {t: srv.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
             srv.sql("FLUSH BINARY LOGS")           # the stream crosses a rotation
             cur.execute(f"UPDATE {db}.t SET n = n + 1, v = CONCAT(v, '!') WHERE id % 3 = 0")
             conn.commit()
@@ -169,12 +176,8 @@ def test_replica_catches_up_through_gtidx(history, replica, served):
     assert checksums["rows"][0][0] == 200 - 29          # the history's rows: 200 inserted, 29 deleted
 
 
-def test_restore_from_backup_position(history, replica, served):
-    """A backup taken mid-file restored on the replica, which starts at its
-    position: gtidx starts in the file the position is in and leaves out the
-    groups the backup holds (sent twice, an INSERT would stop the replica on
-    a duplicate key, the UPDATE would change the checksum)."""
-    d, start, end, db, checksums, backup = history
+def restore_backup(replica, db: str, backup: dict) -> None:
+    """The backup's tables on the replica, not binlogged there."""
     replica.sql("STOP SLAVE")
     conn = replica.connect(autocommit=False)
     try:
@@ -191,8 +194,38 @@ def test_restore_from_backup_position(history, replica, served):
     finally:
         conn.close()
     assert replica.sql(f"SELECT COUNT(*) FROM {db}.t")[0][0] == 100
+
+
+def test_restore_from_backup_position(history, replica, served):
+    """A backup taken mid-file restored on the replica, which starts at its
+    position: gtidx starts in the file the position is in and leaves out the
+    groups the backup holds."""
+    d, start, end, db, checksums, backup = history
+    restore_backup(replica, db, backup)
     replicate(replica, served, backup["position"], end)
     assert replica_facts(replica, db) == checksums
+
+
+def test_restore_to_a_point_with_start_slave_until(history, replica, served):
+    """The restore the command is for: the backup, then START SLAVE UNTIL
+    master_gtid_pos= a later position. The replica stops exactly there:
+    its gtid_slave_pos is that position, its tables' checksums the
+    source's at that point."""
+    d, start, end, db, checksums, backup = history
+    _, port, log = served
+    restore_backup(replica, db, backup)
+    replica.sql("RESET SLAVE ALL")
+    replica.sql("SET GLOBAL gtid_slave_pos = %s", (backup["position"],))
+    replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
+                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+    replica.sql(f"START SLAVE UNTIL master_gtid_pos = '{backup['until']}'")
+    waited = replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (backup["until"],))[0][0]
+    status = slave_status(replica)
+    assert waited == 0, (status.get("Last_IO_Error"), status.get("Last_SQL_Error"), log.read_text()[-2000:])
+    got = {t: replica.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
+    assert got == backup["until_checksums"] != {t: checksums[t] for t in TABLES}
+    assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(backup["until"])
+    replica.sql("STOP SLAVE")
 
 
 def dump_events(connect: dict, state: str | None, until: str, flags: int,

@@ -19,7 +19,7 @@ from .. import api
 from ..errors import GtidxError, ReplicaStartRefused
 from ..gtid import Position
 from . import wire
-from .stream import Skipper, Stream
+from .stream import Skipper, Stream, Until
 from .wire import ProtocolError
 
 COM_QUIT = 0x01
@@ -175,5 +175,7 @@ class Session:
             self.conn.send(wire.err_packet(wire.ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
             return
         self.conn.seq = 1
+        until = self.user_vars.get("slave_until_gtid")
         Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
-               self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS)).run()
+               self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
+               until=Until(Position.parse(str(until))) if until else None).run()

@@ -24,8 +24,8 @@ from typing import Callable
 from ..binlog.events import (ANNOTATE_ROWS, BOUNDARY_TYPES, CRC_LEN, EVENT_HEADER, FDE_FIXED, GTID, GTID_BODY,
                              GTID_ENTRY, GTID_LIST, HEADER_LEN, ROTATE, event_crc)
 from ..binlog.mariadb import Binlog
-from ..gtid import Position
-from .wire import Connection, ProtocolError
+from ..gtid import BinlogState, Position
+from .wire import Connection, ProtocolError, eof_packet
 
 HEARTBEAT = 27                      # HEARTBEAT_LOG_EVENT: only ever on the wire, never in a file
 ARTIFICIAL = 0x20                   # LOG_EVENT_ARTIFICIAL_F: made up by the source, not read from a binlog
@@ -33,6 +33,7 @@ ROTATE_POSITION = struct.Struct("<Q")
 U32 = struct.Struct("<I")
 LOG_POS_AT = 13                     # the log_pos field within the event header (EVENT_HEADER's fifth field)
 CREATED_AT = HEADER_LEN + FDE_FIXED.size - 5    # the FDE's created field: before its header_len byte
+UNTIL_REACHED = 1 << 28             # a GTID_LIST's count flag on the wire: the replica's UNTIL position is reached
 
 
 def artificial_event(etype: int, server_id: int, log_pos: int, body: bytes, checksum: bool) -> bytes:
@@ -51,11 +52,13 @@ def heartbeat(name: str, log_pos: int, server_id: int, checksum: bool) -> bytes:
     return artificial_event(HEARTBEAT, server_id, log_pos, name.encode(), checksum)
 
 
-def fake_gtid_list(gtids, log_pos: int, server_id: int, checksum: bool) -> bytes:
-    """The GTID_LIST a source makes up when a GTID start has reached every
-    domain it skipped in: those domains' requested GTIDs, ``log_pos`` the
-    offset of the first event sent after them."""
-    body = U32.pack(len(gtids)) + b"".join(GTID_ENTRY.pack(g.domain, g.server, g.seq) for g in gtids)
+def fake_gtid_list(gtids, log_pos: int, server_id: int, checksum: bool, flags: int = 0) -> bytes:
+    """The GTID_LIST a source makes up: when a GTID start has reached every
+    domain it skipped in, those domains' requested GTIDs, ``log_pos`` the
+    offset of the first event sent after them; when the replica's UNTIL
+    position is reached (``flags`` UNTIL_REACHED), the binlog state there,
+    ``log_pos`` the end of the last event sent. ``gtids``: (domain, server, seq)s."""
+    body = U32.pack(len(gtids) | flags) + b"".join(GTID_ENTRY.pack(*g) for g in gtids)
     return artificial_event(GTID_LIST, server_id, log_pos, body, checksum)
 
 
@@ -94,6 +97,33 @@ class Skipper:
         return seq == want.seq
 
 
+class Until:
+    """``START SLAVE UNTIL master_gtid_pos`` (``@slave_until_gtid``): the
+    source stops after the group that reaches the position in its last
+    domain (a domain is reached by its GTID's server logging a seq at least
+    the position's), says so in a fake GTID_LIST flagged UNTIL_REACHED that
+    carries the binlog state there, and ends the stream (an EOF packet), as
+    MariaDB 10.11 does. Every group counts, the ones a GTID start leaves out
+    too, and so does the state the stream starts from: a position the
+    replica already holds is reached at once."""
+
+    def __init__(self, until: Position):
+        self.pending = {g.domain: g for g in until}
+
+    def group(self, domain: int, server: int, seq: int) -> None:
+        want = self.pending.get(domain)
+        if want is not None and server == want.server and seq >= want.seq:
+            del self.pending[domain]
+
+    @property
+    def reached(self) -> bool:
+        return not self.pending
+
+
+class UntilReached(Exception):
+    """The stream ended at the replica's UNTIL position."""
+
+
 class Stream:
     """One replica's stream: ``files`` (paths, binlog order) from
     ``files[first]`` at ``offset``, groups left out by ``skipper`` (None: a
@@ -102,9 +132,11 @@ class Stream:
     leaves them out, as MariaDB's does."""
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, skipper: Skipper | None,
-                 server_id: int, heartbeat_seconds: float, log: Callable[[str], None], annotate: bool = True):
+                 server_id: int, heartbeat_seconds: float, log: Callable[[str], None], annotate: bool = True,
+                 until: Until | None = None):
         self.conn, self.files, self.first, self.offset = conn, files, first, offset
-        self.annotate = annotate
+        self.annotate, self.until = annotate, until
+        self.state: BinlogState | None = None
         self.skipper, self.server_id = skipper, server_id
         self.heartbeat_seconds, self.log = heartbeat_seconds, log
         self.sent = 0
@@ -116,9 +148,20 @@ class Stream:
 
     def run(self) -> None:
         name, end = "", 4
-        for i in range(self.first, len(self.files)):
-            name, end = self.send_file(self.files[i], i == self.first)
+        try:
+            for i in range(self.first, len(self.files)):
+                name, end = self.send_file(self.files[i], i == self.first)
+        except UntilReached:
+            return
         self.idle(name, end)
+
+    def stop_at_until(self, end: int, checksum: bool) -> None:
+        """At a group's end: the replica's UNTIL position reached, the stream ends here."""
+        if self.until is not None and self.until.reached and self.state is not None:
+            self.event(fake_gtid_list(self.state.entries(), end, self.server_id, checksum, UNTIL_REACHED))
+            self.conn.send(eof_packet())
+            self.log(f"UNTIL position reached: the stream ends at {self.state.position()}")
+            raise UntilReached
 
     def send_file(self, path: str, first: bool) -> tuple[str, int]:
         """Sends one file's events; (its name, the end of its last event)."""
@@ -133,10 +176,20 @@ class Stream:
             skipper = self.skipper
             leaving_out = False
             end = max(start, fde_end)
+            if self.state is None and self.until is not None:
+                self.state = b.start_state.copy() if end <= b.body_start else b.state_at(end)
+                for g in self.state or ():
+                    self.until.group(*g)          # a domain the start state already has is reached
             for off, etype, server_id, ln in b.headers(end):
+                if etype == GTID or etype in BOUNDARY_TYPES:
+                    self.stop_at_until(end, checksum)
                 if etype == GTID:
                     seq, domain, _ = GTID_BODY.unpack(b.buffer[off + HEADER_LEN:off + HEADER_LEN + GTID_BODY.size])
                     leaving_out = self.skipper is not None and self.skipper.leaves_out(domain, server_id, seq)
+                    if self.until is not None:
+                        if self.state is not None:
+                            self.state.apply(domain, server_id, seq)
+                        self.until.group(domain, server_id, seq)
                 elif etype in BOUNDARY_TYPES:
                     leaving_out = False
                 if leaving_out or (etype == ANNOTATE_ROWS and not self.annotate):
@@ -148,6 +201,7 @@ class Stream:
                     self.event(bytes(b.buffer[off:off + ln]))
                 b.release(off, off + ln)
                 end = off + ln
+            self.stop_at_until(end, checksum)
             self.checksum = checksum
             return name, end
 
