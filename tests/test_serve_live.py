@@ -326,3 +326,47 @@ def test_file_offset_stream_equals_the_servers(history, served, live_server):
     assert [e[:3] for e in ours] == [e[:3] for e in theirs]
     assert ours == theirs
     assert theirs[1][0] == 15 and theirs[2][2] > first.start
+
+
+def until_heartbeat(connect: dict, state: str) -> list[tuple[int, int, int, int, bytes]]:
+    """A raw replica asking for a heartbeat every 0.2 s, from ``state``: the
+    events up to the first heartbeat, (type, server_id, log_pos, flags,
+    body without its checksum)."""
+    import pymysql
+    conn = pymysql.connect(autocommit=True, **connect)
+    out = []
+    try:
+        with conn.cursor() as cur:
+            for q in ("SET @master_binlog_checksum= @@global.binlog_checksum", "SET @mariadb_slave_capability=4",
+                      f"SET @slave_connect_state='{state}'", "SET @master_heartbeat_period=200000000"):
+                cur.execute(q)
+        conn._execute_command(0x12, struct.pack("<IHI", 4, 0, 3_000_000_000 + os.getpid() % 1_000_000))
+        while not out or out[-1][0] != 27:
+            ev = conn._read_packet().get_all_data()[1:]
+            ts, etype, sid, _, log_pos, flags = struct.unpack_from("<IBIIIH", ev, 0)
+            assert etype == 27 or len(out) < 10_000
+            out.append((etype, sid, log_pos, flags, bytes(ev[19:-4])))
+        return out
+    finally:
+        conn.close()
+
+
+def test_at_the_end_a_heartbeat_as_the_server_sends_it(history, served, live_server):
+    """A replica at the binlogs' end: the fake GTID_LIST of its reached
+    domain, the file's last events (its ROTATE: the copies are closed
+    binlogs), then heartbeats (no artificial flag, the file's name, log_pos
+    its end), as the real server sends them at the end of its own binlog."""
+    from gtidx import api
+    d, start, end, db, checksums, backup = history
+    _, port, log = served
+    last = api.list_binlogs(d)[-1]
+    size = os.path.getsize(last)
+    at_end = str(api.state_at(last, size).position)
+    ours = until_heartbeat({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, at_end)
+    name = Path(last).name.encode()
+    assert ours[-1][2:] == (size, 0, name) and ours[-2][0] == 4 and ours[-2][2] == size
+    assert [e[0] for e in ours if e[3] & 0x20] == [4, 163]          # the fake ROTATE, the fake GTID_LIST
+    live_end = live_server.sql("SELECT @@gtid_binlog_pos")[0][0]
+    theirs = until_heartbeat(live_server.connection_settings(), live_end)
+    assert theirs[-1][0::3] == ours[-1][0::3] and theirs[-1][1] == ours[-1][1]
+    assert theirs[-1][4].startswith(b"master-bin.") and theirs[0][0] == 4 and theirs[0][3] == 0x20

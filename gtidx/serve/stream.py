@@ -36,11 +36,13 @@ CREATED_AT = HEADER_LEN + FDE_FIXED.size - 5    # the FDE's created field: befor
 UNTIL_REACHED = 1 << 28             # a GTID_LIST's count flag on the wire: the replica's UNTIL position is reached
 
 
-def artificial_event(etype: int, server_id: int, log_pos: int, body: bytes, checksum: bool) -> bytes:
-    """An event the source makes up (fake ROTATE, HEARTBEAT): timestamp 0,
-    the artificial flag, a CRC32 when the stream has checksums."""
+def artificial_event(etype: int, server_id: int, log_pos: int, body: bytes, checksum: bool,
+                     flags: int = ARTIFICIAL) -> bytes:
+    """An event the source makes up (fake ROTATE, fake GTID_LIST, HEARTBEAT):
+    timestamp 0, ``flags`` (the artificial flag), a CRC32 when the stream
+    has checksums."""
     size = HEADER_LEN + len(body) + (CRC_LEN if checksum else 0)
-    event = EVENT_HEADER.pack(0, etype, server_id, size, log_pos, ARTIFICIAL) + body
+    event = EVENT_HEADER.pack(0, etype, server_id, size, log_pos, flags) + body
     return event + U32.pack(event_crc(event, etype)) if checksum else event
 
 
@@ -49,7 +51,9 @@ def fake_rotate(name: str, offset: int, server_id: int, checksum: bool) -> bytes
 
 
 def heartbeat(name: str, log_pos: int, server_id: int, checksum: bool) -> bytes:
-    return artificial_event(HEARTBEAT, server_id, log_pos, name.encode(), checksum)
+    """The HEARTBEAT of a source idle at ``log_pos`` in ``name``: timestamp 0
+    and, as MariaDB 10.11 sends it, no artificial flag."""
+    return artificial_event(HEARTBEAT, server_id, log_pos, name.encode(), checksum, flags=0)
 
 
 def fake_gtid_list(gtids, log_pos: int, server_id: int, checksum: bool, flags: int = 0) -> bytes:
@@ -140,7 +144,7 @@ class Stream:
         self.skipper, self.server_id = skipper, server_id
         self.heartbeat_seconds, self.log = heartbeat_seconds, log
         self.sent = 0
-        self.checksum = True        # the last file's: the heartbeats' (a MariaDB 10.11 default)
+        self.checksum = True        # the last file's: the idle stream's events
 
     def event(self, event: bytes) -> None:
         self.conn.send(b"\0" + event)
@@ -206,7 +210,13 @@ class Stream:
             return name, end
 
     def idle(self, name: str, end: int) -> None:
-        """At the end of the binlogs: a heartbeat each period until the replica goes."""
+        """At the end of the binlogs: a heartbeat each period until the replica
+        goes. A fake GTID_LIST still owed (the skipped domains were reached in
+        the last group) goes first, at the end's offset."""
+        skipper = self.skipper
+        if skipper is not None and skipper.announce and not skipper.pending:
+            skipper.announce = False
+            self.event(fake_gtid_list(skipper.requested, end, self.server_id, self.checksum))
         sock = self.conn.sock
         while True:
             readable, _, _ = select.select([sock], [], [], self.heartbeat_seconds)
