@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -370,3 +371,16 @@ def test_at_the_end_a_heartbeat_as_the_server_sends_it(history, served, live_ser
     theirs = until_heartbeat(live_server.connection_settings(), live_end)
     assert theirs[-1][0::3] == ours[-1][0::3] and theirs[-1][1] == ours[-1][1]
     assert theirs[-1][4].startswith(b"master-bin.") and theirs[0][0] == 4 and theirs[0][3] == 0x20
+
+
+def test_a_bad_packet_ends_that_connection_only(history, served):
+    """A client that answers the handshake with garbage is disconnected with
+    a logged reason; the next replica is served."""
+    d, start, end, db, checksums, backup = history
+    _, port, log = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.recv(1 << 12)                                   # the handshake
+        s.sendall(b"\x05\x00\x00\x01garba")               # a 5-byte "response": no 4.1 fixed part
+        assert s.recv(1 << 12) == b""                     # closed
+    assert "ended: a handshake response shorter than its fixed part" in log.read_text()
+    assert dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, start, end, 0)
