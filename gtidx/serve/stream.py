@@ -159,6 +159,14 @@ class Stream:
             return
         self.idle(name, end)
 
+    def announce(self, log_pos: int, checksum: bool) -> None:
+        """The fake GTID_LIST a GTID start owes once every skipped domain is
+        reached, sent once, before the next event (``log_pos``: its offset)."""
+        skipper = self.skipper
+        if skipper is not None and skipper.announce and not skipper.pending:
+            skipper.announce = False
+            self.event(fake_gtid_list(skipper.requested, log_pos, self.server_id, checksum))
+
     def stop_at_until(self, end: int, checksum: bool) -> None:
         """At a group's end: the replica's UNTIL position reached, the stream ends here."""
         if self.until is not None and self.until.reached and self.state is not None:
@@ -177,7 +185,6 @@ class Stream:
             fde_end = 4 + b.fde.length
             fde = bytes(b.buffer[4:fde_end])
             self.event(cleared_fde(fde, checksum) if first and start > 4 else fde)
-            skipper = self.skipper
             leaving_out = False
             end = max(start, fde_end)
             if self.state is None and self.until is not None:
@@ -196,12 +203,8 @@ class Stream:
                         self.until.group(domain, server_id, seq)
                 elif etype in BOUNDARY_TYPES:
                     leaving_out = False
-                if leaving_out or (etype == ANNOTATE_ROWS and not self.annotate):
-                    pass
-                else:
-                    if skipper is not None and skipper.announce and not skipper.pending:
-                        skipper.announce = False
-                        self.event(fake_gtid_list(skipper.requested, off, self.server_id, checksum))
+                if not leaving_out and (etype != ANNOTATE_ROWS or self.annotate):
+                    self.announce(off, checksum)
                     self.event(bytes(b.buffer[off:off + ln]))
                 b.release(off, off + ln)
                 end = off + ln
@@ -213,10 +216,7 @@ class Stream:
         """At the end of the binlogs: a heartbeat each period until the replica
         goes. A fake GTID_LIST still owed (the skipped domains were reached in
         the last group) goes first, at the end's offset."""
-        skipper = self.skipper
-        if skipper is not None and skipper.announce and not skipper.pending:
-            skipper.announce = False
-            self.event(fake_gtid_list(skipper.requested, end, self.server_id, self.checksum))
+        self.announce(end, self.checksum)
         sock = self.conn.sock
         while True:
             readable, _, _ = select.select([sock], [], [], self.heartbeat_seconds)
