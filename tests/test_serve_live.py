@@ -4,8 +4,9 @@ The source history is written by the shared dev server (``live_server``):
 a database of its own, transactions across a FLUSH BINARY LOGS, its binlog
 files copied to tmp_path. ``gtidx serve`` runs as a process on those copies
 (127.0.0.1, a free port). A second, private MariaDB 10.11 (``tools/mariadb.py``)
-is the replica: gtid_slave_pos set to the history's start, CHANGE MASTER TO
-gtidx with MASTER_USE_GTID=slave_pos, START SLAVE. The oracles: the
+is the replica, applying in parallel (slave_parallel_threads=4):
+gtid_slave_pos set to the history's start, CHANGE MASTER TO gtidx with
+MASTER_USE_GTID=slave_pos, START SLAVE. The oracles: the
 replica's MASTER_GTID_WAIT reaching the history's end, its SHOW SLAVE STATUS
 (no IO or SQL error), and CHECKSUM TABLE equal to the source server's.
 Other writers of the shared server are in the same binlogs: the replica
@@ -93,7 +94,7 @@ def history(live_server, tmp_path_factory):
 @pytest.fixture(scope="module")
 def replica(tmp_path_factory):
     srv = MariaDB(tmp_path_factory.mktemp("serve-replica"),
-                  {"server_id": "2", "replicate_wild_do_table": "gtidxserve%.%"})
+                  {"server_id": "2", "replicate_wild_do_table": "gtidxserve%.%", "slave_parallel_threads": "4"})
     try:
         srv.start()
     except RuntimeError as e:
