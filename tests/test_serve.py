@@ -120,3 +120,22 @@ def test_skipper_per_domain():
     assert s.leaves_out(0, 1, 10) and not s.leaves_out(0, 1, 5)       # reached: everything after is sent
     assert s.announce and s.pending == {1: Gtid(1, 2, 5)}
     assert not s.leaves_out(1, 2, 7) and not s.pending                 # greater: the first sent
+
+
+@pytest.mark.parametrize("size", [10, (1 << 16) - 2, 1 << 16, wire.MAX_PIECE - 2, wire.MAX_PIECE - 1, wire.MAX_PIECE + 7])
+def test_an_event_sent_from_where_it_is_reads_back_whole(size):
+    """``send_prefixed`` (the OK byte and an event): small or large, the
+    replica reads one payload, and the sequence numbers go on as framed."""
+    a, b = socket.socketpair()
+    try:
+        event = os.urandom(64) * (size // 64) + os.urandom(size % 64)
+        sender, reader = wire.Connection(a), wire.Connection(b)
+        t = threading.Thread(target=lambda: (sender.send_prefixed(b"\0", memoryview(event)), sender.send(b"next")))
+        t.start()
+        assert reader.read_packet(limit=1 << 25) == b"\0" + event
+        assert reader.read_packet() == b"next"
+        t.join()
+        assert sender.seq == reader.seq
+    finally:
+        a.close()
+        b.close()

@@ -146,8 +146,9 @@ class Stream:
         self.sent = 0
         self.checksum = True        # the last file's: the idle stream's events
 
-    def event(self, event: bytes) -> None:
-        self.conn.send(b"\0" + event)
+    def event(self, event) -> None:
+        """One event to the replica: a packet of the OK byte and its bytes."""
+        self.conn.send_prefixed(b"\0", event)
         self.sent += 1
 
     def run(self) -> None:
