@@ -103,32 +103,42 @@ def replica(tmp_path_factory):
     srv.stop()
 
 
+def start_serve(directory: Path, port: int, server_id: int, where: Path):
+    """``gtidx serve`` as a process on ``directory`` (``port`` 0: a free one),
+    user repl with PASSWORD, its log in ``where``: (the process, its port,
+    its log)."""
+    pw = where / "pw"
+    pw.write_text(PASSWORD + "\n")
+    log = where / "serve.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "gtidx", "serve", str(directory), "--listen",
+                                 f"127.0.0.1:{port}", "--user", "repl", "--password-file", str(pw),
+                                 "--heartbeat", "1", "--server-id", str(server_id)],
+                                stderr=err, stdout=subprocess.DEVNULL, env=env)
+    with open(log) as lines:
+        line = ""
+        while proc.poll() is None and not line.endswith("\n"):
+            more = lines.readline()             # the first line: where it listens
+            line += more
+            if not more:
+                time.sleep(0.02)
+    m = re.search(r" on 127\.0\.0\.1:(\d+)$", line.strip())
+    if not m:
+        proc.kill()
+        raise AssertionError(f"gtidx serve did not say where it listens: {log.read_text()!r}")
+    return proc, int(m.group(1)), log
+
+
 @pytest.fixture(scope="module")
 def served(history, live_server, tmp_path_factory):
     """``gtidx serve`` on the copies, with the server_id of the server that
     wrote them (what it puts in the events it makes up): (its process, its
     port, its log)."""
     server_id = live_server.sql("SELECT @@server_id")[0][0]
-    pw = tmp_path_factory.mktemp("serve-pw") / "pw"
-    pw.write_text(PASSWORD + "\n")
-    log = pw.parent / "serve.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "gtidx", "serve", str(history[0]), "--listen",
-                                 "127.0.0.1:0", "--user", "repl", "--password-file", str(pw), "--heartbeat", "1",
-                                 "--server-id", str(server_id)],
-                                stderr=err, stdout=subprocess.DEVNULL, env=env)
+    proc, port, log = start_serve(history[0], 0, server_id, tmp_path_factory.mktemp("serve"))
     try:
-        with open(log) as lines:
-            line = ""
-            while proc.poll() is None and not line.endswith("\n"):
-                more = lines.readline()         # the first line: where it listens
-                line += more
-                if not more:
-                    time.sleep(0.02)
-        m = re.search(r" on 127\.0\.0\.1:(\d+)$", line.strip())
-        assert m, f"gtidx serve did not say where it listens: {log.read_text()!r}"
-        yield proc, int(m.group(1)), log
+        yield proc, port, log
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -385,3 +395,43 @@ def test_a_bad_packet_ends_that_connection_only(history, served):
         assert s.recv(1 << 12) == b""                     # closed
     assert "ended: a handshake response shorter than its fixed part" in log.read_text()
     assert dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, start, end, 0)
+
+
+def test_kill_9_and_restart_the_replica_resumes(history, replica, live_server, tmp_path):
+    """gtidx serve killed with SIGKILL while the replica idles at the end of
+    the first binlog, then started again on the same port with the rest:
+    the replica reconnects by itself and resumes with no gap and no group
+    twice (a group twice: a duplicate key, or an UPDATE applied twice)."""
+    from gtidx import api
+    d, start, end, db, checksums, backup = history
+    first = tmp_path / "first"
+    first.mkdir()
+    head = api.list_binlogs(d)[0]
+    shutil.copyfile(head, first / Path(head).name)
+    at_head_end = str(api.state_at(head, os.path.getsize(head)).position)
+    server_id = live_server.sql("SELECT @@server_id")[0][0]
+    proc, port, log = start_serve(first, 0, server_id, tmp_path)
+    again = None
+    try:
+        restore_backup(replica, db, backup)
+        replica.sql("RESET SLAVE ALL")
+        replica.sql("SET GLOBAL gtid_slave_pos = %s", (backup["position"],))
+        replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
+                    f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+        replica.sql("START SLAVE")
+        assert replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (at_head_end,))[0][0] == 0
+        proc.kill()
+        proc.wait(timeout=30)
+        (tmp_path / "again").mkdir()
+        again, _, log2 = start_serve(d, port, server_id, tmp_path / "again")
+        waited = replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (end,))[0][0]
+        status = slave_status(replica)
+        assert waited == 0, (status.get("Last_IO_Error"), status.get("Last_SQL_Error"), log2.read_text()[-2000:])
+        assert status["Last_SQL_Errno"] == 0
+        assert replica_facts(replica, db) == checksums
+        replica.sql("STOP SLAVE")
+    finally:
+        for p in (proc, again):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(timeout=30)
