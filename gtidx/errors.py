@@ -132,6 +132,19 @@ class NotFoundError(GtidxError):
     exit_code = EXIT_NOT_FOUND
 
 
+class ReplicaStartRefused(NotFoundError):
+    """A replica position the binlogs cannot serve, as the server refuses it:
+    ``reason`` "absent" (``gtid`` is not in the binlogs), "diverged" (not in
+    them, and its domain went past its seq_no) or "purged" (the position is
+    older than every binlog; ``gtid`` None). A replication source speaks
+    it in the server's words (``serve.session``)."""
+
+    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.reason = reason
+        self.gtid = gtid
+
+
 class CorruptBinlogError(GtidxError):
     """The binlog's bytes contradict its own framing (bad length, bad CRC)."""
 

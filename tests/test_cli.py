@@ -278,7 +278,7 @@ def commands():
 
 
 def test_every_command_takes_json():
-    assert len(commands()) == 16
+    assert len(commands()) == 17
     for name, cmd in commands():
         assert "--json" in [o for p in cmd.params for o in p.opts], name
 
@@ -305,6 +305,7 @@ MISSING_CASES = {
     "dump": ["dump", MISSING + ".idx"],
     "tail": ["tail", "--once", MISSING],
     "status": ["status", MISSING],
+    "serve": ["serve", MISSING, "--listen", "127.0.0.1:0"],
     "catalog build": ["catalog", "build", MISSING],
     "catalog show": ["catalog", "show", MISSING],
     "spark locate": ["spark", "locate", "--gtids", MISSING, "--binlogs", XA, "--out", "/nonexistent/o.parquet"],

@@ -8,7 +8,7 @@ path is an I/O error (3) for every command, said by the library, not by
 click. The commands' modules are imported lazily: ``COMMANDS`` names where
 each is defined (``lookup``: seek; ``offsets``: pos, probe; ``commands``: scan,
 show, build, verify, info, dump; ``changes``: changes; ``sidecar``: tail, status;
-``archive``: catalog, spark), and a command is built, its options made, only
+``archive``: catalog, spark; ``serve``: serve), and a command is built, its options made, only
 when it runs or a help text lists it, so that ``gtidx --help`` and a lookup do
 not pay for the rest.
 """
@@ -31,6 +31,7 @@ COMMANDS = {
     "build": ("commands", "build"), "catalog": ("archive", "catalog"), "changes": ("changes", "changes"),
     "dump": ("commands", "dump"), "info": ("commands", "info"), "pos": ("offsets", "pos"),
     "probe": ("offsets", "probe"), "scan": ("commands", "scan"), "seek": ("lookup", "seek"),
+    "serve": ("serve", "serve"),
     "show": ("commands", "show_group"), "spark": ("archive", "spark"),
     "status": ("sidecar", "status"), "tail": ("sidecar", "tail"), "verify": ("commands", "verify"),
 }

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..binlog.mariadb import GTID, MAGIC, Binlog
-from ..errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError
+from ..errors import BadInputError, CorruptBinlogError, GtidxError, NotFoundError, ReplicaStartRefused
 from ..gtid import BinlogState, Gtid, Position
 from ..inputs import as_gtid, as_position, first_second, parse_offset, parse_time
 from ..liblog import log
@@ -394,15 +394,15 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             if failed is not None:
                 raise failed         # the unreadable newest binlog may hold it
             diverged = latest.last(g.domain).seq >= g.seq
-            raise NotFoundError(
+            raise ReplicaStartRefused(
                 f"connecting replica requested to start from GTID {g}, which is not in the "
                 f"master's binlog{' (the replica has probably diverged: the binlog has higher seq_no)' if diverged else ''}",
-                hint=f"latest state {latest or '(empty)'}")
+                reason="diverged" if diverged else "absent", gtid=g, hint=f"latest state {latest or '(empty)'}")
         path = next((p for p in reversed(self.files) if self._start_before(p, pos)), None)
         if path is None:
-            raise NotFoundError(
+            raise ReplicaStartRefused(
                 "could not find the GTID state requested by the replica in any binlog file: the "
-                "replica's position is too old and the binlogs it needs have been purged",
+                "replica's position is too old and the binlogs it needs have been purged", reason="purged",
                 hint=f"earliest state {self.start_state(self.files[0]) or '(empty)'}")
         f = self.opened(path)
         offset, state, via = f.record(lambda r: r.before_position(pos))

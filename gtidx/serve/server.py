@@ -1,0 +1,106 @@
+"""The listening side of ``gtidx serve``: a socket on the address asked for,
+a thread per replica.
+
+Why threads and not asyncio: a connection spends its life in one blocking
+loop (read a binlog's bytes, send them), the binlog readers it uses
+(``binlog.mariadb.Binlog``, the series behind ``api.seek``) are blocking code
+shared with every other command, and the replicas of one source are few. A
+thread per connection runs that code as it is; asyncio would have to push
+every read through an executor anyway. Each thread holds at most one event
+and one packet in memory.
+"""
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import BadInputError
+from .session import Session
+from .wire import Connection, ProtocolError
+
+# What the replica reads as the source's version: MariaDB's replication prefix
+# "5.5.5-" (a MariaDB client strips it), then a MariaDB version the 10.5+
+# replicas take for a GTID-capable source.
+SERVER_VERSION = "5.5.5-10.11.99-MariaDB-gtidx"
+
+
+@dataclass
+class ServeSettings:
+    """What ``gtidx serve`` serves and how. ``user`` None: any user and
+    password are accepted (allowed on a loopback address only)."""
+    path: str
+    host: str
+    port: int
+    server_id: int = 1000
+    user: str | None = None
+    password: bytes = b""
+    heartbeat_seconds: float = 30.0
+    checksum_name: str = "CRC32"
+    server_version: str = SERVER_VERSION
+
+    def check(self) -> None:
+        try:
+            loopback = ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            raise BadInputError(f"--listen wants an IP address and a port, not host {self.host!r}") from None
+        if self.user is None and not loopback:
+            raise BadInputError(f"serving {self.host} without --user: any client could read the binlogs",
+                                hint="give --user and --password-file, or listen on 127.0.0.1")
+        if not 0 < self.server_id <= 0xFFFFFFFF:
+            raise BadInputError(f"--server-id {self.server_id} is not in 1..4294967295")
+
+
+def binlogs_checksum(path: str) -> str:
+    """The binlog_checksum the source reports (``@@global.binlog_checksum``):
+    its newest binlog's, as the server it came from wrote it."""
+    from .. import api
+    from ..binlog.mariadb import Binlog
+    files = api.list_binlogs(path)
+    if not files:
+        raise BadInputError(f"no binlogs in {path}")
+    with Binlog(files[-1]) as b:
+        return "CRC32" if b.checksum_len else "NONE"
+
+
+def stderr_log(line: str) -> None:
+    print(f"gtidx serve: {line}", file=sys.stderr, flush=True)
+
+
+class Server:
+    """A listening socket and its connections' threads. ``port`` 0: a free
+    one, read back from ``address`` once bound."""
+
+    def __init__(self, settings: ServeSettings, log: Callable[[str], None] = stderr_log):
+        settings.check()
+        settings.checksum_name = binlogs_checksum(settings.path)
+        self.settings, self.log = settings, log
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((settings.host, settings.port))
+        self.sock.listen(16)
+        self.address = self.sock.getsockname()[:2]
+        self.ids = itertools.count(1)
+
+    def serve_forever(self) -> None:
+        self.log(f"serving {self.settings.path} on {self.address[0]}:{self.address[1]}")
+        while True:
+            sock, peer = self.sock.accept()
+            threading.Thread(target=self.handle, args=(sock, peer), daemon=True).start()
+
+    def handle(self, sock: socket.socket, peer) -> None:
+        connection_id = next(self.ids)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            Session(Connection(sock), self.settings, connection_id, self.log).run()
+        except (ProtocolError, OSError) as e:
+            self.log(f"connection {connection_id} from {peer[0]}:{peer[1]} ended: {e}")
+        except Exception as e:            # one connection's failure never stops the server
+            self.log(f"connection {connection_id} from {peer[0]}:{peer[1]} failed: {type(e).__name__}: {e}")
+        finally:
+            sock.close()
