@@ -33,6 +33,7 @@ import sys
 
 from . import filebuf
 from .errors import BadInputError, GtidxError, GtidxIOError
+from .storefail import CUT, failure, reason
 
 # a PreadBuffer over an object fills 4 KiB chunks, one GET per run of them:
 # the preamble is one GET (two when a GTID_LIST of hundreds of domains
@@ -140,32 +141,8 @@ class FsspecStore:
         return f"{self.protocol}://{stripped}"
 
     def fail(self, e: BaseException, path: str) -> GtidxError:
-        """An fsspec/botocore failure as one line: exit 3, or 2 for an
-        option the file system does not take (s3fs says so at first use)."""
-        if isinstance(e, GtidxError):
-            return e
-        if isinstance(e, TypeError) and "keyword argument" in str(e):
-            return BadInputError(f"bad storage option: {_reason(e)}", path=path)
-        if isinstance(e, FileNotFoundError):
-            return GtidxIOError("no such object, prefix or bucket", path=path)
-        if _precondition_failed(e):
-            return GtidxIOError("object changed while it was read (replaced or rewritten: its ETag is not "
-                                "the one it was opened with)", path=path,
-                                hint="run again: the lookup reads the object as it is now")
-        if _throttled(e):
-            return GtidxIOError("the object store throttles the requests (503 SlowDown), also after retries "
-                                "with backoff", path=path, hint="try again later, or with fewer readers at once")
-        if _cut(e):
-            return GtidxIOError(f"{CUT}: {_reason(e)}", path=path, hint="try again")
-        if _timed_out(e):
-            return GtidxIOError(f"the object store timed out: {_reason(e)}", path=path,
-                                hint="a slow or overloaded endpoint: try again, or raise read_timeout "
-                                     "(--storage-option 'config_kwargs={\"read_timeout\": 120}')")
-        if isinstance(e, PermissionError):
-            return GtidxIOError(f"access denied: {_reason(e)}", path=path,
-                                hint="check the credentials (AWS_* variables, profile or --storage-option)")
-        return GtidxIOError(f"object store failed: {_reason(e)}", path=path,
-                            hint="is the endpoint up (AWS_ENDPOINT_URL / endpoint_url)?")
+        """An fsspec/botocore failure as one line (``storefail.failure``)."""
+        return failure(e, path)
 
     def _call(self, path: str, fn, *args, none_if_missing: bool = False, **kw):
         """``fn(*args, **kw)``, any failure its GtidxError (``fail``); with
@@ -376,55 +353,6 @@ def s3_etag(local: str, part_size: int = UPLOAD_PART) -> str:
     return '"%s-%d"' % (hashlib.md5(b"".join(digests)).hexdigest(), len(digests))
 
 
-def _precondition_failed(e: BaseException) -> bool:
-    """An If-Match read of an object that is no longer the one opened (S3's
-    412 PreconditionFailed, as botocore or s3fs's translation of it says)."""
-    return any(_code(x) in ("PreconditionFailed", "412") or "pre-conditions you specified did not hold" in str(x)
-               for x in _chain(e))
-
-
-def _throttled(e: BaseException) -> bool:
-    """S3's 503 SlowDown / Service Unavailable, after the retries."""
-    return any(_code(x) in ("SlowDown", "503", "ServiceUnavailable", "Throttling", "RequestLimitExceeded")
-               or "SlowDown" in str(x) or "Service Unavailable" in str(x) for x in _chain(e))
-
-
-CUT = "the object store's answer was cut"
-
-
-def _cut(e: BaseException) -> bool:
-    """A transfer broken half-way: fewer body bytes than its Content-Length
-    (aiohttp's ContentLengthError / ClientPayloadError, http.client's IncompleteRead)."""
-    return any(type(x).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead",
-                                    "ResponseStreamingError")
-               or "payload is not completed" in str(x) for x in _chain(e))
-
-
-def _timed_out(e: BaseException) -> bool:
-    return any(isinstance(x, TimeoutError) or type(x).__name__ in ("ReadTimeoutError", "ConnectTimeoutError",
-                                                                   "ServerTimeoutError")
-               or "timeout" in str(x).lower() for x in _chain(e))
-
-
-def _chain(e: BaseException):
-    """``e`` and the exceptions it was raised from (s3fs translates botocore's)."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        yield e
-        e = e.__cause__ or e.__context__
-
-
-def _code(e: BaseException):
-    response = getattr(e, "response", None)
-    return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
-
-
-def _reason(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:300]
-
-
 class RemoteFile(filebuf.Source):
     """An object open for range reads: its size (and ETag) from one HEAD at
     open; every read is one ranged GET of exactly what is asked, unless the
@@ -551,7 +479,7 @@ def resolve(path, storage_options: dict | None = None) -> tuple:
     except ImportError as e:
         raise _missing_driver(e, protocol, path) from None
     except ValueError as e:
-        raise BadInputError(f"cannot open {protocol}:// URLs: {_reason(e)}", path=path) from None
+        raise BadInputError(f"cannot open {protocol}:// URLs: {reason(e)}", path=path) from None
     if protocol in ("s3", "s3a"):
         # what an object holds now, not a listing remembered from earlier in the process
         options.setdefault("use_listings_cache", False)
@@ -570,7 +498,7 @@ def _missing_driver(e: ImportError, protocol: str, path: str) -> BadInputError:
     if e.name == "fsspec":
         return BadInputError(f"{protocol}:// URLs need fsspec, which is not installed", path=path,
                              hint="pip install 'gtidx[s3]'" if s3 else f"pip install fsspec and its {protocol} driver")
-    return BadInputError(f"{protocol}:// URLs need a driver that is not installed: {_reason(e)}", path=path,
+    return BadInputError(f"{protocol}:// URLs need a driver that is not installed: {reason(e)}", path=path,
                          hint="pip install 'gtidx[s3]'" if s3 else None)
 
 
@@ -595,11 +523,11 @@ def _file_system(cls, options: dict, protocol: str, path: str):
         except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
         except TypeError as e:
-            failure = BadInputError(f"bad storage option: {_reason(e)}", path=path)
+            failure = BadInputError(f"bad storage option: {reason(e)}", path=path)
         except ValueError as e:
-            failure = BadInputError(f"cannot open {protocol}:// URLs: {_reason(e)}", path=path)
+            failure = BadInputError(f"cannot open {protocol}:// URLs: {reason(e)}", path=path)
         except Exception as e:      # OSError (refused, no such host), ftplib's errors...: it cannot be reached
-            failure = GtidxIOError(f"cannot connect: {_reason(e)}", path=path,
+            failure = GtidxIOError(f"cannot connect: {reason(e)}", path=path,
                                    hint="is the server up, and the URL's host and port right?")
     finally:
         sys.unraisablehook = report

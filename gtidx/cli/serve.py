@@ -43,7 +43,7 @@ def serve(directory, listen, server_id, user, password_file, heartbeat, as_json)
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
     position (or file and offset) on, file after file; at the end of the binlogs it waits,
     with heartbeats. Read-only; runs until stopped (SIGINT, SIGTERM)."""
-    existing_directory(directory)
+    directory = existing_directory(directory, "gtidx serve")
     from ..serve import Server, ServeSettings
     password = b""
     if password_file is not None:
