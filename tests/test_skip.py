@@ -98,8 +98,8 @@ def _everything(path, spans=(1, 4096, 65536)) -> dict:
             for span in spans:
                 out[f"batches{span}"] = [(end, list(rows), due) for end, rows, due in b.group_batches(span)]
             out["end"] = b.complete_end(4, closed_check=False)
-            # from every 7th group start: the tail check's walk (the end and the last event's start)
-            out["ends"] = [walk.complete_ends(b, s) for s, _, _ in spans_list[::7]]
+            # the tail check's walk (the end and the last event's start), from the first group and the last two
+            out["ends"] = [walk.complete_ends(b, s) for s, _, _ in spans_list[:1] + spans_list[-2:]]
             ends = [e for _, e, _ in spans_list]
             picks = ends[:: max(1, len(ends) // 25)] + ends[-2:]
             out["states"] = [(o, None if (s := b.state_at(o)) is None else str(s.position()),
