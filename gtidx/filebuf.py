@@ -322,6 +322,12 @@ class Window:
     offset it stopped at, and goes on at relative offset 0 of the new view."""
 
     __slots__ = ("_src", "_buf", "_want", "_max", "_growth", "end", "base", "view")
+    # Buffers of walks that said they are done (``release``), for the next
+    # walks: a fresh buffer costs its page faults on every first touch, which
+    # a tail looking 50 times a second paid more than its reads (shared by
+    # the process's walks; popped and appended whole, so no two hold one).
+    _spare: list = []
+    SPARE_MAX = 4
 
     def __init__(self, src: Source, start: int, end: int):
         self._src = src
@@ -338,12 +344,23 @@ class Window:
         """Read the window starting at file offset ``pos`` (< ``end``): the new view."""
         n = self._want
         if self._buf is None or len(self._buf) < n:
-            self._buf = memoryview(bytearray(n))
+            try:
+                buf = self._spare.pop()
+            except IndexError:
+                buf = None
+            self._buf = memoryview(buf if buf is not None and len(buf) >= n else bytearray(n))
         view = self._buf[:min(n, self.end - pos)]
         self._src.read_into(view, pos)
         self._want = min(self._max, n * self._growth)
         self.base, self.view = pos, view
         return view
+
+    def release(self) -> None:
+        """The walk is done and holds no view of the buffer any more (it
+        read numbers only): the buffer goes to the next walk."""
+        buf, self._buf, self.view = self._buf, None, memoryview(b"")
+        if buf is not None and len(self._spare) < self.SPARE_MAX:
+            self._spare.append(buf.obj)
 
     def advance(self, pos: int) -> memoryview | None:
         """The view from ``pos`` on, or None when the current view already

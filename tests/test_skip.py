@@ -98,6 +98,8 @@ def _everything(path, spans=(1, 4096, 65536)) -> dict:
             for span in spans:
                 out[f"batches{span}"] = [(end, list(rows), due) for end, rows, due in b.group_batches(span)]
             out["end"] = b.complete_end(4, closed_check=False)
+            # the tail check's walk (the end and the last event's start), from the first group and the last two
+            out["ends"] = [walk.complete_ends(b, s) for s, _, _ in spans_list[:1] + spans_list[-2:]]
             ends = [e for _, e, _ in spans_list]
             picks = ends[:: max(1, len(ends) // 25)] + ends[-2:]
             out["states"] = [(o, None if (s := b.state_at(o)) is None else str(s.position()),
@@ -149,4 +151,63 @@ def test_damaged_binlogs_walk_alike(monkeypatch, tmp_path_factory, flips, cut):
     path.write_bytes(data)
     compiled, pure = _both(monkeypatch, lambda: _everything(path))
     assert compiled == pure
+    os.unlink(path)
+
+
+class _Chain:
+    """What ``walk.complete_ends`` reads of a binlog: its size, windows, errors."""
+
+    def __init__(self, path):
+        self.src = gtidx.filebuf.ReadFile(path)
+        self.size = self.src.size
+
+    def window(self, start, end):
+        return gtidx.filebuf.Window(self.src, start, end)
+
+    def corrupt(self, message, offset):
+        return GtidxError(f"{message} at {offset}")
+
+
+def _ends_brute(data: bytes, start: int):
+    off, last = start, None
+    while off + 19 <= len(data):
+        ln = TYPE_LENGTH.unpack_from(data, off)[1]
+        if ln < 19:
+            return ("error", off)
+        if off + ln > len(data):
+            break
+        last, off = off, off + ln
+    return off, last
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.one_of(st.integers(19, 90), st.integers(19, 3000), st.integers(0, 40)), max_size=60),
+       cut=st.integers(0, 40), window=st.sampled_from([32, 64, 100, 4096]), gap=st.sampled_from([1, 20, 200]))
+def test_complete_ends_equal_their_definition(monkeypatch, tmp_path_factory, lengths, cut, window, gap):
+    """The end of the complete events and the last one's start, through any
+    window and any step back: with the compiled skip, without it, and a
+    brute force over the bytes agree (a short event: the same error)."""
+    data = bytearray()
+    for ln in lengths:
+        ev = bytearray(max(ln, 19))
+        ev[4] = 2
+        ev[9:13] = struct.pack("<I", ln)
+        data += ev
+    data = bytes(data[:max(0, len(data) - cut)])
+    path = tmp_path_factory.mktemp("chain") / "c-bin.000001"
+    path.write_bytes(data)
+    monkeypatch.setattr(gtidx.filebuf, "WINDOW_FIRST", window)
+    monkeypatch.setattr(gtidx.filebuf, "WINDOW", window)
+    monkeypatch.setattr(walk, "_BACK_GAP", gap)
+
+    def ends():
+        b = _Chain(path)
+        try:
+            return walk.complete_ends(b, 0)
+        except GtidxError as e:
+            return ("error", int(str(e).rsplit(" ", 1)[1]))
+        finally:
+            b.src.close()
+    compiled, pure = _both(monkeypatch, ends)
+    assert compiled == pure == _ends_brute(data, 0)
     os.unlink(path)

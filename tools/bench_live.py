@@ -79,7 +79,11 @@ def bench_tail(args) -> dict:
                     srv.sql("FLUSH BINARY LOGS")
                     active = srv.sql("SHOW MASTER STATUS")[0][0]
                     path = str(srv.binlog_dir / active)
-                    tail = subprocess.Popen([sys.executable, "-m", "gtidx", "tail", str(srv.binlog_dir),
+                    # GTIDX_BENCH_TAIL_PROFILE=DIR: each tail run under cProfile, its stats in DIR
+                    prof = os.environ.get("GTIDX_BENCH_TAIL_PROFILE")
+                    under = ["-m", "cProfile", "-o", os.path.join(prof, f"tail-{watch}-{mode.split()[0]}.prof")] \
+                        if prof else []
+                    tail = subprocess.Popen([sys.executable, *under, "-m", "gtidx", "tail", str(srv.binlog_dir),
                                              "--log-level", os.environ.get("GTIDX_BENCH_TAIL_LOG", "warning"),
                                              "--watch", watch], cwd=HERE.parent)
                     time.sleep(1.0)
@@ -105,7 +109,8 @@ def bench_tail(args) -> dict:
             continue
         print(f"  {name:>14}: writing {r['MB_per_s']:5.1f} MB/s   lag median {r['lag_s_median']:.3f} s, "
               f"p99 {r['lag_s_p99']:.3f} s, max {r['lag_s_max']:.3f} s "
-              f"(median {r['lag_bytes_median'] / 2**20:.1f} MiB behind)   tail CPU {r['cpu_percent_of_a_core']:.1f}% of a core")
+              f"(median {r['lag_bytes_median'] / 2**20:.1f} MiB behind)   tail CPU {r['cpu_percent_of_a_core']:.1f}% of a core, "
+              f"{1000 * r['cpu_s_per_MB']:.2f} ms per MB")
     return {"machine": machine(), "runs": runs}
 
 
@@ -187,7 +192,9 @@ def _tail_run(srv, tail, path: str, rate: float | None, seconds: float, threadin
     return {"MB_per_s": written / wall, "seconds": wall,
             "lag_s_median": statistics.median(lags), "lag_s_p99": percentile(lags, 99),
             "lag_s_max": max(lags), "lag_bytes_median": statistics.median(lag_bytes),
-            "cpu_percent_of_a_core": 100 * cpu / (wall + 1.0)}
+            "cpu_percent_of_a_core": 100 * cpu / (wall + 1.0),
+            # robust under load: a busy machine slows the writer, not the tail's work per byte
+            "cpu_s_per_MB": cpu / max(written * 2**20 / 1e6, 1e-9)}
 
 def _first_sent(srv, executed: str, timeout: float = 600) -> tuple[str, float]:
     """A real replica connection to the MySQL server with auto-position

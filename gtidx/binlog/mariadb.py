@@ -281,29 +281,19 @@ class Binlog:
         boundary). Raises for a length < 19 anywhere, for a partial last
         event in a closed file, and (``closed_check``) for a closed file whose
         last event is not ROTATE or STOP (``truncation``)."""
-        size = self.size
-        w = self.window(start, size)
-        mm, base = w.view, start
-        unpack = TYPE_LENGTH.unpack_from
-        off = start
-        last = None
-        while off + HEADER_LEN <= size:
-            if off + HEADER_LEN > base + len(mm):
-                mm, base = w.move(off), off
-            ln = unpack(mm, off - base)[1]
-            if ln < HEADER_LEN:
-                raise self.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
-            if off + ln > size:
-                break
-            last = off
-            off += ln
+        return self._complete(start, closed_check)[0]
+
+    def _complete(self, start: int, closed_check: bool) -> tuple[int, int | None]:
+        """``complete_end`` and the start of the last complete event (None: not one)."""
+        off, last = walk.complete_ends(self, start)
         if closed_check and last is not None:
             cut = self.truncation(last, None)
             if cut is not None:
                 raise cut
-        if off != size and not self.fde.in_use:
-            raise self._partial_end(off, None if off + HEADER_LEN > size else unpack(mm, off - base)[1])
-        return off
+        if off != self.size and not self.fde.in_use:
+            raise self._partial_end(off, None if off + HEADER_LEN > self.size else
+                                    TYPE_LENGTH.unpack_from(self._private.read(off, off + HEADER_LEN))[1])
+        return off, last
 
     def _partial_end(self, off: int, ln: int | None) -> CorruptBinlogError:
         """What a closed binlog whose complete events end at ``off`` before
@@ -490,31 +480,31 @@ class Binlog:
         is none or it is not complete; the truncation error of a closed file
         cut short, or None). The open group of a cut file counts only when
         its terminating event (XID, COMMIT, ...) is there."""
-        end = self.complete_end(mark, closed_check=False)
+        end, last = self._complete(mark, closed_check=False)     # one walk: the end and its last event
         cut = None
         if not self.fde.in_use and end > mark:
-            last = None
-            for last, _, _, _ in self._headers_between(mark, end):
-                pass
             cut = self.truncation(last, open_start)
         if open_start is None:
             return None, cut
-        if (not self.fde.in_use and cut is None) or self._group_terminated(open_start, end, flags2):
+        if not self.fde.in_use and cut is None:
+            return end, cut
+        if open_start != mark:                            # (a walk's open group starts at its mark)
+            last = None
+            for last, _, _, _ in self._headers_between(open_start, end):
+                pass
+        if self._group_terminated(open_start, last, flags2):
             return end, cut
         return None, cut
 
-    def _group_terminated(self, start: int, end: int, flags2: int) -> bool:
-        """Is the last event of the group [start, end) a terminator?"""
-        if end <= start:
-            return False
-        last = None
-        for off, etype, _, ln in self._headers_between(start, end):
-            last = (off, etype, ln)
-        if last is None or last[0] == start:
+    def _group_terminated(self, start: int, last: int | None, flags2: int) -> bool:
+        """Is the event at ``last``, the last complete one of the group that
+        starts at ``start``, a terminator?"""
+        if last is None or last <= start:
             return False         # only the GTID event so far
-        off, etype, ln = last
-        self._fill(off, off + ln)
-        body = memoryview(self._mm)[off + HEADER_LEN:off + ln - self.checksum_len]
+        self._fill(last, last + HEADER_LEN)
+        etype, ln = TYPE_LENGTH.unpack_from(self._mm, last)
+        self._fill(last, last + ln)
+        body = memoryview(self._mm)[last + HEADER_LEN:last + ln - self.checksum_len]
         return is_group_terminator(etype, body, bool(flags2 & FL_STANDALONE))
 
     def _headers_between(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:

@@ -35,6 +35,8 @@ _COLD_TYPE = tuple(t in BOUNDARY_TYPES or t == GTID for t in range(256))
 # compiler at install time the pure-Python loop does it all (same offsets).
 _COLD_BYTES = bytes(_COLD_TYPE)
 _GTID_BYTES = bytes(t == GTID for t in range(256))    # apply_until's: only GTIDs count
+_NO_COLD = bytes(256)                 # complete_ends': every event followed
+_BACK_GAP = 1 << 16                   # _start_before's first step back from the end
 try:
     from .._skip import skip as _skip
 except ImportError:                    # pragma: no cover - depends on the install
@@ -130,6 +132,7 @@ def group_walk(b, off: int, span: int | None, previous: int):
             last_end += shift
             due += shift
             rsize += shift
+    w.release()                                 # the walk kept numbers only (offsets, GTID_HEAD tuples)
     mark += base                                # file offsets again
     cur_start += base
     last_end += base
@@ -273,3 +276,66 @@ def apply_until(b, state: BinlogState, start: int, target: int) -> bool:
         if final or pos > target - HEADER_LEN:
             return pos == target
         mm = w.move(pos)
+
+
+def complete_ends(b, start: int) -> tuple[int, int | None]:
+    """(end, last): where the complete events from the event boundary
+    ``start`` of ``b`` end, and where the last of them starts (None: not
+    one). Raises, as ``Binlog.complete_end``, at a length below the header.
+
+    The Python loop (one unpack per event) is the definition. Where the
+    compiled skip is built, C follows the lengths through each window, and
+    the start of the last event it passed is found from the end back
+    (``_start_before``): a tail's check of its open group (thousands of
+    rows events) then costs a few calls, not a Python step per event."""
+    size = b.size
+    w = b.window(start, size)
+    mm, base = w.view, start
+    unpack = TYPE_LENGTH.unpack_from
+    skip = _skip
+    off, last = start, None
+    while off + HEADER_LEN <= size:
+        if off + HEADER_LEN > base + len(mm):
+            mm, base = w.move(off), off
+        if skip is not None:
+            r = off - base
+            o = skip(mm, r, _NO_COLD)           # stops at a short event or where a header leaves mm
+            if o > r:
+                p = _start_before(mm, r, o)     # the last event passed: [p, o)
+                if base + o <= size:
+                    last, off = base + p, base + o
+                    continue
+                if p > r:                       # [p, o) runs past the end; those before it do not
+                    last = base + _start_before(mm, r, p)
+                off = base + p                  # the partial event: the step below ends the walk
+                if off + HEADER_LEN > size:
+                    break
+        ln = unpack(mm, off - base)[1]
+        if ln < HEADER_LEN:
+            raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+        if off + ln > size:
+            break
+        last = off
+        off += ln
+    w.release()                                 # numbers only were read: the buffer goes on
+    return off, last
+
+
+def _start_before(mm, r: int, o: int) -> int:
+    """The start of the event that ends at ``o`` in the chain of lengths
+    from ``r`` (``o`` > ``r``, reached by the compiled skip over ``mm``, so
+    every header before it is in ``mm``): the skip is asked again to stop
+    past ``o - gap`` (gap growing fourfold), then Python walks the last few."""
+    skip, unpack = _skip, TYPE_LENGTH.unpack_from
+    gap = _BACK_GAP
+    while True:
+        limit = o - 1 - gap
+        p = r if limit < r else skip(mm, r, _NO_COLD, limit)
+        if p < o:
+            break
+        gap <<= 2
+    while True:
+        nxt = p + unpack(mm, p)[1]
+        if nxt >= o:
+            return p
+        p = nxt

@@ -175,6 +175,7 @@ class IncrementalIndex:
         self.policy = flavor.policy(span_min)   # where records go; how far the binlog is read
         self.how = ""
         self._read_guard = None            # CRC32 of the 64 KiB before ``processed``
+        self._prefix_fp: IndexMeta | None = None   # the fingerprint of the records on disk, while they stay
 
     # -- start: resume from disk, or fresh -------------------------------------
     def start(self, b: Binlog) -> str:
@@ -182,6 +183,7 @@ class IncrementalIndex:
         binlog and has the same settings; else start afresh. Returns how.
         A failure (OSError) leaves no new file behind."""
         IndexMeta.remove_orphans(self.path)
+        self._prefix_fp = None
         try:
             why = self._resume(b)
             if why:
@@ -328,9 +330,21 @@ class IncrementalIndex:
         return self.offsets[on_disk - 1] if on_disk > 0 else 0
 
     def _save_progress(self, b: Binlog) -> None:
-        meta = IndexMeta.of(b, self.on_disk_prefix(), state=Progress.PARTIAL, page_size=self.page_size,
-                            span_min=self.span_min, processed=self.processed, records=len(self.offsets),
-                            updated=now(), **seen_fields(self.policy.finished()))
+        """Stamp the index with its progress. The fingerprint (the CRCs of
+        the binlog's first and last 64 KiB of the prefix the records on disk
+        cover) is taken again only when that prefix moved (a leaf written):
+        most looks change the progress fields alone."""
+        prefix, fp = self.on_disk_prefix(), self._prefix_fp
+        progress = {"processed": self.processed, "records": len(self.offsets), "updated": now(),
+                    "ranges": None, "repeats": None, **seen_fields(self.policy.finished())}
+        if fp is None or fp.size != prefix or prefix >= b.size:
+            fp = IndexMeta.of(b, prefix, state=Progress.PARTIAL, page_size=self.page_size,
+                              span_min=self.span_min, **progress)
+            # a prefix that is all of the binlog may carry its identity (``IndexMeta.of``): not kept
+            self._prefix_fp = fp if prefix < b.size else None
+            meta = fp
+        else:
+            meta = fp.replace(**progress)
         meta.write(self.sink.fd, self.path)      # this file's, whatever is at the name now
 
     def replaced(self) -> bool:
