@@ -173,7 +173,7 @@ def test_only_merges_into_the_report_without_measuring_the_rest(tmp_path, monkey
     new = json.loads((tmp_path / "report.json").read_text())
     assert new["tail"] == tail
     assert {k: new[k] for k in old} == old
-    assert "| 90.0 MB/s (max) | 0.100 | 0.200 | 1.0 |" in (tmp_path / "report.md").read_text()
+    assert "| max: 90.0 MB/s | 0.100 | 0.200 | 1.0 |" in (tmp_path / "report.md").read_text()
     assert "| bare header walk | 750 (700-800) |" in (tmp_path / "report.md").read_text()
 
 
