@@ -40,14 +40,25 @@ class LocatePlan:
     """The files (indexes into the binlog list, in file order) that can hold a
     GTID, and whether its (domain, server) looked monotonic (then at most one
     file can hold it, and it holds it at most once). Read by name, never
-    unpacked nor compared: a plain class (a NamedTuple class costs every
-    lookup's start-up more to create)."""
+    unpacked: a plain class (a NamedTuple class costs every lookup's
+    start-up more to create); equal when both fields are (the Spark plan's
+    table is checked against the planner so)."""
 
     __slots__ = ("files", "monotone")
 
     def __init__(self, files: tuple, monotone: bool):
         self.files = files
         self.monotone = monotone
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not LocatePlan:
+            return NotImplemented
+        return self.files == other.files and self.monotone == other.monotone
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"LocatePlan(files={self.files!r}, monotone={self.monotone!r})"
 
 
 class Planner:
