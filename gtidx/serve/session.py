@@ -18,9 +18,11 @@ from typing import Callable
 from .. import api
 from ..errors import GtidxError, ReplicaStartRefused
 from ..gtid import Position
-from . import wire
 from .stream import Skipper, Stream, Until
-from .wire import ProtocolError
+from .wire import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, ER_NOT_SUPPORTED_AUTH_MODE,
+                   ER_NOT_SUPPORTED_YET, ER_UNKNOWN_COM, NATIVE_PASSWORD, Connection, ProtocolError,
+                   err_packet, handshake, native_password_ok, new_scramble, ok_packet, parse_handshake_response,
+                   result_set)
 
 COM_QUIT = 0x01
 COM_INIT_DB = 0x02
@@ -69,28 +71,28 @@ def sql_value(text: str, server_vars: dict):
 class Session:
     """A replica's connection from the handshake to its end (``run``)."""
 
-    def __init__(self, conn: wire.Connection, settings, connection_id: int, log: Callable[[str], None]):
+    def __init__(self, conn: Connection, settings, connection_id: int, log: Callable[[str], None]):
         self.conn, self.settings, self.log = conn, settings, log
         self.connection_id = connection_id
         self.user_vars: dict[str, object] = {}
 
     # -- the handshake --------------------------------------------------------
     def authenticate(self) -> bool:
-        scramble = wire.new_scramble()
-        self.conn.send(wire.handshake(self.settings.server_version, self.connection_id, scramble))
-        login = wire.parse_handshake_response(self.conn.read_packet())
-        if login.plugin not in (None, wire.NATIVE_PASSWORD):
-            self.conn.send(wire.err_packet(wire.ER_NOT_SUPPORTED_AUTH_MODE,
+        scramble = new_scramble()
+        self.conn.send(handshake(self.settings.server_version, self.connection_id, scramble))
+        login = parse_handshake_response(self.conn.read_packet())
+        if login.plugin not in (None, NATIVE_PASSWORD):
+            self.conn.send(err_packet(ER_NOT_SUPPORTED_AUTH_MODE,
                                            f"gtidx serve authenticates with mysql_native_password only, "
                                            f"not {login.plugin.decode(errors='replace')}"))
             return False
         user, password = self.settings.user, self.settings.password
-        if user is not None and (login.user != user or not wire.native_password_ok(password, scramble, login.auth)):
-            self.conn.send(wire.err_packet(wire.ER_ACCESS_DENIED,
+        if user is not None and (login.user != user or not native_password_ok(password, scramble, login.auth)):
+            self.conn.send(err_packet(ER_ACCESS_DENIED,
                                            f"Access denied for user '{login.user}' (using password: "
                                            f"{'YES' if login.auth else 'NO'})"))
             return False
-        self.conn.send(wire.ok_packet())
+        self.conn.send(ok_packet())
         self.log(f"replica connected: user {login.user!r}")
         return True
 
@@ -109,12 +111,12 @@ class Session:
             if command == COM_QUERY:
                 self.conn.send(*self.answer(body.decode("utf-8", "replace")))
             elif command in (COM_PING, COM_REGISTER_SLAVE, COM_INIT_DB):
-                self.conn.send(wire.ok_packet())
+                self.conn.send(ok_packet())
             elif command == COM_BINLOG_DUMP:
                 self.dump(body)
                 return
             else:
-                self.conn.send(wire.err_packet(wire.ER_UNKNOWN_COM, f"gtidx serve does not know command {command:#x}"))
+                self.conn.send(err_packet(ER_UNKNOWN_COM, f"gtidx serve does not know command {command:#x}"))
 
     def server_vars(self) -> dict:
         s = self.settings
@@ -127,24 +129,24 @@ class Session:
         m = _SET.match(query)
         if m:
             self.user_vars[m.group(1).lower()] = sql_value(m.group(2), self.server_vars())
-            return [wire.ok_packet()]
+            return [ok_packet()]
         if _SET_NAMES.match(query):      # a client's character set: the stream is binlog bytes
-            return [wire.ok_packet()]
+            return [ok_packet()]
         m = _SELECT_VAR.match(query)
         if m:
-            return wire.result_set([f"@{m.group(1)}"], [[self.user_vars.get(m.group(1).lower())]])
+            return result_set([f"@{m.group(1)}"], [[self.user_vars.get(m.group(1).lower())]])
         m = _SELECT_GLOBAL.match(query)
         if m and m.group(1).lower() in self.server_vars():
-            return wire.result_set([query.strip().split()[1]], [[self.server_vars()[m.group(1).lower()]]])
+            return result_set([query.strip().split()[1]], [[self.server_vars()[m.group(1).lower()]]])
         m = _SHOW_VARIABLES.match(query)
         if m:
             name = m.group(1).lower()
             value = self.server_vars().get(name)
-            return wire.result_set(["Variable_name", "Value"], [] if value is None else [[name.upper(), value]])
+            return result_set(["Variable_name", "Value"], [] if value is None else [[name.upper(), value]])
         if _UNIX_TIMESTAMP.match(query):
-            return wire.result_set(["UNIX_TIMESTAMP()"], [[int(time.time())]])
+            return result_set(["UNIX_TIMESTAMP()"], [[int(time.time())]])
         self.log(f"query not answered: {query!r}")
-        return [wire.err_packet(wire.ER_NOT_SUPPORTED_YET, f"gtidx serve does not answer this query: {query[:200]}")]
+        return [err_packet(ER_NOT_SUPPORTED_YET, f"gtidx serve does not answer this query: {query[:200]}")]
 
     # -- the dump ---------------------------------------------------------------
     def dump(self, body: bytes) -> None:
@@ -172,7 +174,7 @@ class Session:
                 self.log(f"replica {replica_id}: file start {name}:{offset}")
         except GtidxError as e:
             self.log(f"replica {replica_id}: refused: {e}")
-            self.conn.send(wire.err_packet(wire.ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
+            self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
             return
         self.conn.seq = 1
         until = self.user_vars.get("slave_until_gtid")
