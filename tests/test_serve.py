@@ -139,3 +139,18 @@ def test_an_event_sent_from_where_it_is_reads_back_whole(size):
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], "needs --user and --password-file"),
+    (["--user", "repl"], "needs --user and --password-file"),
+    (["--no-auth", "--user", "repl"], "--no-auth takes no --user"),
+    (["--no-auth", "--bind", "0.0.0.0"], "--no-auth on 0.0.0.0"),
+    (["--no-auth", "--bind", "localhost"], "--bind wants an IP address"),
+])
+def test_authentication_is_required_except_no_auth_on_loopback(args, words):
+    from click.testing import CliRunner
+    from gtidx.cli import cli
+    r = CliRunner().invoke(cli, ["serve", str(FIXTURES / "mariadb-10.11" / "multifile"), "--port", "0", *args])
+    assert r.exit_code == 2, r.output
+    assert words in r.output and "Traceback" not in r.output

@@ -112,8 +112,8 @@ def start_serve(directory: Path, port: int, server_id: int, where: Path):
     log = where / "serve.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "gtidx", "serve", str(directory), "--listen",
-                                 f"127.0.0.1:{port}", "--user", "repl", "--password-file", str(pw),
+        proc = subprocess.Popen([sys.executable, "-m", "gtidx", "serve", str(directory), "--bind", "127.0.0.1",
+                                 "--port", str(port), "--user", "repl", "--password-file", str(pw),
                                  "--heartbeat", "1", "--server-id", str(server_id)],
                                 stderr=err, stdout=subprocess.DEVNULL, env=env)
     with open(log) as lines:

@@ -47,10 +47,10 @@ class ServeSettings:
         try:
             loopback = ipaddress.ip_address(self.host).is_loopback
         except ValueError:
-            raise BadInputError(f"--listen wants an IP address and a port, not host {self.host!r}") from None
+            raise BadInputError(f"--bind wants an IP address, not {self.host!r}") from None
         if self.user is None and not loopback:
-            raise BadInputError(f"serving {self.host} without --user: any client could read the binlogs",
-                                hint="give --user and --password-file, or listen on 127.0.0.1")
+            raise BadInputError(f"--no-auth on {self.host}: any client could read the binlogs",
+                                hint="give --user and --password-file, or --bind a loopback address")
         if not 0 < self.server_id <= 0xFFFFFFFF:
             raise BadInputError(f"--server-id {self.server_id} is not in 1..4294967295")
 
