@@ -103,8 +103,10 @@ def imports(root: Path, package: str) -> tuple[dict[str, Path], list[Import]]:
                     ", ".join(a.name for a in node.names)
                 for alias in node.names:
                     sub = f"{src}.{alias.name}"
-                    if sub in known:                 # from package import module
+                    if sub in known:                 # from package import module: runs both
                         edges.append(Import(mod, node.lineno, sub, (), text))
+                        if src in known:             # and the package's __init__ with it
+                            edges.append(Import(mod, node.lineno, src, (), text))
                     else:
                         target = _resolve(src, known)
                         if target:
@@ -342,6 +344,19 @@ def test_checker_finds_two_module_circle_and_self_import_is_none(tmp_path):
     found = circles(root, "t")
     assert [f.split("   [")[0] for f in found] == [
         "circle: t.x (line 1: import t.y) -> t.y (line 1: from t import x) -> t.x"]
+
+
+def test_checker_finds_a_circle_through_a_package_init(tmp_path):
+    """``from . import wire`` runs the package's __init__ too: where that
+    __init__ imports the importer, it is a circle."""
+    root = fake(tmp_path, {"s/__init__.py": "from .server import Server\n", "s/server.py": "from .session import S\n",
+                           "s/session.py": "from . import wire\n", "s/wire.py": ""})
+    found = circles(root, "s")
+    assert [f.split("   [")[0] for f in found] == [
+        "circle: s (line 1: from .server import Server) -> s.server (line 1: from .session import S) -> "
+        "s.session (line 1: from . import wire) -> s"]
+    (root / "s" / "session.py").write_text("from .wire import x\n")
+    assert circles(root, "s") == []
 
 
 def test_checker_finds_private_names_of_other_modules(tmp_path):
