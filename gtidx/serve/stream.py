@@ -7,8 +7,11 @@ file has it, except for a file/offset start past the file's first event:
 log_pos and created zeroed, its checksum computed again. A GTID start reads
 the file from its start and skips, per domain, the groups the replica
 already has (``ReplicaStart.skip``, gtidx's answer of where the server
-starts: ``series.mariadb.BinlogSeries.replica_start`` states the rule), then
-sends a fake GTID_LIST of the GTIDs it skipped to, as MariaDB 10.11 does.
+starts: ``series.mariadb.BinlogSeries.replica_start`` states the rule), and
+once a domain is reached, at the end of what was left out (or right after
+the reaching GTID event, when that one is sent), a fake GTID_LIST of the
+binlog state read so far, as MariaDB 10.11 does. The FDE of a binlog still
+being written goes out without its in-use flag, as the server sends it.
 At the end of the last file the stream idles: a HEARTBEAT (log_pos: the
 end of the last event read) every heartbeat period, until the replica
 goes away. Every event is one packet (the OK byte 0 and the event's
@@ -24,6 +27,7 @@ from typing import Callable
 from ..binlog.events import (ANNOTATE_ROWS, BOUNDARY_TYPES, CRC_LEN, EVENT_HEADER, FDE_FIXED, GTID, GTID_BODY,
                              GTID_ENTRY, GTID_LIST, HEADER_LEN, ROTATE, event_crc)
 from ..binlog.mariadb import Binlog
+from ..errors import ReplicaStartRefused
 from ..gtid import BinlogState, Position
 from .wire import Connection, ProtocolError, eof_packet
 
@@ -34,6 +38,9 @@ U32 = struct.Struct("<I")
 LOG_POS_AT = 13                     # the log_pos field within the event header (EVENT_HEADER's fifth field)
 CREATED_AT = HEADER_LEN + FDE_FIXED.size - 5    # the FDE's created field: before its header_len byte
 UNTIL_REACHED = 1 << 28             # a GTID_LIST's count flag on the wire: the replica's UNTIL position is reached
+FLAGS = struct.Struct("<H")
+FLAGS_AT = LOG_POS_AT + U32.size    # the flags field within the event header, after log_pos
+BINLOG_IN_USE = 0x01                # LOG_EVENT_BINLOG_IN_USE_F: an FDE's "this binlog is still open"
 
 
 def artificial_event(etype: int, server_id: int, log_pos: int, body: bytes, checksum: bool,
@@ -66,13 +73,22 @@ def fake_gtid_list(gtids, log_pos: int, server_id: int, checksum: bool, flags: i
     return artificial_event(GTID_LIST, server_id, log_pos, body, checksum)
 
 
-def cleared_fde(event: bytes, checksum: bool) -> bytes:
-    """A FORMAT_DESCRIPTION with log_pos and created zeroed (a replica that
-    does not start at the file's first event must not take it for the
-    server's start), its CRC32 computed again."""
+def cleared_fde(event: bytes, checksum: bool, log_pos: bool = True, created: bool = True) -> bytes:
+    """A FORMAT_DESCRIPTION as the source sends it: without the in-use flag
+    (the server clears it for a binlog it is still writing); ``log_pos``
+    zeroed for a file/offset start past the file's first event, ``created``
+    zeroed for it and for a GTID start not yet at its position (either way
+    the replica must not take it for a server restart, which drops its
+    temporary tables); its CRC32 computed again when changed."""
     out = bytearray(event)
-    U32.pack_into(out, LOG_POS_AT, 0)
-    U32.pack_into(out, CREATED_AT, 0)
+    flags = FLAGS.unpack_from(out, FLAGS_AT)[0]
+    FLAGS.pack_into(out, FLAGS_AT, flags & ~BINLOG_IN_USE)
+    if log_pos:
+        U32.pack_into(out, LOG_POS_AT, 0)
+    if created:
+        U32.pack_into(out, CREATED_AT, 0)
+    if out == event:
+        return event
     if checksum:
         U32.pack_into(out, len(out) - CRC_LEN, event_crc(out[:len(out) - CRC_LEN], out[4]))
     return bytes(out)
@@ -82,14 +98,16 @@ class Skipper:
     """Which groups a GTID start leaves out: per domain still to reach, the
     groups up to the requested GTID's server logging a seq at least the
     requested one (equal: left out too; greater: the first sent). A domain
-    the replica did not name, or one reached, sends everything. Once every
-    domain is reached, the source announces the requested GTIDs in a fake
-    GTID_LIST before the next event it sends (``announce``)."""
+    the replica did not name, or one reached, sends everything. Each
+    time a domain is reached the source owes a fake GTID_LIST (``owed``),
+    sent once the group is not left out. ``strict`` (the replica's
+    gtid_strict_mode): a domain reached by a greater seq is the "hole"
+    refusal (``BinlogSeries.replica_start``'s, which finds it only before
+    the first group sent; the server finds it where the stream meets it)."""
 
-    def __init__(self, skip: Position):
+    def __init__(self, skip: Position, strict: bool = False):
         self.pending = {g.domain: g for g in skip}
-        self.requested = list(skip)
-        self.announce = bool(self.pending)       # a fake GTID_LIST is owed once every domain is reached
+        self.owed, self.strict = False, strict
 
     def leaves_out(self, domain: int, server: int, seq: int) -> bool:
         want = self.pending.get(domain)
@@ -97,7 +115,11 @@ class Skipper:
             return False
         if server != want.server or seq < want.seq:
             return True
+        if self.strict and seq > want.seq:
+            raise ReplicaStartRefused(f"the binlog is missing the GTID {want} requested by the replica, and GTID "
+                                      "strict mode is enabled", reason="hole", gtid=want)
         del self.pending[domain]
+        self.owed = True
         return seq == want.seq
 
 
@@ -124,7 +146,11 @@ class Until:
         return not self.pending
 
 
-class UntilReached(Exception):
+class StreamEnd(Exception):
+    """The stream ends before the binlogs' end."""
+
+
+class UntilReached(StreamEnd):
     """The stream ended at the replica's UNTIL position."""
 
 
@@ -151,22 +177,29 @@ class Stream:
         self.conn.send_prefixed(b"\0", event)
         self.sent += 1
 
-    def run(self) -> None:
+    def run(self) -> bool:
+        """The stream to its end: False where it ended early (UNTIL); else it
+        idles at the binlogs' end until the replica goes. A refusal met on
+        the way (``Skipper``) is raised, after the events before it."""
         name, end = "", 4
         try:
             for i in range(self.first, len(self.files)):
                 name, end = self.send_file(self.files[i], i == self.first)
-        except UntilReached:
-            return
+        except StreamEnd:
+            return False
         self.idle(name, end)
+        return True
 
     def announce(self, log_pos: int, checksum: bool) -> None:
-        """The fake GTID_LIST a GTID start owes once every skipped domain is
-        reached, sent once, before the next event (``log_pos``: its offset)."""
+        """The fake GTID_LIST a GTID start owes once a skipped domain is
+        reached: the binlog state read so far (every GTID read while a domain
+        was still to reach, from the file's GTID_LIST on with an UNTIL
+        position), at ``log_pos``, the end of the group left out or of the
+        reaching GTID event sent."""
         skipper = self.skipper
-        if skipper is not None and skipper.announce and not skipper.pending:
-            skipper.announce = False
-            self.event(fake_gtid_list(skipper.requested, log_pos, self.server_id, checksum))
+        if skipper is not None and skipper.owed:
+            skipper.owed = False
+            self.event(fake_gtid_list(self.state.entries(), log_pos, self.server_id, checksum))
 
     def stop_at_until(self, end: int, checksum: bool) -> None:
         """At a group's end: the replica's UNTIL position reached, the stream ends here."""
@@ -184,31 +217,35 @@ class Stream:
             start = self.offset if first else 4
             self.event(fake_rotate(name, start, self.server_id, checksum))
             fde_end = 4 + b.fde.length
-            fde = bytes(b.buffer[4:fde_end])
-            self.event(cleared_fde(fde, checksum) if first and start > 4 else fde)
+            past_start = first and start > 4
+            self.event(cleared_fde(bytes(b.buffer[4:fde_end]), checksum, log_pos=past_start,
+                                   created=past_start or (self.skipper is not None and bool(self.skipper.pending))))
             leaving_out = False
             end = max(start, fde_end)
             if self.state is None and self.until is not None:
                 self.state = b.start_state.copy() if end <= b.body_start else b.state_at(end)
                 for g in self.state or ():
                     self.until.group(*g)          # a domain the start state already has is reached
+            elif self.state is None:
+                self.state = BinlogState()        # the server's: the GTIDs it reads while a domain is to reach
             for off, etype, server_id, ln in b.headers(end):
                 if etype == GTID or etype in BOUNDARY_TYPES:
+                    leaving_out = False           # the group left out ended before this event
+                    self.announce(off, checksum)
                     self.stop_at_until(end, checksum)
                 if etype == GTID:
                     seq, domain, _ = GTID_BODY.unpack(b.buffer[off + HEADER_LEN:off + HEADER_LEN + GTID_BODY.size])
+                    if self.until is not None or (self.skipper is not None and self.skipper.pending):
+                        self.state.apply(domain, server_id, seq)
                     leaving_out = self.skipper is not None and self.skipper.leaves_out(domain, server_id, seq)
                     if self.until is not None:
-                        if self.state is not None:
-                            self.state.apply(domain, server_id, seq)
                         self.until.group(domain, server_id, seq)
-                elif etype in BOUNDARY_TYPES:
-                    leaving_out = False
                 if not leaving_out and (etype != ANNOTATE_ROWS or self.annotate):
-                    self.announce(off, checksum)
                     self.event(bytes(b.buffer[off:off + ln]))
+                    self.announce(off + ln, checksum)
                 b.release(off, off + ln)
                 end = off + ln
+            self.announce(end, checksum)
             self.stop_at_until(end, checksum)
             self.checksum = checksum
             return name, end

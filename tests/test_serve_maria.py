@@ -1,0 +1,226 @@
+"""``gtidx serve`` against MariaDB 10.11 semantics: refusals, strict mode,
+ignore-duplicates, non-monotonic histories, a kill mid-stream, bad clients.
+
+One private 10.11 source per module (``tools/mariadb.py``) writes a history
+of its own (gtid_strict_mode=0): two rotations, a hole in domain 0's seq_no
+(20, then 22), a non-monotonic domain 5 on two servers, then its first
+binlog purged with PURGE BINARY LOGS. ``gtidx serve`` runs on that server's
+own binlog directory. The oracle is the server itself: a raw dump client
+(in this file) asks it and gtidx the same, and gets the same bytes, or the
+same error 1236 and text.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from test_serve_live import PASSWORD, start_serve
+from tools.mariadb import MariaDB
+
+pytestmark = pytest.mark.live
+
+# domain 5, (seq_no, server_id): seq_no goes back on both servers
+NONMONO = [(100, 1), (101, 2), (50, 1), (51, 1), (40, 2), (60, 1)]
+BIG_ROW = 1 << 20          # the kill test's big group: rows of 1 MiB, one row event each
+BIG_ROWS = 16
+
+
+def _insert(cur, v, domain=0, server=1, seq=None):
+    cur.execute("SET SESSION gtid_domain_id=%s, server_id=%s", (domain, server))
+    if seq is not None:
+        cur.execute("SET SESSION gtid_seq_no=%s", (seq,))
+    cur.execute("INSERT INTO d.t (v) VALUES (%s)", (v,))
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """The private source, its history written: (the server, {name: GTID position}).
+    "purged": in the purged first binlog; "end": the history's end."""
+    srv = MariaDB(tmp_path_factory.mktemp("serve-maria-src"), {"gtid_strict_mode": "0"})
+    try:
+        srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start a private MariaDB source: {e}", pytrace=False)
+    try:
+        srv.sql("CREATE DATABASE d")
+        srv.sql("CREATE TABLE d.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT, b LONGBLOB) ENGINE=InnoDB")
+        conn = srv.connect()
+        with conn.cursor() as cur:
+            _insert(cur, 1)
+            purged = srv.sql("SELECT @@gtid_binlog_pos")[0][0]     # older than the second binlog's start
+            _insert(cur, 1)
+            cur.execute("FLUSH BINARY LOGS")
+            second = srv.sql("SHOW MASTER STATUS")[0][0]
+            for i in range(3):
+                _insert(cur, 2)
+            cur.execute("FLUSH BINARY LOGS")
+            _insert(cur, 3, seq=20)
+            _insert(cur, 3, seq=22)                      # 0-1-21: a hole
+            for seq, server in NONMONO:
+                _insert(cur, 5, domain=5, server=server, seq=seq)
+                _insert(cur, 4)
+        conn.close()
+        deadline = time.monotonic() + 60
+        while srv.sql("SHOW BINARY LOGS")[0][0] != second:   # a binlog goes once the engine's checkpoint passed it
+            assert time.monotonic() < deadline, "PURGE BINARY LOGS kept the first binlog"
+            srv.sql(f"PURGE BINARY LOGS TO '{second}'")
+            time.sleep(0.1)
+        yield srv, {"purged": purged, "end": srv.sql("SELECT @@gtid_binlog_pos")[0][0]}
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def served(source, tmp_path_factory):
+    """``gtidx serve`` on the source's own binlog directory, as server_id 1 (the source's)."""
+    proc, port, log = start_serve(source[0].binlog_dir, 0, 1, tmp_path_factory.mktemp("serve-maria"))
+    try:
+        yield proc, port, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def gtidx_at(port: int) -> dict:
+    return {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}
+
+
+def raw_dump(connect: dict, sets: list[str], flags: int = 2, limit: int = 10_000):
+    """A raw replica: the queries ``sets`` (after the checksum and capability
+    ones a replica sends, and a 0.2 s heartbeat), COM_BINLOG_DUMP (GTID
+    start, ``flags``), then every event up to the first heartbeat: (the
+    events' bytes, the error's (code, text) or None)."""
+    import pymysql
+    conn = pymysql.connect(autocommit=True, **connect)
+    out = []
+    try:
+        with conn.cursor() as cur:
+            for q in ("SET @master_binlog_checksum= @@global.binlog_checksum", "SET @mariadb_slave_capability=4",
+                      "SET @master_heartbeat_period=200000000", *sets):
+                cur.execute(q)
+        conn._execute_command(0x12, struct.pack("<IHI", 4, flags, 3_000_000_000 + os.getpid() % 1_000_000))
+        while len(out) < limit:
+            data = conn._read_packet().get_all_data()
+            assert data[0] == 0, data
+            out.append(bytes(data[1:]))
+            if data[5] == 27:                            # a heartbeat: the end of the binlogs
+                return out, None
+        raise AssertionError(f"no heartbeat after {limit} events")
+    except pymysql.err.OperationalError as e:
+        return out, e.args
+    finally:
+        conn.close()
+
+
+def as_sets(events: list[bytes]) -> list[bytes]:
+    """The events, a made-up GTID_LIST's entries sorted and its checksum
+    dropped: the server lists its binlog state in its hash's order, gtidx in
+    ``BinlogState.entries``' order (the same entries)."""
+    out = []
+    for e in events:
+        if e[4] == 163 and e[17] & 0x20:
+            n = struct.unpack_from("<I", e, 19)[0] & 0x0FFFFFFF
+            out.append(e[:23] + b"".join(sorted(e[23 + 16 * i:39 + 16 * i] for i in range(n))))
+        else:
+            out.append(e)
+    return out
+
+
+def first_difference(ours: list[bytes], theirs: list[bytes]) -> str:
+    """Where two event lists first differ: the event's index and type, the differing byte offsets."""
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            return f"event {i} (type {b[4]}): bytes {[k for k in range(min(len(a), len(b))) if a[k] != b[k]][:12]}"
+    return f"{len(ours)} events against {len(theirs)}"
+
+
+STARTS = {                                               # (the replica's SETs, refused)
+    "inside a seq_no hole": (["SET @slave_connect_state='0-1-21'"], False),
+    "a hole, strict mode": (["SET @slave_connect_state='0-1-21'", "SET @slave_gtid_strict_mode=1"], True),
+    "a GTID, strict mode": (["SET @slave_connect_state='0-1-20'", "SET @slave_gtid_strict_mode=1"], False),
+    "ahead of the source": (["SET @slave_connect_state='0-1-90'"], True),
+    "ahead, ignore duplicates": (["SET @slave_connect_state='0-1-90'", "SET @slave_gtid_ignore_duplicates=1"], False),
+    "diverged, ignore duplicates": (["SET @slave_connect_state='0-2-5'", "SET @slave_gtid_ignore_duplicates=1"], True),
+    "ahead on another server, ignore duplicates": (["SET @slave_connect_state='0-2-900'",
+                                                    "SET @slave_gtid_ignore_duplicates=1"], False),
+    "a domain the source lacks": (["SET @slave_connect_state='0-1-22,9-9-9'"], False),
+    "purged": (None, True),                              # the position in the purged binlog
+    "the empty position, purged": (["SET @slave_connect_state=''"], True),
+    "non-monotonic: a seq_no logged before a higher one": (["SET @slave_connect_state='0-1-20,5-1-50'"], False),
+    "non-monotonic: the other server's low seq_no": (["SET @slave_connect_state='0-1-20,5-2-40'"], False),
+    "non-monotonic: the server's seq_no before it went back": (["SET @slave_connect_state='0-1-20,5-2-101'"], True),
+    "non-monotonic, strict mode: a hole met mid-stream": (["SET @slave_connect_state='0-1-20,5-1-51'",
+                                                           "SET @slave_gtid_strict_mode=1"], True),
+    "two domains reached apart": (["SET @slave_connect_state='0-1-22,5-1-60'"], False),
+    "two domains, one in a hole": (["SET @slave_connect_state='0-1-21,5-1-51'"], False),
+}
+
+
+@pytest.mark.parametrize("name", list(STARTS))
+def test_a_start_is_answered_as_the_server_answers_it(source, served, name):
+    """Each replica start (strict mode, ignore duplicates, a hole, a
+    position ahead, diverged, purged, inside a non-monotonic domain): gtidx
+    sends what the source sends for it, byte for byte, the made-up events
+    too (fake GTID_LISTs, heartbeats) and the error 1236 and its text."""
+    srv, positions = source
+    sets, refused = STARTS[name]
+    sets = sets or [f"SET @slave_connect_state='{positions['purged']}'"]
+    theirs = raw_dump(srv.connection_settings(), sets)
+    ours = raw_dump(gtidx_at(served[1]), sets)
+    assert [e[4] for e in ours[0]] == [e[4] for e in theirs[0]] and ours[1] == theirs[1]
+    assert as_sets(ours[0]) == as_sets(theirs[0]), first_difference(as_sets(ours[0]), as_sets(theirs[0]))
+    assert (theirs[1] is not None and theirs[1][0] == 1236) == refused
+
+
+def test_a_bad_client_ends_its_connection_only(source, served):
+    """A client that sends garbage after the handshake, a COM_BINLOG_DUMP cut
+    short, an unknown command, or nothing at all: each connection ends with
+    a logged reason (or an error packet), and the server goes on serving."""
+    import pymysql
+    _, port, log = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.recv(1 << 12)                                  # the handshake; then nothing, and gone
+    conn = pymysql.connect(autocommit=True, **gtidx_at(port))
+    conn._execute_command(0x12, b"\x04\x00")             # a COM_BINLOG_DUMP shorter than its fixed part
+    with pytest.raises(pymysql.err.OperationalError):
+        conn._read_packet()
+    conn.close()
+    conn = pymysql.connect(autocommit=True, **gtidx_at(port))
+    conn._execute_command(0x7f, b"")                     # a command no server knows
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        conn._read_packet()
+    assert e.value.args[0] == 1047
+    conn.ping()                                          # the connection goes on
+    conn.close()
+    conn = pymysql.connect(autocommit=True, **gtidx_at(port))
+    conn._sock.sendall(struct.pack("<I", 0xFFFFFF)[:3] + b"\x00" + b"\x03garbage")   # a packet cut short, then gone
+    conn._sock.close()
+    deadline = time.monotonic() + 10
+    while "COM_BINLOG_DUMP shorter" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "a COM_BINLOG_DUMP shorter than its fixed part" in log.read_text()
+    srv, positions = source
+    assert raw_dump(gtidx_at(port), ["SET @slave_connect_state='0-1-20'"])[1] is None
+
+
+def test_many_replicas_at_once_get_the_same_bytes(source, served):
+    """Eight raw replicas streaming at once from gtidx: each gets what one
+    alone gets from the source."""
+    srv, positions = source
+    sets = ["SET @slave_connect_state='0-1-20,5-1-50'"]
+    theirs = raw_dump(srv.connection_settings(), sets)
+    got = [None] * 8
+
+    def one(i):
+        got[i] = raw_dump(gtidx_at(served[1]), sets)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(g is not None and as_sets(g[0]) == as_sets(theirs[0]) and g[1] is None for g in got)
