@@ -19,7 +19,9 @@ import time
 
 import pytest
 
-from test_serve_live import PASSWORD, start_serve
+from gtidx.gtid import Position
+
+from test_serve_live import PASSWORD, slave_status, start_serve
 from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live
@@ -224,3 +226,148 @@ def test_many_replicas_at_once_get_the_same_bytes(source, served):
     for t in threads:
         t.join(60)
     assert all(g is not None and as_sets(g[0]) == as_sets(theirs[0]) and g[1] is None for g in got)
+
+
+# -- a real replica: following the live directory, a kill mid-stream -------------------------
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory):
+    """A private 10.11 replica applying in parallel, logging what it applies
+    (its binlog: the GTIDs it applied, each once)."""
+    srv = MariaDB(tmp_path_factory.mktemp("serve-maria-replica"),
+                  {"server_id": "2", "slave_parallel_threads": "4", "log_slave_updates": "ON"})
+    try:
+        srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start the private MariaDB replica: {e}", pytrace=False)
+    yield srv
+    srv.stop()
+
+
+def connect_replica(replica, port: int, position: str) -> None:
+    """The replica at ``position``, replicating through gtidx serve on ``port``, its IO thread connected."""
+    replica.sql("STOP SLAVE")
+    replica.sql("RESET SLAVE ALL")
+    replica.sql("SET GLOBAL gtid_slave_pos = %s", (position,))
+    replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
+                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+    replica.sql("START SLAVE")
+    deadline = time.monotonic() + 30
+    while slave_status(replica).get("Slave_IO_Running") != "Yes":
+        assert time.monotonic() < deadline, slave_status(replica).get("Last_IO_Error")
+        time.sleep(0.05)
+
+
+def wait_for(replica, position: str, log) -> None:
+    waited = replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (position,))[0][0]
+    status = slave_status(replica)
+    assert waited == 0, (status.get("Last_IO_Error"), status.get("Last_SQL_Error"), log.read_text()[-2000:])
+    assert status["Last_SQL_Errno"] == 0 and status["Last_IO_Errno"] == 0
+
+
+def checksums(srv, db: str) -> dict:
+    return {t: srv.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in ("a", "b")}
+
+
+def test_a_replica_follows_the_live_binlogs(source, served, replica):
+    """A replica connected to gtidx serve on the source's own binlog directory,
+    at its end: the transactions written after it connected reach it, across
+    a FLUSH BINARY LOGS, and a big one written while it waits. gtid_slave_pos
+    and CHECKSUM TABLE equal the source's."""
+    srv, _ = source
+    srv.sql("FLUSH BINARY LOGS")      # a start at a file's GTID_LIST: domain 5's groups, which went back, not again
+    connect_replica(replica, served[1], srv.sql("SELECT @@gtid_binlog_pos")[0][0])
+    srv.sql("CREATE DATABASE f")
+    srv.sql("CREATE TABLE f.a (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB")
+    srv.sql("CREATE TABLE f.b (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB")
+    conn = srv.connect()
+    with conn.cursor() as cur:
+        for i in range(20):
+            cur.execute("INSERT INTO f.a (v) VALUES (%s)", (f"row {i}",))
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("UPDATE f.a SET v = CONCAT(v, '!') WHERE id % 3 = 0")
+        cur.execute("INSERT INTO f.b VALUES (1, REPEAT('x', 3000000))")     # a group of a few MB
+        cur.execute("DELETE FROM f.a WHERE id % 7 = 0")
+    conn.close()
+    end = srv.sql("SELECT @@gtid_binlog_pos")[0][0]
+    wait_for(replica, end, served[2])
+    assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(end)
+    assert checksums(replica, "f") == checksums(srv, "f")
+    replica.sql("STOP SLAVE")
+
+
+def applied_gtids(replica) -> list[tuple[int, int, int]]:
+    """The GTIDs the replica logged as it applied them, in order, from its own binlogs."""
+    from gtidx import api
+    from gtidx.binlog.mariadb import Binlog
+    out = []
+    for path in api.list_binlogs(replica.binlog_dir):
+        with Binlog(path) as b:
+            out += [(domain, server, seq) for _, _, (_, server, seq, domain, _) in b.group_spans()]
+    return out
+
+
+def test_kill_9_mid_group_and_the_replica_resumes(source, replica, tmp_path):
+    """gtidx serve killed with SIGKILL while it sends a group of 16 MiB (the
+    replica reads at 4 MB/s: killed once the replica has read 2 MiB of it,
+    whatever the sockets hold in between; the replica's read position is
+    then inside the group), then started again on the same port:
+    the replica reconnects by itself and ends with the source's checksums
+    and gtid_slave_pos, every GTID applied once."""
+    srv, _ = source
+    proc, port, log = start_serve(srv.binlog_dir, 0, 1, tmp_path)
+    again = None
+    try:
+        srv.sql("FLUSH BINARY LOGS")
+        start = srv.sql("SELECT @@gtid_binlog_pos")[0][0]
+        replica.sql("SET GLOBAL read_binlog_speed_limit = 4096")      # KB/s: the kill lands mid-group
+        connect_replica(replica, port, start)
+        before = applied_gtids(replica)
+        srv.sql("CREATE DATABASE k")
+        srv.sql("CREATE TABLE k.a (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB")
+        srv.sql("CREATE TABLE k.b (id INT AUTO_INCREMENT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB")
+        conn = srv.connect(autocommit=False)
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO k.a (v) VALUES (1)")
+            conn.commit()
+            for i in range(BIG_ROWS):                                 # one group, a row event per row
+                cur.execute("INSERT INTO k.b (b) VALUES (%s)", (os.urandom(BIG_ROW),))
+            conn.commit()
+            cur.execute("INSERT INTO k.a (v) VALUES (2)")
+            conn.commit()
+        conn.close()
+        name, size = srv.sql("SHOW MASTER STATUS")[0][:2]
+        end = srv.sql("SELECT @@gtid_binlog_pos")[0][0]
+        from gtidx.binlog.mariadb import Binlog
+        with Binlog(srv.binlog_dir / name) as b:
+            spans = [(gs, ge) for gs, ge, g in b.group_spans() if ge - gs > BIG_ROWS * BIG_ROW]
+        assert len(spans) == 1
+        deadline = time.monotonic() + 60
+        while slave_status(replica)["Read_Master_Log_Pos"] < spans[0][0] + 2 * BIG_ROW:   # inside the big group
+            assert time.monotonic() < deadline, "the replica did not read into the big group"
+            time.sleep(0.01)
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while slave_status(replica).get("Slave_IO_Running") == "Yes":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        read = slave_status(replica)["Read_Master_Log_Pos"]
+        replica.sql("SET GLOBAL read_binlog_speed_limit = 0")
+        assert spans[0][0] < read < spans[0][1], (read, spans)    # the stream was cut inside the group
+        (tmp_path / "again").mkdir()
+        again, _, log2 = start_serve(srv.binlog_dir, port, 1, tmp_path / "again")
+        wait_for(replica, end, log2)
+        assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(end)
+        assert checksums(replica, "k") == checksums(srv, "k")
+        applied = applied_gtids(replica)[len(before):]
+        with Binlog(srv.binlog_dir / name) as b:
+            written = [(domain, server, seq) for _, _, (_, server, seq, domain, _) in b.group_spans()]
+        assert applied == written and len(set(applied)) == len(applied) == 6      # 3 DDLs, 3 transactions
+        replica.sql("STOP SLAVE")
+    finally:
+        replica.sql("SET GLOBAL read_binlog_speed_limit = 0")
+        for p in (proc, again):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(timeout=30)

@@ -10,6 +10,7 @@ gtidx acts on are read from there when the dump starts.
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 import time
@@ -191,9 +192,11 @@ class Session:
             return
         self.conn.seq = 1
         until = self.user_vars.get("slave_until_gtid")
+        path = self.settings.path
         stream = Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
                         self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
-                        until=Until(Position.parse(str(until))) if until else None)
+                        until=Until(Position.parse(str(until))) if until else None,
+                        relist=(lambda: api.list_binlogs(path)) if os.path.isdir(path) else None)
         try:
             stream.run()
         except ReplicaStartRefused as e:

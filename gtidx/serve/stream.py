@@ -22,11 +22,13 @@ from __future__ import annotations
 import os
 import select
 import struct
+import time
 from typing import Callable
 
 from ..binlog.events import (ANNOTATE_ROWS, BOUNDARY_TYPES, CRC_LEN, EVENT_HEADER, FDE_FIXED, GTID, GTID_BODY,
                              GTID_ENTRY, GTID_LIST, HEADER_LEN, ROTATE, event_crc)
 from ..binlog.mariadb import Binlog
+from ..index.files import still_written
 from ..errors import ReplicaStartRefused
 from ..gtid import BinlogState, Position
 from .wire import Connection, ProtocolError, eof_packet
@@ -159,13 +161,14 @@ class Stream:
     ``files[first]`` at ``offset``, groups left out by ``skipper`` (None: a
     file/offset start leaves none out). ``annotate``: the replica asked for
     ANNOTATE_ROWS events (COM_BINLOG_DUMP's flag 2); without it the source
-    leaves them out, as MariaDB's does."""
+    leaves them out, as MariaDB's does. ``relist`` (the binlogs, listed
+    again): at the end the stream follows them (``follow``), else it idles."""
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, skipper: Skipper | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None], annotate: bool = True,
-                 until: Until | None = None):
+                 until: Until | None = None, relist: Callable[[], list[str]] | None = None):
         self.conn, self.files, self.first, self.offset = conn, files, first, offset
-        self.annotate, self.until = annotate, until
+        self.annotate, self.until, self.relist = annotate, until, relist
         self.state: BinlogState | None = None
         self.skipper, self.server_id = skipper, server_id
         self.heartbeat_seconds, self.log = heartbeat_seconds, log
@@ -185,6 +188,8 @@ class Stream:
         try:
             for i in range(self.first, len(self.files)):
                 name, end = self.send_file(self.files[i], i == self.first)
+            if self.relist is not None:
+                self.follow(name, end)
         except StreamEnd:
             return False
         self.idle(name, end)
@@ -220,7 +225,6 @@ class Stream:
             past_start = first and start > 4
             self.event(cleared_fde(bytes(b.buffer[4:fde_end]), checksum, log_pos=past_start,
                                    created=past_start or (self.skipper is not None and bool(self.skipper.pending))))
-            leaving_out = False
             end = max(start, fde_end)
             if self.state is None and self.until is not None:
                 self.state = b.start_state.copy() if end <= b.body_start else b.state_at(end)
@@ -228,7 +232,30 @@ class Stream:
                     self.until.group(*g)          # a domain the start state already has is reached
             elif self.state is None:
                 self.state = BinlogState()        # the server's: the GTIDs it reads while a domain is to reach
+            self.checksum = checksum
+            return name, self.send_events(b, end)
+
+    def send_events(self, b: Binlog, end: int) -> int:
+        """Sends ``b``'s events from ``end`` (an event boundary, outside a
+        group): all of a closed binlog, and of one still written only its
+        complete groups (the framing's walk says where the last one ends) and
+        the complete events outside groups after them (BINLOG_CHECKPOINT), so
+        a replica never gets part of a group. Returns where it stopped."""
+        checksum = bool(b.checksum_len)
+        limit = None
+        if still_written(b, newest=True):
+            limit = end
+            for limit, _, _ in b.group_batches(1 << 62, end):
+                pass
+            for off, etype, _, ln in b.headers(limit):     # and the events outside groups after them
+                if etype not in BOUNDARY_TYPES:
+                    break
+                limit = off + ln
+        leaving_out = False                       # a call starts at a group's end
+        if limit is None or limit > end:
             for off, etype, server_id, ln in b.headers(end):
+                if limit is not None and off >= limit:
+                    break
                 if etype == GTID or etype in BOUNDARY_TYPES:
                     leaving_out = False           # the group left out ended before this event
                     self.announce(off, checksum)
@@ -245,10 +272,53 @@ class Stream:
                     self.announce(off + ln, checksum)
                 b.release(off, off + ln)
                 end = off + ln
-            self.announce(end, checksum)
-            self.stop_at_until(end, checksum)
-            self.checksum = checksum
-            return name, end
+        self.announce(end, checksum)
+        self.stop_at_until(end, checksum)
+        return end
+
+    def follow(self, name: str, end: int) -> None:
+        """At the end of the binlogs of a live directory, as ``gtidx tail``
+        follows it (``tail.watch``: inotify, else polling): the newest binlog
+        read again when written (its complete groups sent), the binlogs
+        listed again when the directory changes (a rotation: the closed
+        file's last events, then each new file as ``send_file`` sends it); a
+        heartbeat when nothing was sent for a period. Returns when the newest
+        binlog is gone from the listing (purged): the stream idles there."""
+        from ..tail.watch import watch_for
+        self.announce(end, self.checksum)
+        path = self.files[-1]
+        directory = os.path.dirname(path) or "."
+        watch = watch_for(directory, self.conn.sock.fileno())
+        quiet = time.monotonic()
+        try:
+            while True:
+                watch.arm(directory, path)
+                wake = watch.wait(self.heartbeat_seconds - (time.monotonic() - quiet))
+                if wake.stop:
+                    if not self.conn.sock.recv(1 << 12):
+                        raise ProtocolError("the replica closed the connection")
+                    continue
+                sent = self.sent
+                with Binlog(path) as b:
+                    if b.size > end:
+                        end = self.send_events(b, end)
+                files = self.relist()
+                if path not in files:
+                    return
+                later = files[files.index(path) + 1:]
+                if later:                          # rotated: the closed file's last events (its ROTATE) first
+                    with Binlog(path) as b:
+                        if b.size > end:
+                            end = self.send_events(b, end)
+                    for path in later:
+                        name, end = self.send_file(path, False)
+                if self.sent != sent:
+                    quiet = time.monotonic()
+                elif time.monotonic() - quiet >= self.heartbeat_seconds:
+                    self.event(heartbeat(name, end, self.server_id, self.checksum))
+                    quiet = time.monotonic()
+        finally:
+            watch.close()
 
     def idle(self, name: str, end: int) -> None:
         """At the end of the binlogs: a heartbeat each period until the replica
