@@ -228,13 +228,15 @@ def replica(tmp_path_factory):
     srv.stop()
 
 
-def connect_replica(replica, port: int, position: str) -> None:
-    """The replica at ``position``, replicating through gtidx serve on ``port``, its IO thread connected."""
+def connect_replica(replica, port: int, position: str, tls: bool = True) -> None:
+    """The replica at ``position``, replicating through gtidx serve on ``port``, its IO thread connected.
+    ``tls`` False: MASTER_SSL=0 (an 11.4+ replica asks for TLS by default; gtidx serve has none)."""
     replica.sql("STOP SLAVE")
     replica.sql("RESET SLAVE ALL")
     replica.sql("SET GLOBAL gtid_slave_pos = %s", (position,))
     replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
-                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1"
+                + ("" if tls else ", MASTER_SSL=0"))
     replica.sql("START SLAVE")
     deadline = time.monotonic() + 30
     while slave_status(replica).get("Slave_IO_Running") != "Yes":
