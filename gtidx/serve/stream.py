@@ -12,9 +12,11 @@ once a domain is reached, at the end of what was left out (or right after
 the reaching GTID event, when that one is sent), a fake GTID_LIST of the
 binlog state read so far, as MariaDB 10.11 does. The FDE of a binlog still
 being written goes out without its in-use flag, as the server sends it.
-At the end of the last file the stream idles: a HEARTBEAT (log_pos: the
-end of the last event read) every heartbeat period, until the replica
-goes away. Every event is one packet (the OK byte 0 and the event's
+At the end of the last file of a local directory the stream follows it
+(``Stream.follow``: the newest binlog's complete groups as they are
+written, new files at rotation); when nothing is sent for a heartbeat
+period, a HEARTBEAT (log_pos: the end of the last event read), until the
+replica goes away. Every event is one packet (the OK byte 0 and the event's
 bytes), pieces of it when larger than a packet.
 """
 from __future__ import annotations
