@@ -7,7 +7,15 @@ of its own (gtid_strict_mode=0): two rotations, a hole in domain 0's seq_no
 binlog purged with PURGE BINARY LOGS. ``gtidx serve`` runs on that server's
 own binlog directory. The oracle is the server itself: a raw dump client
 (in this file) asks it and gtidx the same, and gets the same bytes, or the
-same error 1236 and text.
+same error 1236 and text. A private 10.11 replica (one, reused) follows
+gtidx on that live directory, survives a kill -9 of it mid-group, and
+restores an 11.8 history.
+
+MariaDB 11.8: a private 11.8 source (``tools/mariadb118.py``, in the shared
+script's Debian 13 root) with log_bin_compress=ON writes a second history
+(compressed events, its own ``.idx`` beside the binlogs); gtidx serves it
+as the 11.8 server does past its start, to a private 11.8 replica and to
+the 10.11 one.
 """
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ import socket
 import struct
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -24,6 +33,7 @@ from gtidx.gtid import Position
 
 from test_serve_live import PASSWORD, slave_status, start_serve
 from tools.mariadb import MariaDB
+from tools.mariadb118 import MariaDB118
 
 pytestmark = pytest.mark.live
 
@@ -95,7 +105,7 @@ def gtidx_at(port: int) -> dict:
 
 def raw_dump(connect: dict, sets: list[str], flags: int = 2, limit: int = 10_000, digest: bool = False):
     """A raw replica: the queries ``sets`` (after the checksum and capability
-    ones a replica sends, and a 0.2 s heartbeat), COM_BINLOG_DUMP (GTID
+    ones a replica sends, and a 50 ms heartbeat), COM_BINLOG_DUMP (GTID
     start, ``flags``), then every event up to the first heartbeat: (the
     events' bytes (``digest``: an event over 4 KiB as its SHA-256), the
     error's (code, text) or None)."""
@@ -105,7 +115,7 @@ def raw_dump(connect: dict, sets: list[str], flags: int = 2, limit: int = 10_000
     try:
         with conn.cursor() as cur:
             for q in ("SET @master_binlog_checksum= @@global.binlog_checksum", "SET @mariadb_slave_capability=4",
-                      "SET @master_heartbeat_period=200000000", *sets):
+                      "SET @master_heartbeat_period=50000000", *sets):
                 cur.execute(q)
         conn._execute_command(0x12, struct.pack("<IHI", 4, flags, 3_000_000_000 + os.getpid() % 1_000_000))
         while len(out) < limit:
@@ -389,3 +399,95 @@ def test_many_replicas_at_once_get_the_same_bytes_in_bounded_memory(source, serv
         time.sleep(0.005)
     assert all(g is not None and as_sets(g[0]) == as_sets(theirs[0]) and g[1] is None for g in got)
     assert peak - before <= 8 * 6 * 1024 * 1024, (before, peak)
+
+
+# -- MariaDB 11.8: its binlogs (compressed events, its .idx beside them), its replicas -------------
+
+def private(srv, what: str):
+    try:
+        return srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start {what}: {e}", pytrace=False)
+
+
+COMPRESSED = range(165, 172)     # QUERY_COMPRESSED, then the compressed row events (and their V1 forms)
+
+
+@pytest.fixture(scope="module")
+def source118():
+    """A private 11.8 source (log_bin_compress=ON) and its history: (the
+    server, the position before it, the one after it, the tables' CHECKSUM TABLE)."""
+    srv = private(MariaDB118(f"gtidx-serve-{uuid.uuid4().hex[:12]}",
+                             {"log_bin_compress": "ON", "log_bin_compress_min_len": "10"}), "a private MariaDB 11.8")
+    try:
+        start = srv.sql("SELECT @@gtid_binlog_pos")[0][0]
+        srv.sql("CREATE DATABASE m")
+        srv.sql("CREATE TABLE m.a (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(200), n BIGINT) ENGINE=InnoDB")
+        srv.sql("CREATE TABLE m.b (id INT PRIMARY KEY, t TEXT) ENGINE=InnoDB")
+        conn = srv.connect()
+        with conn.cursor() as cur:
+            for i in range(30):
+                cur.execute("INSERT INTO m.a (v, n) VALUES (%s, %s)", ("compressible " * 10, i))
+            cur.executemany("INSERT INTO m.b VALUES (%s, %s)", [(i, "x" * (i * 50)) for i in range(40)])
+            cur.execute("FLUSH BINARY LOGS")
+            cur.execute("UPDATE m.a SET n = n * 2, v = CONCAT(v, '!') WHERE id % 3 = 0")
+            cur.execute("DELETE FROM m.b WHERE id % 4 = 0")
+            cur.execute("ALTER TABLE m.a ADD COLUMN c INT DEFAULT 7")
+        conn.close()
+        end = srv.sql("SELECT @@gtid_binlog_pos")[0][0]
+        sums = {t: srv.sql(f"CHECKSUM TABLE m.{t}")[0][1] for t in ("a", "b")}
+        yield srv, start, end, sums
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def served118(source118, tmp_path_factory):
+    proc, port, log = start_serve(source118[0].binlog_dir, 0, 1, tmp_path_factory.mktemp("serve-118"))
+    try:
+        yield proc, port, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_stream_of_11_8_binlogs_equals_the_servers(source118, served118):
+    """From the history's start, with and without ANNOTATE_ROWS: gtidx sends
+    what the 11.8 source sends, compressed events included, but for the
+    start: gtidx starts as 10.11 does (the file from offset 4: its FDE and
+    GTID_LIST as written), 11.8 from where its GTID index says (the fake
+    ROTATE names that offset, the FDE has log_pos 0, and a fake GTID_LIST of
+    the state there stands in for the file's)."""
+    srv, start, end, sums = source118
+    for flags in (2, 0):
+        theirs, error = raw_dump(srv.connection_settings(), [f"SET @slave_connect_state='{start}'"], flags)
+        ours, _ = raw_dump(gtidx_at(served118[1]), [f"SET @slave_connect_state='{start}'"], flags)
+        assert error is None and as_sets(ours[3:]) == as_sets(theirs[3:])
+        assert [e[4] for e in ours[:3]] == [e[4] for e in theirs[:3]] == [4, 15, 163]
+        at = struct.unpack_from("<Q", theirs[0], 19)[0]                        # 11.8: the index's offset
+        assert struct.unpack_from("<Q", ours[0], 19)[0] == 4 and at == struct.unpack_from("<I", ours[2], 13)[0]
+        assert struct.unpack_from("<I", theirs[1], 13)[0] == 0 and theirs[2][17] & 0x20 and not ours[2][17] & 0x20
+        assert theirs[2][19:-4] == ours[2][19:-4]                              # the same state listed
+        assert any(e[4] in COMPRESSED for e in ours) and any(e[4] == 165 for e in ours)
+
+
+def replicate118(replica, served, source, tls: bool = True) -> None:
+    srv, start, end, sums = source
+    connect_replica(replica, served[1], start, tls)
+    wait_for(replica, end, served[2])
+    assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(end)
+    assert {t: replica.sql(f"CHECKSUM TABLE m.{t}")[0][1] for t in ("a", "b")} == sums
+    replica.sql("STOP SLAVE")
+
+
+def test_an_11_8_replica_restores_through_gtidx(source118, served118):
+    replica = private(MariaDB118(f"gtidx-serve-{uuid.uuid4().hex[:12]}",
+                                 {"server_id": "2", "slave_parallel_threads": "4"}), "a private MariaDB 11.8 replica")
+    try:
+        replicate118(replica, served118, source118, tls=False)     # 11.8 asks for TLS by default: gtidx serve has none
+    finally:
+        replica.stop()
+
+
+def test_a_10_11_replica_restores_11_8_binlogs_through_gtidx(source118, served118, replica):
+    replicate118(replica, served118, source118)
