@@ -39,6 +39,32 @@ _WALK_ON = 16384
 # down where the plan assumed it grows: locate plans again with that
 _DIPPED = object()
 
+def start_leaves_out(skip: dict, domain: int, server: int, seq: int, strict: bool = False, path=None,
+                     offset: int | None = None) -> bool:
+    """MariaDB's rule for a replica start, group by group from the start
+    file's beginning (``BinlogSeries.replica_start``; ``serve``'s stream
+    applies it to what it sends): is the group of GTID (domain, server, seq)
+    left out? ``skip``: {domain: the replica's Gtid} of the domains still to
+    reach. A domain not in it sends everything; one in it leaves out the
+    groups until the requested GTID's server logs a seq at least the
+    requested one, and is then reached (removed from ``skip``): equal, that
+    group is left out too; greater, it is the first sent, unless ``strict``
+    (the replica's gtid_strict_mode): the "hole" refusal (``path`` and
+    ``offset``: that group's)."""
+    want = skip.get(domain)
+    if want is None:
+        return False
+    if server != want.server or seq < want.seq:
+        return True                                # before the replica's position
+    del skip[domain]
+    if seq > want.seq and strict:
+        raise ReplicaStartRefused(
+            f"the binlog is missing the GTID {want} requested by the replica (a prior "
+            f"and a later seq_no exist, {Gtid(domain, server, seq)} follows), and GTID "
+            "strict mode is enabled", reason="hole", gtid=want, path=path, offset=offset)
+    return seq == want.seq                         # equal: the replica's last GTID in this domain
+
+
 class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
     """An ordered series of one server's binlog files (one file, or the whole
     list of a directory or ``master-bin.index``), answered as one history:
@@ -467,20 +493,8 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             f = self.opened(self.files[i])
             start = max(offset, f.binlog.body_start) if self.files[i] == path else None
             for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
-                want = skip.get(domain)
-                if want is None:
+                if not start_leaves_out(skip, domain, server, seq, strict, f.path, begin):
                     return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
-                if server != want.server or seq < want.seq:
-                    continue                           # before the replica's position
-                del skip[domain]
-                if seq == want.seq:
-                    continue                           # the replica's last GTID in this domain
-                if strict:
-                    raise ReplicaStartRefused(
-                        f"the binlog is missing the GTID {want} requested by the replica (a prior "
-                        f"and a later seq_no exist, {Gtid(domain, server, seq)} follows), and GTID "
-                        "strict mode is enabled", reason="hole", gtid=want, path=f.path, offset=begin)
-                return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
         return None
 
     def at_time(self, when) -> TimePoint:

@@ -31,7 +31,7 @@ from ..binlog.events import (ANNOTATE_ROWS, BOUNDARY_TYPES, CRC_LEN, EVENT_HEADE
                              GTID_ENTRY, GTID_LIST, HEADER_LEN, ROTATE, event_crc)
 from ..binlog.mariadb import Binlog
 from ..index.files import still_written
-from ..errors import ReplicaStartRefused
+from ..series.mariadb import start_leaves_out
 from ..gtid import BinlogState, Position
 from .wire import Connection, ProtocolError, eof_packet
 
@@ -99,32 +99,28 @@ def cleared_fde(event: bytes, checksum: bool, log_pos: bool = True, created: boo
 
 
 class Skipper:
-    """Which groups a GTID start leaves out: per domain still to reach, the
+    """Which groups a GTID start leaves out: the series' rule
+    (``series.mariadb.start_leaves_out``: per domain still to reach, the
     groups up to the requested GTID's server logging a seq at least the
-    requested one (equal: left out too; greater: the first sent). A domain
-    the replica did not name, or one reached, sends everything. Each
+    requested one; equal: left out too; greater: the first sent), applied as
+    the stream goes. A domain the replica did not name, or one reached,
+    sends everything. Each
     time a domain is reached the source owes a fake GTID_LIST (``owed``),
     sent once the group is not left out. ``strict`` (the replica's
     gtid_strict_mode): a domain reached by a greater seq is the "hole"
-    refusal (``BinlogSeries.replica_start``'s, which finds it only before
-    the first group sent; the server finds it where the stream meets it)."""
+    refusal, met where the stream meets it, as the server meets it
+    (``BinlogSeries.replica_start`` finds it only before the first group
+    sent)."""
 
     def __init__(self, skip: Position, strict: bool = False):
         self.pending = {g.domain: g for g in skip}
         self.owed, self.strict = False, strict
 
-    def leaves_out(self, domain: int, server: int, seq: int) -> bool:
-        want = self.pending.get(domain)
-        if want is None:
-            return False
-        if server != want.server or seq < want.seq:
-            return True
-        if self.strict and seq > want.seq:
-            raise ReplicaStartRefused(f"the binlog is missing the GTID {want} requested by the replica, and GTID "
-                                      "strict mode is enabled", reason="hole", gtid=want)
-        del self.pending[domain]
-        self.owed = True
-        return seq == want.seq
+    def leaves_out(self, domain: int, server: int, seq: int, path=None, offset: int | None = None) -> bool:
+        before = len(self.pending)
+        out = start_leaves_out(self.pending, domain, server, seq, self.strict, path, offset)
+        self.owed = self.owed or len(self.pending) < before
+        return out
 
 
 class Until:
@@ -266,7 +262,8 @@ class Stream:
                     seq, domain, _ = GTID_BODY.unpack(b.buffer[off + HEADER_LEN:off + HEADER_LEN + GTID_BODY.size])
                     if self.until is not None or (self.skipper is not None and self.skipper.pending):
                         self.state.apply(domain, server_id, seq)
-                    leaving_out = self.skipper is not None and self.skipper.leaves_out(domain, server_id, seq)
+                    leaving_out = self.skipper is not None and self.skipper.leaves_out(domain, server_id, seq,
+                                                                                       b.path, off)
                     if self.until is not None:
                         self.until.group(domain, server_id, seq)
                 if not leaving_out and (etype != ANNOTATE_ROWS or self.annotate):
