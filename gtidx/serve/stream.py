@@ -250,6 +250,7 @@ class Stream:
                     break
                 limit = off + ln
         leaving_out = False                       # a call starts at a group's end
+        skipper = self.skipper
         if limit is None or limit > end:
             for off, etype, server_id, ln in b.headers(end):
                 if limit is not None and off >= limit:
@@ -268,7 +269,8 @@ class Stream:
                         self.until.group(domain, server_id, seq)
                 if not leaving_out and (etype != ANNOTATE_ROWS or self.annotate):
                     self.event(bytes(b.buffer[off:off + ln]))
-                    self.announce(off + ln, checksum)
+                    if skipper is not None and skipper.owed:
+                        self.announce(off + ln, checksum)
                 b.release(off, off + ln)
                 end = off + ln
         self.announce(end, checksum)
