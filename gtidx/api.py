@@ -272,13 +272,15 @@ def at_time(path: str | os.PathLike, when, **kw) -> TimePoint:
 
 def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, replica: bool = False,
          every: bool = False, storage_options: dict | None = None, index_root=None, history: int | None = None,
-         server_uuid: str | None = None):
+         server_uuid: str | None = None, ignore_duplicates: bool = False):
     """``spec`` is one GTID (-> Location; ``every``: see ``BinlogSeries.locate``) or
     a replication position with several domains (-> ReplicaStart). With
     ``replica``, ``spec`` is always a replica's position (-> ReplicaStart), a
     single domain too. MySQL binlogs: ``spec`` is ``uuid:N`` / ``uuid:tag:N``
     or a GTID set, see ``series.mysql``; ``server_uuid``: their server's, for
-    a replica start (``MysqlSeries.replica_start``)."""
+    a replica start (``MysqlSeries.replica_start``). ``strict`` and
+    ``ignore_duplicates``: the MariaDB replica's gtid_strict_mode and
+    gtid_ignore_duplicates (``BinlogSeries.replica_start``)."""
     listing = list_series(path, storage_options, index_root=index_root)
     if listing.flavor == "mysql":
         from .series import mysql
@@ -297,7 +299,7 @@ def seek(spec: str, path: str | os.PathLike = ".", *, strict: bool = False, repl
     with logs:
         if len(pos) == 1 and not replica:
             return logs.locate(next(iter(pos)), every=every)
-        return logs.replica_start(pos, strict=strict)
+        return logs.replica_start(pos, strict=strict, ignore_duplicates=ignore_duplicates)
 
 
 def show(path: str | os.PathLike = ".", *, gtid=None, offset=None, storage_options: dict | None = None,

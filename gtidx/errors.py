@@ -135,12 +135,15 @@ class NotFoundError(GtidxError):
 class ReplicaStartRefused(NotFoundError):
     """A replica position the binlogs cannot serve, as the server refuses it:
     ``reason`` "absent" (``gtid`` is not in the binlogs), "diverged" (not in
-    them, and its domain went past its seq_no) or "purged" (the position is
-    older than every binlog; ``gtid`` None). A replication source speaks
-    it in the server's words (``serve.session``)."""
+    them, and its domain went past its seq_no), "purged" (the position is
+    older than every binlog; ``gtid`` None) or "hole" (gtid_strict_mode:
+    ``gtid`` is missing between a prior and a later seq_no; ``path`` and
+    ``offset``: the later one's group). A replication source speaks it in
+    the server's words (``serve.session``)."""
 
-    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None):
-        super().__init__(message, hint=hint)
+    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None, path=None,
+                 offset: int | None = None):
+        super().__init__(message, hint=hint, path=path, offset=offset)
         self.reason = reason
         self.gtid = gtid
 

@@ -90,8 +90,9 @@ def test_made_up_events_pass_the_readers_checks(checksum):
 
 def test_cleared_fde_of_real_binlogs():
     """The FDE of bundled binlogs (10.11 and 11.8, with and without
-    checksums, one still IN_USE) with log_pos and created zeroed: its CRC32
-    checks out again, the rest is unchanged."""
+    checksums, one still IN_USE) with log_pos and created zeroed and the
+    in-use flag cleared (as the server sends it): its CRC32 checks out
+    again, the rest is unchanged."""
     fdes = []
     for path in sorted(FIXTURES.glob("mariadb-*/*/master-bin.0*")):
         if path.parent.name in ("multifile", "nochecksum") and path.suffix != ".idx":
@@ -103,23 +104,34 @@ def test_cleared_fde_of_real_binlogs():
         out = stream.cleared_fde(fde, crc)
         assert EVENT_HEADER.unpack_from(out, 0)[4] == 0
         assert out[stream.CREATED_AT:stream.CREATED_AT + 4] == b"\0\0\0\0"
-        assert out[:13] == fde[:13] and out[17:stream.CREATED_AT] == fde[17:stream.CREATED_AT]
+        assert out[:13] == fde[:13] and out[19:stream.CREATED_AT] == fde[19:stream.CREATED_AT]
+        assert stream.FLAGS.unpack_from(out, 17)[0] == stream.FLAGS.unpack_from(fde, 17)[0] & ~stream.BINLOG_IN_USE
         assert out[stream.CREATED_AT + 4:len(out) - 4] == fde[stream.CREATED_AT + 4:len(fde) - 4]
         if crc:
             stored, computed = event_crcs(out, out[4])
             assert stored == computed
+    in_use = [fde for fde, _ in fdes if stream.FLAGS.unpack_from(fde, 17)[0] & stream.BINLOG_IN_USE]
+    assert in_use, "a bundled binlog still in use"
+    for fde, crc in fdes:           # a replica starting at the file's first event: only the in-use flag goes
+        out = stream.cleared_fde(fde, crc, log_pos=False, created=False)
+        assert (out == fde) == (fde not in in_use)
+        assert out[:17] == fde[:17] and out[19:len(out) - 4] == fde[19:len(fde) - 4]
 
 
 def test_skipper_per_domain():
     """The server's rule (``BinlogSeries.replica_start``): a domain skips
     until the requested server logs a seq at least the requested one; equal
     is skipped, greater is sent; other domains and servers' groups before it
-    are skipped; an unnamed domain skips nothing."""
+    are skipped; an unnamed domain skips nothing. Each domain reached owes
+    a fake GTID_LIST."""
     s = Skipper(Position.parse("0-1-10,1-2-5"))
     assert s.leaves_out(0, 1, 9) and s.leaves_out(0, 3, 50) and not s.leaves_out(2, 1, 1)
-    assert s.leaves_out(0, 1, 10) and not s.leaves_out(0, 1, 5)       # reached: everything after is sent
-    assert s.announce and s.pending == {1: Gtid(1, 2, 5)}
-    assert not s.leaves_out(1, 2, 7) and not s.pending                 # greater: the first sent
+    assert not s.owed
+    assert s.leaves_out(0, 1, 10) and s.owed
+    s.owed = False
+    assert not s.leaves_out(0, 1, 5) and not s.owed                    # reached: everything after is sent
+    assert s.pending == {1: Gtid(1, 2, 5)}
+    assert not s.leaves_out(1, 2, 7) and not s.pending and s.owed      # greater: the first sent
 
 
 @pytest.mark.parametrize("size", [10, (1 << 16) - 2, 1 << 16, wire.MAX_PIECE - 2, wire.MAX_PIECE - 1, wire.MAX_PIECE + 7])

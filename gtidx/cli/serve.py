@@ -34,8 +34,8 @@ def serve(directory, bind, port, server_id, user, password_file, no_auth, heartb
     """(Experimental) Serve the MariaDB binlogs in DIRECTORY to MariaDB replicas, as
     their source would: CHANGE MASTER TO MASTER_HOST=..., MASTER_PORT=...,
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
-    position (or file and offset) on, file after file; at the end of the binlogs it waits,
-    with heartbeats. Read-only; runs until stopped (SIGINT, SIGTERM)."""
+    position (or file and offset) on, file after file; at the end of the binlogs it follows
+    the directory (what a server writes there next), with heartbeats. Read-only; runs until stopped (SIGINT, SIGTERM)."""
     directory = existing_directory(directory, "gtidx serve")
     from ..serve import Server, ServeSettings
     password = b""

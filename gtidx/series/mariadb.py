@@ -39,6 +39,32 @@ _WALK_ON = 16384
 # down where the plan assumed it grows: locate plans again with that
 _DIPPED = object()
 
+def start_leaves_out(skip: dict, domain: int, server: int, seq: int, strict: bool = False, path=None,
+                     offset: int | None = None) -> bool:
+    """MariaDB's rule for a replica start, group by group from the start
+    file's beginning (``BinlogSeries.replica_start``; ``serve``'s stream
+    applies it to what it sends): is the group of GTID (domain, server, seq)
+    left out? ``skip``: {domain: the replica's Gtid} of the domains still to
+    reach. A domain not in it sends everything; one in it leaves out the
+    groups until the requested GTID's server logs a seq at least the
+    requested one, and is then reached (removed from ``skip``): equal, that
+    group is left out too; greater, it is the first sent, unless ``strict``
+    (the replica's gtid_strict_mode): the "hole" refusal (``path`` and
+    ``offset``: that group's)."""
+    want = skip.get(domain)
+    if want is None:
+        return False
+    if server != want.server or seq < want.seq:
+        return True                                # before the replica's position
+    del skip[domain]
+    if seq > want.seq and strict:
+        raise ReplicaStartRefused(
+            f"the binlog is missing the GTID {want} requested by the replica (a prior "
+            f"and a later seq_no exist, {Gtid(domain, server, seq)} follows), and GTID "
+            "strict mode is enabled", reason="hole", gtid=want, path=path, offset=offset)
+    return seq == want.seq                         # equal: the replica's last GTID in this domain
+
+
 class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
     """An ordered series of one server's binlog files (one file, or the whole
     list of a directory or ``master-bin.index``), answered as one history:
@@ -364,21 +390,28 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
         self._ranges.setdefault((domain_, server_), {})[f.path] = None if lo is None else (lo, hi)
         return out
 
-    def replica_start(self, position: Position | str, *, strict: bool = False) -> ReplicaStart:
+    def replica_start(self, position: Position | str, *, strict: bool = False,
+                      ignore_duplicates: bool = False) -> ReplicaStart:
         """Where the server starts sending to a replica at ``position`` (one GTID
         per domain), as MariaDB's binlog dump does it:
 
         * each requested GTID must be in the binlog (the latest state has its
           (domain, server) at that seq or later) or its domain must be absent;
           otherwise "not in the master's binlog" ("diverged" when the domain
-          went past the seq on another server);
+          went past the seq on another server), except, with
+          ``ignore_duplicates`` (the replica's gtid_ignore_duplicates), a GTID
+          whose seq is above the domain's last: the replica may have it from
+          another source, and the domain's groups are skipped while they wait
+          for it;
         * the file is the newest whose GTID_LIST state is before the position
           (none: the position is older than every file, binlogs purged);
         * the server reads that file from offset 4, its start (``ReplicaStart``);
         * per domain, groups are skipped until the requested GTID's server logs
           a seq at least the requested one: equal is skipped too, greater is
           the first sent (with ``strict``, the replica's gtid_strict_mode, a
-          greater seq is the "hole" error); domains whose requested GTID the
+          greater seq is the "hole" error, ``ReplicaStartRefused`` with the
+          reason "hole" and that group's file and offset: the server sends
+          what comes before it, then the error); domains whose requested GTID the
           start state already holds skip nothing.
 
         The index only shortens the walk to the first group sent: it starts
@@ -393,6 +426,8 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
                 continue
             if failed is not None:
                 raise failed         # the unreadable newest binlog may hold it
+            if ignore_duplicates and latest.last(g.domain).seq < g.seq:
+                continue
             diverged = latest.last(g.domain).seq >= g.seq
             raise ReplicaStartRefused(
                 f"connecting replica requested to start from GTID {g}, which is not in the "
@@ -458,20 +493,8 @@ class BinlogSeries(FileCache, CatalogTrust, Facts, SeriesShell):
             f = self.opened(self.files[i])
             start = max(offset, f.binlog.body_start) if self.files[i] == path else None
             for begin, end, (ts, server, seq, domain, _) in f.binlog.group_spans(start):
-                want = skip.get(domain)
-                if want is None:
+                if not start_leaves_out(skip, domain, server, seq, strict, f.path, begin):
                     return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
-                if server != want.server or seq < want.seq:
-                    continue                           # before the replica's position
-                del skip[domain]
-                if seq == want.seq:
-                    continue                           # the replica's last GTID in this domain
-                if strict:
-                    raise NotFoundError(
-                        f"the binlog is missing the GTID {want} requested by the replica (a prior "
-                        f"and a later seq_no exist, {Gtid(domain, server, seq)} follows), and GTID "
-                        "strict mode is enabled", path=f.path, offset=begin)
-                return Location(Gtid(domain, server, seq), f.path, begin, end, end, ts, via)
         return None
 
     def at_time(self, when) -> TimePoint:

@@ -10,6 +10,7 @@ gtidx acts on are read from there when the dump starts.
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 import time
@@ -46,6 +47,12 @@ def refusal_text(e: GtidxError) -> str:
     """What a MariaDB 10.11 source says (error 1236) where gtidx cannot
     start a replica: the server's words for a position it refuses, else
     gtidx's reason."""
+    if isinstance(e, ReplicaStartRefused) and e.reason == "purged":
+        return ("Could not find GTID state requested by slave in any binlog files. Probably the slave state is "
+                "too old and required binlog files have been purged.")
+    if isinstance(e, ReplicaStartRefused) and e.reason == "hole":
+        return (f"The binlog on the master is missing the GTID {e.gtid} requested by the slave (even though both "
+                "a prior and a subsequent sequence number does exist), and GTID strict mode is enabled")
     if isinstance(e, ReplicaStartRefused) and e.reason in ("absent", "diverged"):
         text = f"Error: connecting slave requested to start from GTID {e.gtid}, which is not in the master's binlog"
         if e.reason == "diverged":
@@ -53,6 +60,11 @@ def refusal_text(e: GtidxError) -> str:
                      "that the slave has diverged due to executing extra erroneous transactions")
         return text
     return f"Error: {e}"
+
+
+def flag(value) -> bool:
+    """A replica's boolean session variable (``@slave_gtid_strict_mode=1``)."""
+    return str(value if value is not None else "0") not in ("0", "")
 
 
 def sql_value(text: str, server_vars: dict):
@@ -161,9 +173,11 @@ class Session:
             files = api.list_binlogs(self.settings.path)
             state = self.user_vars.get("slave_connect_state")
             if state is not None:
-                strict = str(self.user_vars.get("slave_gtid_strict_mode", "0")) not in ("0", "")
-                start = api.seek(str(state), self.settings.path, replica=True, strict=strict)
-                first, skipper, offset = files.index(start.file), Skipper(start.skip), start.offset
+                # strict mode's hole is refused where the stream meets it, as the server does (Skipper)
+                start = api.seek(str(state), self.settings.path, replica=True,
+                                 ignore_duplicates=flag(self.user_vars.get("slave_gtid_ignore_duplicates")))
+                first, offset = files.index(start.file), start.offset
+                skipper = Skipper(start.skip, strict=flag(self.user_vars.get("slave_gtid_strict_mode")))
                 self.log(f"replica {replica_id}: GTID start {state or '(empty)'}: {start.file}, "
                          f"skipping to {start.skip or 'nothing'}")
             else:
@@ -178,6 +192,13 @@ class Session:
             return
         self.conn.seq = 1
         until = self.user_vars.get("slave_until_gtid")
-        Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
-               self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
-               until=Until(Position.parse(str(until))) if until else None).run()
+        path = self.settings.path
+        stream = Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
+                        self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
+                        until=Until(Position.parse(str(until))) if until else None,
+                        relist=(lambda: api.list_binlogs(path)) if os.path.isdir(path) else None)
+        try:
+            stream.run()
+        except ReplicaStartRefused as e:
+            self.log(f"replica {replica_id}: refused: {e}")
+            self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
