@@ -23,6 +23,10 @@ from .options import PATH, Number, examples, existing_directory, json_option
               help="The port to listen on (0: a free one, said on stderr).")
 @click.option("--server-id", type=click.IntRange(1, 0xFFFFFFFF), default=1000, show_default=True,
               help="The server_id the replica sees; it must differ from the replica's own.")
+@click.option("--server-uuid", default=None, metavar="UUID",
+              help="MySQL binlogs: the @@server_uuid replicas see (the binlogs' server's: its extra GTIDs are "
+                   "refused as that server refuses them; default: one made up from --server-id, and every "
+                   "GTID the binlogs lack is refused).")
 @click.option("--user", default=None, help="The user a replica must log in as (with --password-file).")
 @click.option("--password-file", type=click.File("rb"), default=None,
               help="The file holding that user's password (its first line).")
@@ -30,7 +34,7 @@ from .options import PATH, Number, examples, existing_directory, json_option
 @click.option("--heartbeat", type=Number(0.01, 3600), default=30.0, show_default=True,
               help="Seconds between heartbeats at the end of the binlogs, when the replica asks for none.")
 @json_option("Log lines on stderr as JSON objects {\"event\": ...}.")
-def serve(directory, bind, port, server_id, user, password_file, no_auth, heartbeat, as_json):
+def serve(directory, bind, port, server_id, server_uuid, user, password_file, no_auth, heartbeat, as_json):
     """(Experimental) Serve the MariaDB binlogs in DIRECTORY to MariaDB replicas, as
     their source would: CHANGE MASTER TO MASTER_HOST=..., MASTER_PORT=...,
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
@@ -48,7 +52,10 @@ def serve(directory, bind, port, server_id, user, password_file, no_auth, heartb
 
     def log(line: str) -> None:
         print(json.dumps({"event": line}) if as_json else f"gtidx serve: {line}", file=sys.stderr, flush=True)
-    settings = ServeSettings(directory, bind, port, server_id=server_id, user=user,
+    if server_uuid is not None:
+        from ..mysqlgtid import MysqlGtid
+        server_uuid = MysqlGtid.parse(f"{server_uuid}:1").uuid        # a bad one: exit 2, the model's words
+    settings = ServeSettings(directory, bind, port, server_id=server_id, server_uuid=server_uuid, user=user,
                              password=password, heartbeat_seconds=heartbeat)
     server = Server(settings, log)
     try:

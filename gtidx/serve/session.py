@@ -112,8 +112,8 @@ class Session:
                 self.conn.send(*self.answer(body.decode("utf-8", "replace")))
             elif command in (COM_PING, COM_REGISTER_SLAVE, COM_INIT_DB):
                 self.conn.send(ok_packet())
-            elif command == COM_BINLOG_DUMP:
-                self.dump(body)
+            elif command in self.dumps:          # the connection is the stream's from here on
+                self.dumps[command](self, body)
                 return
             else:
                 self.conn.send(err_packet(ER_UNKNOWN_COM, f"gtidx serve does not know command {command:#x}"))
@@ -181,3 +181,6 @@ class Session:
         Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
                self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
                until=Until(Position.parse(str(until))) if until else None).run()
+
+    # the commands that hand the connection to a stream, and the method that answers each
+    dumps = {COM_BINLOG_DUMP: dump}

@@ -164,13 +164,14 @@ def new_scramble() -> bytes:
     return bytes(1 + b % 127 for b in os.urandom(SCRAMBLE_LEN))
 
 
-def handshake(server_version: str, connection_id: int, scramble: bytes) -> bytes:
-    """The initial handshake packet, protocol 10."""
+def handshake(server_version: str, connection_id: int, scramble: bytes, plugin: bytes = NATIVE_PASSWORD,
+              capabilities: int = SERVER_CAPABILITIES) -> bytes:
+    """The initial handshake packet, protocol 10, offering ``plugin``."""
     return (U8.pack(PROTOCOL_VERSION) + server_version.encode() + b"\0"
-            + HANDSHAKE_MIDDLE.pack(connection_id, scramble[:8], 0, SERVER_CAPABILITIES & 0xFFFF,
-                                    UTF8MB4_GENERAL_CI, STATUS_AUTOCOMMIT, SERVER_CAPABILITIES >> 16,
+            + HANDSHAKE_MIDDLE.pack(connection_id, scramble[:8], 0, capabilities & 0xFFFF,
+                                    UTF8MB4_GENERAL_CI, STATUS_AUTOCOMMIT, capabilities >> 16,
                                     SCRAMBLE_LEN + 1, b"\0" * 6, 0)
-            + scramble[8:] + b"\0" + NATIVE_PASSWORD + b"\0")
+            + scramble[8:] + b"\0" + plugin + b"\0")
 
 
 class Login:
