@@ -136,11 +136,13 @@ class ReplicaStartRefused(NotFoundError):
     """A replica position the binlogs cannot serve, as the server refuses it:
     ``reason`` "absent" (``gtid`` is not in the binlogs), "diverged" (not in
     them, and its domain went past its seq_no) or "purged" (the position is
-    older than every binlog; ``gtid`` None). A replication source speaks
-    it in the server's words (``serve.session``)."""
+    older than every binlog; ``gtid`` None). MySQL's (``series.mysql``):
+    "purged" with ``gtid`` the GTID set the replica lacks, "ahead" with
+    ``gtid`` its GTIDs the binlogs never logged. A replication source speaks
+    it in the server's words (``serve.session``, ``serve.mysqlsession``)."""
 
-    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None):
-        super().__init__(message, hint=hint)
+    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None, **where):
+        super().__init__(message, hint=hint, **where)
         self.reason = reason
         self.gtid = gtid
 

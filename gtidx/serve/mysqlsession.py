@@ -44,6 +44,7 @@ FAST_AUTH_SUCCESS = 0x03
 AUTH_SWITCH = 0xFE
 CLIENT_LONG_PASSWORD = 0x1         # MySQL's bit 0: a MySQL server says it (MariaDB's leaves it clear)
 MYSQL_CAPABILITIES = SERVER_CAPABILITIES | CLIENT_LONG_PASSWORD
+ERRMSG_SIZE = 512                  # MYSQL_ERRMSG_SIZE: an error message's buffer, its NUL included
 # MySQL 9.7's words (error 1236), as its source sends them to a replica (cut at 512 bytes as it cuts them)
 MORE_GTIDS_TEXT = (
     "Replica has more GTIDs than the source has, using the source's SERVER_UUID. This may indicate that the "
@@ -51,12 +52,36 @@ MORE_GTIDS_TEXT = (
     "source may have rolled back transactions that were already replicated to the replica. Replicate any "
     "transactions that source has rolled back from replica to source, and/or commit empty transactions on "
     "source to account for transactions that have been committed on source but are not included in "
-    "GTID_EXECUTED.")[:511]
+    "GTID_EXECUTED.")[:ERRMSG_SIZE - 1]
+
+PURGED_TEXT = ("Cannot replicate because the source purged required binary logs. Replicate the missing "
+               "transactions from elsewhere, or provision a new replica from backup. Consider increasing the "
+               "source's binary log expiration period.")
+PURGED_TOO_LONG = ("The GTID sets and the missing purged transactions are too long to print in this message. "
+                   "For more information, please see the source's error log or the manual for GTID_SUBTRACT")
 
 _SET_LIST = re.compile(r"\s*SET\s+(@.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _ASSIGNMENT = re.compile(r"\s*@(\w+)\s*=\s*('(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|[^,'\"]+?)\s*(?:,|$)",
                          re.DOTALL)
 _SELECT_FUNC = re.compile(r"\s*SELECT\s+(\w+)\s*\(\s*\)\s*;?\s*$", re.IGNORECASE)
+
+
+def refusal_text(e: GtidxError, have: GtidSet | None) -> str:
+    """What a MySQL 9.7 source says (error 1236) where gtidx cannot start a
+    replica whose executed set is ``have``: the server's words for a
+    replica ahead of the binlogs and for purged GTIDs (with both sets where
+    the message fits the server's 512 bytes, cut to 511 as it cuts it;
+    else its "too long" words), else gtidx's reason."""
+    reason = getattr(e, "reason", None)
+    if reason == "ahead":
+        return MORE_GTIDS_TEXT
+    if reason == "purged" and have is not None:
+        text = (f"{PURGED_TEXT} The GTID set sent by the replica is '{have}', and the missing transactions "
+                f"are '{e.gtid}'")
+        if len(text.encode()) <= ERRMSG_SIZE:
+            return text.encode()[:ERRMSG_SIZE - 1].decode("utf-8", "ignore")
+        return f"{PURGED_TEXT} {PURGED_TOO_LONG}"
+    return f"Error: {e}"
 
 
 def several_assignments(query: str) -> list[tuple[str, str]] | None:
@@ -144,10 +169,9 @@ class MysqlSession(Session):
                 return int(period) / 1e9
         return self.settings.heartbeat_seconds
 
-    def refuse(self, replica_id: int, e: GtidxError) -> None:
+    def refuse(self, replica_id: int, e: GtidxError, have: GtidSet | None = None) -> None:
         self.log(f"replica {replica_id}: refused: {e}")
-        text = MORE_GTIDS_TEXT if "ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE" in str(e) else f"Error: {e}"
-        self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, text))
+        self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e, have)))
 
     def dump_gtid(self, body: bytes) -> None:
         """COM_BINLOG_DUMP_GTID: auto-position from the replica's executed set."""
@@ -170,7 +194,7 @@ class MysqlSession(Session):
             start = api.seek(have.one_line(), self.settings.path, replica=True,
                              server_uuid=self.settings.server_uuid)
         except GtidxError as e:
-            self.refuse(replica_id, e)
+            self.refuse(replica_id, e, have)
             return
         shown = have.one_line() or "(empty)"
         self.log(f"replica {replica_id}: auto-position from {shown if len(shown) <= 200 else shown[:200] + '...'}: "

@@ -1,0 +1,374 @@
+"""``gtidx serve`` on MySQL binlogs against a real MySQL 9.7 replica.
+
+The source history is written by the shared MySQL 9.7 (tools/mysql97.py,
+GTIDX_MY97_SOCKET): a database of its own, transactions with a GTID tag of
+this test's (``svmysql``, so the history's GTIDs are known whatever other
+sessions write meanwhile), across a FLUSH BINARY LOGS; its binlog files
+copied to tmp_path. ``gtidx serve`` runs as a process on the copies
+(127.0.0.1, a free port) with the shared server's server_id and UUID. A
+private MySQL 9.7 (``PrivateMySQL97``: its own datadir, server_uuid and
+server_id 2; GTID_MODE=ON; replica_parallel_workers as 9.7 defaults, 4) is
+the replica: its gtid_purged set to a backup's GTID set (the history's
+start, or a point inside it with the tables loaded), then CHANGE
+REPLICATION SOURCE TO gtidx with SOURCE_AUTO_POSITION=1, START REPLICA. The
+oracles: WAIT_FOR_EXECUTED_GTID_SET reaching the history's end, SHOW
+REPLICA STATUS without error, CHECKSUM TABLE equal to the source server's;
+a raw client's stream from gtidx equal, byte for byte, to the real 9.7's
+for the same executed set; the real servers' error texts.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import uuid
+
+import pytest
+
+from gtidx.binlog.mysql import MysqlBinlog
+from gtidx.mysqlgtid import GtidSet
+from tests.servehelp import PASSWORD, start_serve
+from tools.mysql97 import MySQL97, PrivateMySQL97
+
+TAG = "svmysql"
+TABLES = ("t", "u")
+DB_PREFIX = "gtidxserve_my"
+
+
+def binlog_names(srv) -> list[str]:
+    return [r[0] for r in srv.sql("SHOW BINARY LOGS")]
+
+
+def gtid_executed(cur) -> GtidSet:
+    cur.execute("SELECT @@GLOBAL.gtid_executed")
+    return GtidSet.parse(cur.fetchall()[0][0])
+
+
+@pytest.fixture(scope="module")
+def source():
+    srv = MySQL97().ensure()
+    assert srv.sql("SELECT @@GLOBAL.gtid_mode")[0][0] == "ON"
+    return srv
+
+
+@pytest.fixture(scope="module")
+def history(source, tmp_path_factory):
+    """{"dir": the binlog copies, "start": the GTID set before the history,
+    "end": the one after it, "db", "checksums": {table: the source's
+    CHECKSUM TABLE}, "backup": {"set": the GTID set at a point inside the
+    first file, "tables": {table: (CREATE TABLE, rows)}}, "until": the
+    history's GTID (uuid:svmysql:N) a restore stops after, "until_checksums":
+    the tables' there, "uuid", "server_id": the source's}."""
+    srv = source
+    db = f"{DB_PREFIX}_{uuid.uuid4().hex[:12]}"
+    own = srv.sql("SELECT @@GLOBAL.server_uuid")[0][0]
+    srv.sql("FLUSH BINARY LOGS")
+    first = binlog_names(srv)[-1]
+    out = {"db": db, "uuid": own, "server_id": srv.sql("SELECT @@GLOBAL.server_id")[0][0]}
+    conn = srv.connect()
+    try:
+        with conn.cursor() as cur:
+            out["start"] = gtid_executed(cur)
+            cur.execute(f"SET gtid_next = 'AUTOMATIC:{TAG}'")
+            cur.execute(f"CREATE DATABASE {db}")
+            cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(64), n BIGINT)")
+            cur.execute(f"CREATE TABLE {db}.u (id INT AUTO_INCREMENT PRIMARY KEY, b BLOB)")
+            for i in range(20):
+                cur.execute("BEGIN")
+                cur.executemany(f"INSERT INTO {db}.t VALUES (%s, %s, %s)",
+                                [(i * 10 + k, f"row {i}-{k}", i * k) for k in range(10)])
+                cur.execute(f"INSERT INTO {db}.u (b) VALUES (%s)", (os.urandom(300),))
+                cur.execute("COMMIT")
+                if i == 9:                       # a backup taken here: the replica's start inside the file
+                    out["backup"] = {"set": gtid_executed(cur),
+                                     "tables": {t: (srv.sql(f"SHOW CREATE TABLE {db}.{t}")[0][1],
+                                                    srv.sql(f"SELECT * FROM {db}.{t}")) for t in TABLES}}
+                if i == 14:                      # a point in time to restore to
+                    out["until"] = f"{own}:{TAG}:{gtid_executed(cur).last(own, TAG)}"
+                    out["until_checksums"] = {t: srv.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
+            cur.execute("FLUSH BINARY LOGS")    # the stream crosses a rotation
+            cur.execute(f"UPDATE {db}.t SET n = n + 1, v = CONCAT(v, '!') WHERE id % 3 = 0")
+            cur.execute(f"DELETE FROM {db}.t WHERE id % 7 = 0")
+            cur.execute(f"ALTER TABLE {db}.u ADD COLUMN c INT DEFAULT 5")
+            cur.execute("SET gtid_next = 'AUTOMATIC'")
+            out["end"] = gtid_executed(cur)
+            out["checksums"] = {t: srv.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    names = binlog_names(srv)
+    d = tmp_path_factory.mktemp("serve-mysql-binlogs")
+    for name in names[names.index(first):-1]:
+        shutil.copyfile(srv.datadir / name, d / name)
+    out["dir"] = d
+    yield out
+    srv.sql(f"DROP DATABASE IF EXISTS {db}")
+
+
+@pytest.fixture(scope="module")
+def served(history, tmp_path_factory):
+    """``gtidx serve`` on the copies as the server that wrote them: its
+    server_id and server_uuid. (the process, its port, its log)"""
+    proc, port, log = start_serve(history["dir"], 0, history["server_id"], tmp_path_factory.mktemp("serve"),
+                                  "--server-uuid", history["uuid"])
+    try:
+        yield proc, port, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def replica():
+    srv = PrivateMySQL97(f"svmysql-{uuid.uuid4().hex[:8]}")
+    try:
+        srv.start()
+    except (RuntimeError, OSError) as e:
+        srv.stop()
+        pytest.fail(f"cannot start the private MySQL 9.7 replica: {e}", pytrace=False)
+    try:
+        # the shared server's binlogs hold other sessions' writes too: the test's databases only
+        srv.sql(f"CHANGE REPLICATION FILTER REPLICATE_WILD_DO_TABLE = ('{DB_PREFIX}%.%')")
+        yield srv
+    finally:
+        srv.stop()
+
+
+def replica_status(srv) -> dict:
+    with srv.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW REPLICA STATUS")
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else {}
+
+
+def provision(replica, history, backup: dict | None, port: int) -> None:
+    """The replica as a restored backup: no replication, gtid_executed the
+    backup's set (the history's start without ``backup``), its tables (not
+    binlogged), then gtidx as its auto-positioned source."""
+    replica.sql("STOP REPLICA")
+    replica.sql("RESET REPLICA ALL")
+    db = history["db"]
+    with replica.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET sql_log_bin = 0")
+        cur.execute(f"DROP DATABASE IF EXISTS {db}")
+        cur.execute("RESET BINARY LOGS AND GTIDS")
+        cur.execute("SET GLOBAL gtid_purged = %s", ((backup["set"] if backup else history["start"]).one_line(),))
+        if backup:
+            cur.execute(f"CREATE DATABASE {db}")
+            cur.execute(f"USE {db}")
+            for t, (create, rows) in backup["tables"].items():
+                cur.execute(create)
+                if rows:
+                    cur.executemany(f"INSERT INTO {db}.{t} VALUES ({', '.join(['%s'] * len(rows[0]))})", rows)
+    replica.sql(f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={port}, SOURCE_USER='repl', "
+                f"SOURCE_PASSWORD='{PASSWORD}', SOURCE_AUTO_POSITION=1, SOURCE_SSL=0, SOURCE_CONNECT_RETRY=1")
+
+
+def wait_for(replica, gtids: str, log) -> None:
+    waited = replica.sql("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 60)", (gtids,))[0][0]
+    status = replica_status(replica)
+    assert waited == 0, (f"the replica did not reach the set: IO {status.get('Last_IO_Error')!r}, "
+                         f"SQL {status.get('Last_SQL_Error')!r}; gtidx serve said: {log.read_text()[-2000:]}")
+    assert status["Last_IO_Errno"] == 0 and status["Last_SQL_Errno"] == 0
+
+
+def checksums(replica, db: str) -> dict:
+    return {t: replica.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
+
+
+@pytest.mark.parametrize("where", ["start", "backup"])
+def test_a_mysql_replica_catches_up_through_gtidx(history, served, replica, where):
+    """From the history's start (every transaction of it sent, the CREATE
+    DATABASE first) and from a backup inside the first file (the source
+    reads the file from its start and leaves out what the backup holds):
+    the replica reaches the history's end with the source's checksums."""
+    _, port, log = served
+    provision(replica, history, history["backup"] if where == "backup" else None, port)
+    replica.sql("START REPLICA")
+    wait_for(replica, history["end"].one_line(), log)
+    status = replica_status(replica)
+    assert status["Replica_IO_Running"] == "Yes" and status["Replica_SQL_Running"] == "Yes"
+    assert checksums(replica, history["db"]) == history["checksums"] and None not in history["checksums"].values()
+    assert replica.sql(f"SELECT COUNT(*) FROM {history['db']}.t")[0][0] == 200 - 29
+    replica.sql("STOP REPLICA")
+
+
+def stopped_at(replica, gtid: str, log) -> int:
+    """Waits for ``gtid`` (uuid:tag:N) applied and the SQL thread stopped by
+    its UNTIL condition: the last N of that uuid and tag applied."""
+    wait_for(replica, gtid, log)
+    for _ in range(600):          # it stops by itself, right after: a bounded poll, no fixed sleep
+        if replica_status(replica)["Replica_SQL_Running"] == "No":
+            break
+        replica.sql("DO SLEEP(0.05)")
+    status = replica_status(replica)
+    assert status["Replica_SQL_Running"] == "No" and status["Last_SQL_Errno"] == 0, status["Last_SQL_Error"]
+    uuid_, tag, _ = gtid.split(":")
+    return GtidSet.parse(replica.sql("SELECT @@GLOBAL.gtid_executed")[0][0]).last(uuid_, tag)
+
+
+def test_restore_to_a_point_with_start_replica_until(history, served, replica):
+    """The restore the command is for: the backup, then START REPLICA UNTIL
+    SQL_BEFORE_GTIDS= the GTID after the point: the replica stops exactly
+    before it, with the source's checksums at the point. Then UNTIL
+    SQL_AFTER_GTIDS= a GTID three later: it stops once that one is applied,
+    without error (not exactly after it: 9.7's applier is a coordinator and
+    workers, replica_parallel_workers=0 reads back as 1, and the workers
+    finish what they took past it: seen N+4 to N+6 for N+3; the replica's
+    own rule, the stream being the server's byte for byte). Then a plain
+    START REPLICA resumes to the history's end with the source's checksums."""
+    _, port, log = served
+    provision(replica, history, history["backup"], port)
+    uuid_, tag, n = history["until"].split(":")
+    n = int(n)
+    replica.sql(f"START REPLICA UNTIL SQL_BEFORE_GTIDS = '{uuid_}:{tag}:{n + 1}'")
+    assert stopped_at(replica, history["until"], log) == n
+    assert checksums(replica, history["db"]) == history["until_checksums"] != history["checksums"]
+    replica.sql("STOP REPLICA")
+    replica.sql(f"START REPLICA UNTIL SQL_AFTER_GTIDS = '{uuid_}:{tag}:{n + 3}'")
+    assert stopped_at(replica, f"{uuid_}:{tag}:{n + 3}", log) >= n + 3
+    replica.sql("STOP REPLICA")
+    replica.sql("START REPLICA")
+    wait_for(replica, history["end"].one_line(), log)
+    assert checksums(replica, history["db"]) == history["checksums"]
+    replica.sql("STOP REPLICA")
+
+
+def encoded(gtids: GtidSet) -> bytes:
+    """A GTID set as COM_BINLOG_DUMP_GTID carries it: written here from
+    MySQL's layout (the untagged format when no GTID has a tag; else the
+    tagged one: format 1 in the top byte, the count in bits 8-55), not
+    with gtidx's decoder."""
+    entries: dict = {}
+    for uuid_, tag, start, end in gtids.intervals():
+        entries.setdefault((uuid_, tag), []).append((start, end))
+    tagged = any(tag for _, tag in entries)
+    out = [struct.pack("<Q", (1 << 56 | len(entries) << 8 | 1) if tagged else len(entries))]
+    for (uuid_, tag), ivs in sorted(entries.items()):
+        out.append(bytes.fromhex(uuid_.replace("-", "")))
+        if tagged:
+            out.append(bytes([len(tag) << 1]) + tag.encode())
+        out.append(struct.pack("<Q", len(ivs)) + b"".join(struct.pack("<QQ", *iv) for iv in ivs))
+    return b"".join(out)
+
+
+def dump_events(connect: dict, gtids: GtidSet, last: str) -> list[tuple[int, int, int, bytes]]:
+    """A raw MySQL replica: what a source sends for COM_BINLOG_DUMP_GTID
+    with the executed set ``gtids``, through the transaction of GTID
+    ``last`` (the next GTID event, ROTATE or HEARTBEAT after it ends the
+    list): (type, flags, log_pos, the event's bytes) of each event."""
+    import pymysql
+    from gtidx.binlog.mysql import GTID_TAGGED
+    from gtidx.binlog.mysqlevents import decode_tagged_gtid
+    conn = pymysql.connect(autocommit=True, **connect)
+    out, reached = [], False
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
+        data = encoded(gtids)
+        conn._execute_command(0x1E, struct.pack("<HII", 0, 3_000_000_000 + os.getpid() % 1_000_000, 0)
+                              + struct.pack("<QI", 4, len(data)) + data)
+        while True:
+            ev = conn._read_packet().get_all_data()
+            assert ev[0] == 0, ev
+            ev = ev[1:]
+            etype, _, _, log_pos, flags = struct.unpack_from("<BIIIH", ev, 4)
+            if reached and etype in (33, 42, 4, 27):
+                return out
+            if etype == GTID_TAGGED:
+                reached = str(decode_tagged_gtid(ev[19:-4]).gtid) == last
+            out.append((etype, flags, log_pos, bytes(ev)))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("where", ["start", "backup"])
+def test_stream_equals_the_servers(history, served, source, where):
+    """What gtidx sends a MySQL replica is what the 9.7 that wrote the
+    binlogs sends for the same executed set, byte for byte, up to the
+    history's last transaction: the fake ROTATE, the FORMAT_DESCRIPTION,
+    PREVIOUS_GTIDS, the transactions the set lacks, and the HEARTBEAT after
+    each run of transactions left out (from the backup: inside the file)."""
+    _, port, log = served
+    gtids = history["start"] if where == "start" else history["backup"]["set"]
+    last = f"{history['uuid']}:{TAG}:{history['end'].last(history['uuid'], TAG)}"
+    theirs = dump_events({"unix_socket": str(source.socket), "user": "root"}, gtids, last)
+    ours = dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, gtids, last)
+    assert [e[:3] for e in ours] == [e[:3] for e in theirs]
+    assert ours == theirs
+    assert [e[0] for e in ours[:3]] == [4, 15, 35] and ours[0][1] & 0x20
+    if where == "backup":             # the backup's transactions left out: a heartbeat moves over them
+        assert [e[0] for e in ours[3:5]] == [27, 42] and ours[3][2] == ours[4][2] - len(ours[4][3])
+
+
+def test_a_replica_ahead_of_the_binlogs_gets_the_servers_error(history, served, source):
+    """A replica with a GTID of the source's UUID the binlogs never logged:
+    error 1236 in the 9.7 source's very words, from gtidx as from the
+    server; the connection's end leaves gtidx serving."""
+    import pymysql
+    _, port, log = served
+    ahead = history["end"] | GtidSet.parse(f"{history['uuid']}:{TAG}:900000000")
+    last = f"{history['uuid']}:{TAG}:1"
+    refused = []
+    for connect in ({"unix_socket": str(source.socket), "user": "root"},
+                    {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}):
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            dump_events(connect, ahead, last)
+        refused.append(e.value.args)
+    assert refused[0] == refused[1] and refused[0][0] == 1236
+    assert "Replica has more GTIDs than the source has" in refused[0][1]
+    with pymysql.connect(host="127.0.0.1", port=port, user="repl", password=PASSWORD, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.SERVER_UUID")
+        assert cur.fetchall()[0][0] == history["uuid"]
+
+
+def test_purged_gtids_get_the_servers_error(replica, tmp_path):
+    """A replica lacking GTIDs the source's first binlog's Previous_gtids
+    holds (purged): error 1236 in the 9.7 source's words, the two sets in
+    it where they fit the message, else its "too long" words. The source
+    here is the private 9.7 itself, its binlogs purged; gtidx serves a copy
+    of what is left."""
+    import pymysql
+    replica.sql("STOP REPLICA")
+    replica.sql("RESET REPLICA ALL")
+    replica.sql("RESET BINARY LOGS AND GTIDS")
+    server_uuid = replica.sql("SELECT @@GLOBAL.server_uuid")[0][0]
+    with replica.connect() as conn, conn.cursor() as cur:      # transactions of its own, then purged
+        cur.execute(f"DROP DATABASE IF EXISTS {DB_PREFIX}_purged")
+        cur.execute(f"CREATE DATABASE {DB_PREFIX}_purged")
+        cur.execute(f"CREATE TABLE {DB_PREFIX}_purged.p (id INT PRIMARY KEY)")
+        for i in range(7):
+            cur.execute(f"INSERT INTO {DB_PREFIX}_purged.p VALUES ({i})")
+        cur.execute("SET gtid_next = 'AUTOMATIC:tg'")
+        for i in range(7, 10):
+            cur.execute(f"INSERT INTO {DB_PREFIX}_purged.p VALUES ({i})")
+        cur.execute("SET gtid_next = 'AUTOMATIC'")
+    purged = GtidSet.parse(f"{server_uuid}:1-10,{server_uuid}:tg:1-3")
+    replica.sql("FLUSH BINARY LOGS")
+    replica.sql(f"PURGE BINARY LOGS TO '{binlog_names(replica)[-1]}'")
+    assert GtidSet.parse(replica.sql("SELECT @@GLOBAL.gtid_purged")[0][0]) == purged
+    replica.sql("FLUSH BINARY LOGS")
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for name in binlog_names(replica)[:-1]:
+        shutil.copyfile(replica.datadir / name, d / name)
+    with MysqlBinlog(d / binlog_names(replica)[0]) as b:
+        assert b.previous_gtids == purged
+    proc, port, log = start_serve(d, 0, 2, tmp_path, "--server-uuid", server_uuid)
+    try:
+        many = ",".join(f"bbbbbbbb-0000-4000-8000-{i:012x}:1-3:5:7:9:11:13" for i in range(12))
+        for have in ("", f"{server_uuid}:1-5:7,cccccccc-0000-4000-8000-000000000001:1-2",
+                     f"{server_uuid}:1-9," + many):
+            refused = []
+            for connect in ({"unix_socket": str(replica.socket), "user": "root"},
+                            {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}):
+                with pytest.raises(pymysql.err.OperationalError) as e:
+                    dump_events(connect, GtidSet.parse(have), "")
+                refused.append(e.value.args)
+            assert refused[0] == refused[1], have
+            assert refused[0][0] == 1236 and "the source purged required binary logs" in refused[0][1]
+            assert ("too long to print" in refused[0][1]) == (have.count(",") > 1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
