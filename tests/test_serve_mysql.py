@@ -24,6 +24,7 @@ import struct
 import uuid
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gtidx.binlog.mysql import MysqlBinlog
 from gtidx.mysqlgtid import GtidSet
@@ -372,3 +373,83 @@ def test_purged_gtids_get_the_servers_error(replica, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_wrong_password_is_access_denied(served):
+    import pymysql
+    _, port, log = served
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        pymysql.connect(host="127.0.0.1", port=port, user="repl", password="not-" + PASSWORD)
+    assert e.value.args[0] == 1045 and "Access denied for user 'repl'" in e.value.args[1]
+
+
+def test_a_client_of_another_plugin_is_switched_to_caching_sha2(served):
+    """A client that answers the handshake as mysql_native_password gets an
+    auth switch to caching_sha2_password with the same nonce; its
+    caching_sha2 answer (PyMySQL's scramble) is fast auth success, then OK."""
+    import socket
+    from pymysql._auth import scramble_caching_sha2, scramble_native_password
+    _, port, log = served
+
+    def packet(s) -> bytes:
+        head = s.recv(4, socket.MSG_WAITALL)
+        n = int.from_bytes(head[:3], "little")
+        return s.recv(n, socket.MSG_WAITALL) if n else b""
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        hello = packet(s)
+        at = hello.index(b"\0", 1) + 1                       # after the version
+        nonce = hello[at + 4:at + 12] + hello[at + 31:at + 43]
+        assert hello.endswith(b"caching_sha2_password\0")
+        auth = scramble_native_password(PASSWORD.encode(), nonce)
+        caps = 0x200 | 0x8000 | 0x80000 | 0x200000          # 4.1, secure connection, plugin auth (lenenc)
+        body = (struct.pack("<IIB23x", caps, 1 << 24, 45) + b"repl\0" + bytes([len(auth)]) + auth
+                + b"mysql_native_password\0")
+        s.sendall(len(body).to_bytes(3, "little") + b"\x01" + body)
+        switch = packet(s)
+        assert switch == b"\xfecaching_sha2_password\0" + nonce + b"\0"
+        answer = scramble_caching_sha2(PASSWORD.encode(), nonce)
+        s.sendall(len(answer).to_bytes(3, "little") + b"\x03" + answer)
+        assert packet(s) == b"\x01\x03" and packet(s)[0] == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(password=st.binary(max_size=40), nonce=st.binary(min_size=20, max_size=20), other=st.binary(max_size=40))
+def test_caching_sha2_fast_path_against_pymysql(password, nonce, other):
+    """The fast path's check accepts what PyMySQL's client sends for the
+    password, and refuses it for another one."""
+    from pymysql._auth import scramble_caching_sha2
+    from gtidx.serve.mysqlsession import caching_sha2_ok
+    assert caching_sha2_ok(password, nonce, scramble_caching_sha2(password, nonce))
+    if other != password:
+        assert not caching_sha2_ok(other, nonce, scramble_caching_sha2(password, nonce))
+
+
+def test_several_assignments_of_one_set():
+    from gtidx.serve.mysqlsession import several_assignments
+    assert several_assignments("SET @master_heartbeat_period = 30000001024, @source_heartbeat_period = 30000001024") \
+        == [("master_heartbeat_period", "30000001024"), ("source_heartbeat_period", "30000001024")]
+    assert several_assignments("SET @a = 'x, y', @b = @@global.binlog_checksum;") \
+        == [("a", "'x, y'"), ("b", "@@global.binlog_checksum")]
+    assert several_assignments("SET @a = 'x, y'") is None              # one: the session's own SET keeps it
+    assert several_assignments("SELECT @a, @b") is None
+
+
+def test_the_purged_text_fits_512_bytes_as_the_servers():
+    """The purged refusal with both sets where the whole text is at most 512
+    bytes (at 512 cut to 511), else the "too long" words: the bounds
+    measured on 9.7 (508-510 whole, 512 cut, 513 on too long)."""
+    from gtidx.errors import ReplicaStartRefused
+    from gtidx.serve.mysqlsession import PURGED_TEXT, refusal_text
+    lost = GtidSet.parse("aaaaaaaa-0000-4000-8000-000000000001:1-10")
+    seen = {}
+    for width in range(1, 33):
+        have = GtidSet.parse(",".join(f"bbbbbbbb-0000-4000-8000-00000000000{i}:1-3" for i in range(3))
+                             + f",cccccccc-0000-4000-8000-000000000001:{'t' * width}:1")
+        whole = (f"{PURGED_TEXT} The GTID set sent by the replica is '{have}', and the missing transactions are "
+                 f"'{lost - have}'")
+        text = refusal_text(ReplicaStartRefused("purged", reason="purged", gtid=lost - have), have)
+        seen[len(whole)] = text == whole, text == whole[:511], "too long to print" in text
+    assert {511, 512, 513} <= set(seen)
+    assert seen[511][0] and seen[512] == (False, True, False)
+    assert seen[513] == (False, False, True)

@@ -1,5 +1,6 @@
 """``gtidx serve``: a replication source serving a directory of MariaDB
-binlogs to a MariaDB replica (experimental; docs/serve.md).
+binlogs to a MariaDB replica, or MySQL binlogs to a MySQL replica
+(experimental; docs/serve.md).
 
 Imported when it runs or a help text lists it (``main.COMMANDS``).
 """
@@ -39,7 +40,9 @@ def serve(directory, bind, port, server_id, server_uuid, user, password_file, no
     their source would: CHANGE MASTER TO MASTER_HOST=..., MASTER_PORT=...,
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
     position (or file and offset) on, file after file; at the end of the binlogs it waits,
-    with heartbeats. Read-only; runs until stopped (SIGINT, SIGTERM)."""
+    with heartbeats. MySQL binlogs go to MySQL 9.7 replicas with auto-position:
+    CHANGE REPLICATION SOURCE TO ..., SOURCE_AUTO_POSITION=1, SOURCE_SSL=0; START REPLICA.
+    Read-only; runs until stopped (SIGINT, SIGTERM)."""
     directory = existing_directory(directory, "gtidx serve")
     from ..serve import Server, ServeSettings
     password = b""

@@ -12,9 +12,10 @@ GTID event and every event up to the next GTID event or file boundary
 the next event it sends after such a run, a HEARTBEAT whose log_pos is the
 run's end, so the replica's idea of the source's position moves over the
 gap. Recorded from MySQL 9.7 with a raw client (tests/test_serve_mysql.py
-compares the two streams byte for byte). An anonymous transaction is the
-server's ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION: the stream ends
-with error 1236. At the end of the last file: heartbeats, as MariaDB's
+compares the two streams byte for byte). An anonymous transaction is
+ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION, as the server refuses it:
+the stream ends with error 1236 (the text the server's error message,
+not yet compared with what a 9.7 source sends). At the end of the last file: heartbeats, as MariaDB's
 (``Stream.idle``: MySQL 9.7 sends the same HEARTBEAT, type 27).
 """
 from __future__ import annotations
