@@ -253,11 +253,13 @@ def encoded(gtids: GtidSet) -> bytes:
     return b"".join(out)
 
 
-def dump_events(connect: dict, gtids: GtidSet, last: str) -> list[tuple[int, int, int, bytes]]:
+def dump_events(connect: dict, gtids: GtidSet | None, last: str,
+                file: tuple[str, int] = ("", 4)) -> list[tuple[int, int, int, bytes]]:
     """A raw MySQL replica: what a source sends for COM_BINLOG_DUMP_GTID
-    with the executed set ``gtids``, through the transaction of GTID
-    ``last`` (the next GTID event, ROTATE or HEARTBEAT after it ends the
-    list): (type, flags, log_pos, the event's bytes) of each event."""
+    with the executed set ``gtids`` (None: COM_BINLOG_DUMP from ``file``, a
+    name and an offset), through the transaction of GTID ``last`` (the
+    next GTID event, ROTATE or HEARTBEAT after it ends the list): (type,
+    flags, log_pos, the event's bytes) of each event."""
     import pymysql
     from gtidx.binlog.mysql import GTID_TAGGED
     from gtidx.binlog.mysqlevents import decode_tagged_gtid
@@ -266,9 +268,13 @@ def dump_events(connect: dict, gtids: GtidSet, last: str) -> list[tuple[int, int
     try:
         with conn.cursor() as cur:
             cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
-        data = encoded(gtids)
-        conn._execute_command(0x1E, struct.pack("<HII", 0, 3_000_000_000 + os.getpid() % 1_000_000, 0)
-                              + struct.pack("<QI", 4, len(data)) + data)
+        replica_id = 3_000_000_000 + os.getpid() % 1_000_000
+        if gtids is None:
+            conn._execute_command(0x12, struct.pack("<IHI", file[1], 0, replica_id) + file[0].encode())
+        else:
+            data = encoded(gtids)
+            conn._execute_command(0x1E, struct.pack("<HII", 0, replica_id, 0) + struct.pack("<QI", 4, len(data))
+                                  + data)
         while True:
             ev = conn._read_packet().get_all_data()
             assert ev[0] == 0, ev
@@ -300,6 +306,24 @@ def test_stream_equals_the_servers(history, served, source, where):
     assert [e[0] for e in ours[:3]] == [4, 15, 35] and ours[0][1] & 0x20
     if where == "backup":             # the backup's transactions left out: a heartbeat moves over them
         assert [e[0] for e in ours[3:5]] == [27, 42] and ours[3][2] == ours[4][2] - len(ours[4][3])
+
+
+def test_file_offset_stream_equals_the_servers(history, served, source):
+    """Without auto-position (COM_BINLOG_DUMP: a file and an offset, here the
+    first transaction after the backup, where ``gtidx seek --replica`` says)
+    the stream is the 9.7 source's byte for byte: its FORMAT_DESCRIPTION
+    with log_pos zeroed (and its CRC32 again), no PREVIOUS_GTIDS, every
+    event from the offset on."""
+    from gtidx import api
+    _, port, log = served
+    first = api.seek(history["backup"]["set"].one_line(), history["dir"], replica=True).first
+    at = (os.path.basename(first.file), first.start)
+    last = f"{history['uuid']}:{TAG}:{history['end'].last(history['uuid'], TAG)}"
+    theirs = dump_events({"unix_socket": str(source.socket), "user": "root"}, None, last, at)
+    ours = dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, None, last, at)
+    assert [e[:3] for e in ours] == [e[:3] for e in theirs]
+    assert ours == theirs
+    assert [e[0] for e in ours[:3]] == [4, 15, 42] and ours[1][2] == 0 and ours[2][2] > first.start
 
 
 def test_a_replica_ahead_of_the_binlogs_gets_the_servers_error(history, served, source):
