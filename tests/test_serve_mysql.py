@@ -399,6 +399,49 @@ def test_purged_gtids_get_the_servers_error(replica, tmp_path):
         proc.wait(timeout=30)
 
 
+def self_signed(where) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, PEM files in ``where``."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    (where / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (where / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                                      serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()))
+    return str(where / "cert.pem"), str(where / "key.pem")
+
+
+def test_over_tls_as_a_97_replica_asks_for_it(history, replica, tmp_path):
+    """With --tls-cert/--tls-key gtidx offers TLS: a 9.7 replica with
+    SOURCE_SSL=1 (what it asks for unless told SOURCE_SSL=0: without TLS it
+    stops at "SSL is required but the server doesn't support it") restores
+    from the backup to the history's end over TLS, checksums the source's."""
+    cert, key = self_signed(tmp_path)
+    proc, port, log = start_serve(history["dir"], 0, history["server_id"], tmp_path, "--server-uuid",
+                                  history["uuid"], "--tls-cert", cert, "--tls-key", key)
+    try:
+        provision(replica, history, history["backup"], port)
+        replica.sql("CHANGE REPLICATION SOURCE TO SOURCE_SSL = 1")
+        replica.sql("START REPLICA")
+        wait_for(replica, history["end"].one_line(), log)
+        status = replica_status(replica)
+        assert status["Source_SSL_Allowed"] == "Yes" and status["Replica_IO_Running"] == "Yes"
+        assert checksums(replica, history["db"]) == history["checksums"]
+        assert "MySQL replica connected over TLS: user 'repl'" in log.read_text()
+        replica.sql("STOP REPLICA")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_a_wrong_password_is_access_denied(served):
     import pymysql
     _, port, log = served
@@ -477,3 +520,21 @@ def test_the_purged_text_fits_512_bytes_as_the_servers():
     assert {511, 512, 513} <= set(seen)
     assert seen[511][0] and seen[512] == (False, True, False)
     assert seen[513] == (False, False, True)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--tls-cert", "CERT"], "--tls-cert and --tls-key go together"),
+    (["--tls-cert", "CERT", "--tls-key", "CERT"], "cannot load the TLS certificate"),
+    (["--server-uuid", "not-a-uuid"], "--server-uuid wants a UUID"),
+])
+def test_bad_tls_or_uuid_options_are_one_line_exit_2(tmp_path, args, words):
+    """A certificate without its key, a file that is no key, a UUID that is
+    none: one line, exit 2, before anything listens."""
+    from click.testing import CliRunner
+    from gtidx.cli import cli
+    from conftest import FIXTURES
+    (tmp_path / "cert.pem").write_text("not a certificate\n")
+    args = [str(tmp_path / "cert.pem") if a == "CERT" else a for a in args]
+    r = CliRunner().invoke(cli, ["serve", str(FIXTURES / "mysql-9.7" / "single"), "--port", "0", "--no-auth", *args])
+    assert r.exit_code == 2, r.output
+    assert words in r.output and len(r.output.strip().splitlines()) <= 2, r.output

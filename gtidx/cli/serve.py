@@ -28,6 +28,10 @@ from .options import PATH, Number, examples, existing_directory, json_option
               help="MySQL binlogs: the @@server_uuid replicas see (the binlogs' server's: its extra GTIDs are "
                    "refused as that server refuses them; default: one made up from --server-id, and every "
                    "GTID the binlogs lack is refused).")
+@click.option("--tls-cert", type=PATH, default=None, metavar="FILE",
+              help="MySQL replicas: a PEM certificate (chain) to offer TLS with (with --tls-key); "
+                   "a 9.7 replica asks for TLS unless SOURCE_SSL=0.")
+@click.option("--tls-key", type=PATH, default=None, metavar="FILE", help="The PEM private key of --tls-cert.")
 @click.option("--user", default=None, help="The user a replica must log in as (with --password-file).")
 @click.option("--password-file", type=click.File("rb"), default=None,
               help="The file holding that user's password (its first line).")
@@ -35,7 +39,8 @@ from .options import PATH, Number, examples, existing_directory, json_option
 @click.option("--heartbeat", type=Number(0.01, 3600), default=30.0, show_default=True,
               help="Seconds between heartbeats at the end of the binlogs, when the replica asks for none.")
 @json_option("Log lines on stderr as JSON objects {\"event\": ...}.")
-def serve(directory, bind, port, server_id, server_uuid, user, password_file, no_auth, heartbeat, as_json):
+def serve(directory, bind, port, server_id, server_uuid, tls_cert, tls_key, user, password_file, no_auth, heartbeat,
+          as_json):
     """(Experimental) Serve the MariaDB binlogs in DIRECTORY to MariaDB replicas, as
     their source would: CHANGE MASTER TO MASTER_HOST=..., MASTER_PORT=...,
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
@@ -57,9 +62,24 @@ def serve(directory, bind, port, server_id, server_uuid, user, password_file, no
         print(json.dumps({"event": line}) if as_json else f"gtidx serve: {line}", file=sys.stderr, flush=True)
     if server_uuid is not None:
         from ..mysqlgtid import MysqlGtid
-        server_uuid = MysqlGtid.parse(f"{server_uuid}:1").uuid        # a bad one: exit 2, the model's words
-    settings = ServeSettings(directory, bind, port, server_id=server_id, server_uuid=server_uuid, user=user,
-                             password=password, heartbeat_seconds=heartbeat)
+        try:
+            server_uuid = MysqlGtid.parse(f"{server_uuid}:1").uuid    # the model's UUID rule
+        except BadInputError:
+            raise BadInputError(f"--server-uuid wants a UUID like 3e11fa47-71ca-11e1-9e33-c80aa9429562, "
+                                f"not {server_uuid!r}") from None
+    tls = None
+    if (tls_cert is None) != (tls_key is None):
+        raise BadInputError("--tls-cert and --tls-key go together")
+    if tls_cert is not None:
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            tls.load_cert_chain(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as e:
+            raise BadInputError(f"cannot load the TLS certificate {tls_cert} with key {tls_key}: "
+                                f"{getattr(e, 'strerror', None) or e}") from None
+    settings = ServeSettings(directory, bind, port, server_id=server_id, server_uuid=server_uuid, tls=tls,
+                             user=user, password=password, heartbeat_seconds=heartbeat)
     server = Server(settings, log)
     try:
         server.serve_forever()

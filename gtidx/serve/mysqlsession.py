@@ -29,9 +29,9 @@ from ..errors import GtidxError
 from ..mysqlgtid import GtidSet
 from .mysqlstream import MysqlStream
 from .session import BINLOG_DUMP, COM_BINLOG_DUMP, Session, sql_value
-from .wire import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, SERVER_CAPABILITIES,
+from .wire import (CLIENT_SSL, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, SERVER_CAPABILITIES,
                    U8, ProtocolError, err_packet, handshake, new_scramble, ok_packet, parse_handshake_response,
-                   result_set)
+                   result_set, wants_tls)
 
 COM_BINLOG_DUMP_GTID = 0x1E
 # COM_BINLOG_DUMP_GTID: flags, the replica's server_id, the file name's length (the name follows),
@@ -124,10 +124,24 @@ class MysqlSession(Session):
     def version(self) -> str:
         return f"{self.settings.source_version or '9.7.0'}-gtidx"
 
+    def run(self) -> None:
+        plain = self.conn.sock
+        try:
+            super().run()
+        finally:
+            if self.conn.sock is not plain:         # TLS: the server closes the socket it accepted, not this
+                self.conn.sock.close()
+
     def authenticate(self) -> bool:
         nonce = new_scramble()
-        self.conn.send(handshake(self.version(), self.connection_id, nonce, CACHING_SHA2, MYSQL_CAPABILITIES))
-        login = parse_handshake_response(self.conn.read_packet())
+        tls = self.settings.tls
+        self.conn.send(handshake(self.version(), self.connection_id, nonce, CACHING_SHA2,
+                                 MYSQL_CAPABILITIES | (CLIENT_SSL if tls is not None else 0)))
+        answer, plain = self.conn.read_packet(), self.conn.sock
+        if tls is not None and wants_tls(answer):    # TLS, then the handshake response over it
+            self.conn.sock = tls.wrap_socket(self.conn.sock, server_side=True)
+            answer = self.conn.read_packet()
+        login = parse_handshake_response(answer)
         auth = login.auth
         if login.plugin != CACHING_SHA2:        # another plugin's answer: ask again for caching_sha2_password's
             self.conn.send(U8.pack(AUTH_SWITCH) + CACHING_SHA2 + b"\0" + nonce + b"\0")
@@ -140,7 +154,7 @@ class MysqlSession(Session):
         if auth:
             self.conn.send(U8.pack(AUTH_MORE_DATA) + U8.pack(FAST_AUTH_SUCCESS))
         self.conn.send(ok_packet())
-        self.log(f"MySQL replica connected: user {login.user!r}")
+        self.log(f"MySQL replica connected{' over TLS' if self.conn.sock is not plain else ''}: user {login.user!r}")
         return True
 
     def server_vars(self) -> dict:

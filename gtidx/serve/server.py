@@ -44,6 +44,7 @@ class ServeSettings:
     server_version: str = SERVER_VERSION
     server_uuid: str | None = None      # MySQL's @@server_uuid (None: made up from server_id)
     source_version: str = ""            # the newest binlog's FORMAT_DESCRIPTION's server version
+    tls: object = None                  # an ssl.SSLContext (server side): TLS offered to MySQL replicas
 
     def check(self) -> None:
         try:
