@@ -138,13 +138,16 @@ class ReplicaStartRefused(NotFoundError):
     them, and its domain went past its seq_no) or "purged" (the position is
     older than every binlog; ``gtid`` None). MySQL's (``series.mysql``):
     "purged" with ``gtid`` the GTID set the replica lacks, "ahead" with
-    ``gtid`` its GTIDs the binlogs never logged. A replication source speaks
-    it in the server's words (``serve.session``, ``serve.mysqlsession``)."""
+    ``gtid`` its GTIDs the binlogs never logged, "anonymous" (an anonymous
+    transaction at ``path`` and ``offset``, met from ``start``, the file the
+    source reads first). A replication source speaks it in the server's
+    words (``serve.session``, ``serve.mysqlsession``)."""
 
-    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None, **where):
+    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None, start=None, **where):
         super().__init__(message, hint=hint, **where)
         self.reason = reason
         self.gtid = gtid
+        self.start = start
 
 
 class CorruptBinlogError(GtidxError):

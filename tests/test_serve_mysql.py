@@ -253,18 +253,19 @@ def encoded(gtids: GtidSet) -> bytes:
     return b"".join(out)
 
 
-def dump_events(connect: dict, gtids: GtidSet | None, last: str,
-                file: tuple[str, int] = ("", 4)) -> list[tuple[int, int, int, bytes]]:
+def dump_events(connect: dict, gtids: GtidSet | None, last: str, file: tuple[str, int] = ("", 4),
+                out: list | None = None) -> list[tuple[int, int, int, bytes]]:
     """A raw MySQL replica: what a source sends for COM_BINLOG_DUMP_GTID
     with the executed set ``gtids`` (None: COM_BINLOG_DUMP from ``file``, a
     name and an offset), through the transaction of GTID ``last`` (the
     next GTID event, ROTATE or HEARTBEAT after it ends the list): (type,
-    flags, log_pos, the event's bytes) of each event."""
+    flags, log_pos, the event's bytes) of each event (into ``out`` as they
+    come, when given)."""
     import pymysql
     from gtidx.binlog.mysql import GTID_TAGGED
     from gtidx.binlog.mysqlevents import decode_tagged_gtid
     conn = pymysql.connect(autocommit=True, **connect)
-    out, reached = [], False
+    out, reached = [] if out is None else out, False
     try:
         with conn.cursor() as cur:
             cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
@@ -538,3 +539,57 @@ def test_bad_tls_or_uuid_options_are_one_line_exit_2(tmp_path, args, words):
     r = CliRunner().invoke(cli, ["serve", str(FIXTURES / "mysql-9.7" / "single"), "--port", "0", "--no-auth", *args])
     assert r.exit_code == 2, r.output
     assert words in r.output and len(r.output.strip().splitlines()) <= 2, r.output
+
+
+def test_an_anonymous_transaction_ends_the_stream_as_the_servers(replica, tmp_path):
+    """An auto-positioned replica whose source meets an anonymous transaction
+    (gtid_mode ON_PERMISSIVE for a while): error 1236 in the 9.7 source's
+    words, after the same events, byte for byte, from gtidx as from the
+    server (the private 9.7, whose binlogs gtidx serves a copy of): met
+    after the first transaction sent, and before it (every transaction up
+    to it in the set). The replica holds the start file's first GTID: the
+    FORMAT_DESCRIPTIONs go with created zeroed (the file's is not: the first
+    binlog after RESET BINARY LOGS AND GTIDS has it set, as at a start)."""
+    import pymysql
+    replica.sql("STOP REPLICA")
+    replica.sql("RESET REPLICA ALL")
+    replica.sql("RESET BINARY LOGS AND GTIDS")
+    server_uuid = replica.sql("SELECT @@GLOBAL.server_uuid")[0][0]
+    db = f"{DB_PREFIX}_anonymous"
+    with replica.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {db}")                      # GTID 1
+        cur.execute(f"CREATE DATABASE {db}")                               # 2
+        cur.execute(f"CREATE TABLE {db}.a (id INT PRIMARY KEY)")           # 3
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SET GLOBAL gtid_mode = 'ON_PERMISSIVE'")
+        try:
+            cur.execute(f"INSERT INTO {db}.a VALUES (1)")                  # 4
+            cur.execute("SET gtid_next = 'ANONYMOUS'")
+            cur.execute(f"INSERT INTO {db}.a VALUES (2)")                  # anonymous
+            cur.execute("SET gtid_next = 'AUTOMATIC'")
+            cur.execute(f"INSERT INTO {db}.a VALUES (3)")                  # 5
+        finally:
+            cur.execute("SET gtid_next = 'AUTOMATIC'")
+            cur.execute("SET GLOBAL gtid_mode = 'ON'")
+        cur.execute("FLUSH BINARY LOGS")
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for name in binlog_names(replica)[:-1]:
+        shutil.copyfile(replica.datadir / name, d / name)
+    proc, port, log = start_serve(d, 0, 2, tmp_path, "--server-uuid", server_uuid)
+    try:
+        for have in (f"{server_uuid}:1-2", f"{server_uuid}:1-4"):
+            got = []
+            for connect in ({"unix_socket": str(replica.socket), "user": "root"},
+                            {"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}):
+                events = []
+                with pytest.raises(pymysql.err.OperationalError) as e:
+                    dump_events(connect, GtidSet.parse(have), "", out=events)
+                got.append((events, e.value.args))
+            assert [e[:3] for e in got[1][0]] == [e[:3] for e in got[0][0]], have
+            assert got[1][1] == got[0][1], have
+            assert got[0] == got[1], have
+            assert got[0][1][0] == 1236 and "Cannot replicate anonymous transaction" in got[0][1][1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -433,13 +433,13 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
             self.previous_gtids(p)
             for grp in b.transactions():
                 if grp.gtid is None:
-                    raise NotFoundError(
+                    raise ReplicaStartRefused(
                         "cannot replicate anonymous transaction when AUTO_POSITION = 1 "
                         "(ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION): the source meets an anonymous "
                         "transaction (gtid_mode was not ON) before the first one the replica lacks",
                         path=b.path, offset=grp.start,
                         hint="a replica must start after the last anonymous transaction, or without "
-                             "auto-position (file and offset)")
+                             "auto-position (file and offset)", reason="anonymous", start=path)
                 if grp.gtid not in have:
                     first = Location(grp.gtid, b.path, grp.start, grp.end, grp.end, grp.timestamp, "scan")
                     break

@@ -195,7 +195,8 @@ class MysqlSession(Session):
         at = DUMP_GTID_HEAD.size + n
         if at + DUMP_GTID_POSITION.size > len(body):
             raise ProtocolError("a COM_BINLOG_DUMP_GTID shorter than its file name says")
-        _, size = DUMP_GTID_POSITION.unpack_from(body, at)      # the position: the file the set picks, from 4
+        requested = body[DUMP_GTID_HEAD.size:at].decode("utf-8", "replace")
+        position, size = DUMP_GTID_POSITION.unpack_from(body, at)    # the set picks the file, read from 4
         at += DUMP_GTID_POSITION.size
         if at + size != len(body):
             raise ProtocolError("a COM_BINLOG_DUMP_GTID whose GTID set's length is not the rest of it")
@@ -205,17 +206,19 @@ class MysqlSession(Session):
             raise ProtocolError(f"a COM_BINLOG_DUMP_GTID whose GTID set does not decode: {e}") from None
         try:
             files = api.list_binlogs(self.settings.path)
-            start = api.seek(have.one_line(), self.settings.path, replica=True,
-                             server_uuid=self.settings.server_uuid)
+            first = api.seek(have.one_line(), self.settings.path, replica=True,
+                             server_uuid=self.settings.server_uuid).file
         except GtidxError as e:
-            self.refuse(replica_id, e, have)
-            return
+            if getattr(e, "reason", None) != "anonymous":
+                self.refuse(replica_id, e, have)
+                return
+            first = e.start           # the stream meets it, and ends there as the server's does
         shown = have.one_line() or "(empty)"
         self.log(f"replica {replica_id}: auto-position from {shown if len(shown) <= 200 else shown[:200] + '...'}: "
-                 f"{start.file}")
+                 f"{first}")
         self.conn.seq = 1
-        MysqlStream(self.conn, files, files.index(start.file), 4, have, self.settings.server_id,
-                    self.heartbeat_seconds(), self.log).run()
+        MysqlStream(self.conn, files, files.index(first), 4, have, self.settings.server_id,
+                    self.heartbeat_seconds(), self.log, requested=(requested, position)).run()
 
     def dump(self, body: bytes) -> None:
         """COM_BINLOG_DUMP: a MySQL replica without auto-position (a file and offset)."""

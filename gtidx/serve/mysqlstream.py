@@ -4,8 +4,9 @@ from MySQL binlogs.
 
 For each file from the start: a fake ROTATE naming it (as MariaDB's:
 ``stream.fake_rotate``), its FORMAT_DESCRIPTION (its IN_USE flag cleared;
-log_pos zeroed too where a file/offset start begins past it, its CRC32
-computed again), then every event. With auto-position the source leaves
+log_pos and created zeroed where a file/offset start begins past it,
+created zeroed where the replica holds the start file's first GTID; its
+CRC32 computed again), then every event. With auto-position the source leaves
 out each transaction whose GTID the replica's executed set holds, the
 GTID event and every event up to the next GTID event or file boundary
 (ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS are always sent); before
@@ -13,9 +14,8 @@ the next event it sends after such a run, a HEARTBEAT whose log_pos is the
 run's end, so the replica's idea of the source's position moves over the
 gap. Recorded from MySQL 9.7 with a raw client (tests/test_serve_mysql.py
 compares the two streams byte for byte). An anonymous transaction is
-ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION, as the server refuses it:
-the stream ends with error 1236 (the text the server's error message,
-not yet compared with what a 9.7 source sends). At the end of the last file: heartbeats, as MariaDB's
+ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION: the stream ends with error
+1236 in the server's words (``anonymous_text``). At the end of the last file: heartbeats, as MariaDB's
 (``Stream.idle``: MySQL 9.7 sends the same HEARTBEAT, type 27).
 """
 from __future__ import annotations
@@ -27,13 +27,22 @@ from ..binlog.events import CRC_LEN, event_crc
 from ..binlog.mysql import MysqlBinlog
 from ..binlog.mysqlevents import ANONYMOUS_GTID, BOUNDARY, GTID_TYPES
 from ..mysqlgtid import GtidSet
-from .stream import U32, Stream, cleared_fde, fake_rotate, heartbeat
+from .stream import CREATED_AT, U32, Stream, cleared_fde, fake_rotate, heartbeat
 from .wire import ER_MASTER_FATAL_READING_BINLOG, Connection, err_packet
 
 FLAGS_AT = 17                        # the flags field within the event header (EVENT_HEADER's sixth)
 IN_USE = 0x0001                      # LOG_EVENT_BINLOG_IN_USE_F: a FORMAT_DESCRIPTION of a binlog still written
-ANONYMOUS_TEXT = ("Cannot replicate anonymous transaction when AUTO_POSITION = 1, at file {file}, "
-                  "position {pos}.")
+
+
+def anonymous_text(name: str, offset: int, end: int, requested: tuple[str, int] = ("", 4)) -> str:
+    """MySQL 9.7's error 1236 for an anonymous transaction met by an
+    auto-positioned dump (its GTID event at ``offset`` of binlog ``name``,
+    ending at ``end``), as its source sends it: the error's text, then where
+    the dump began (``requested``: the file name and position the replica
+    sent) and where the source stopped reading (recorded with a raw client)."""
+    return (f"Cannot replicate anonymous transaction when AUTO_POSITION = 1, at file ./{name}, position "
+            f"{offset}.; the first event '{requested[0]}' at {requested[1]}, the last event read from "
+            f"'./{name}' at {end}, the last byte read from './{name}' at {end}.")
 
 
 class AnonymousTransaction(Exception):
@@ -41,29 +50,47 @@ class AnonymousTransaction(Exception):
     server's error ends it."""
 
 
-def closed_fde(event: bytes, checksum: bool) -> bytes:
+def closed_fde(event: bytes, checksum: bool, clear_created: bool = False) -> bytes:
     """A FORMAT_DESCRIPTION as a MySQL source sends it: without the IN_USE
-    flag (a copy of the binlog being written has it), its CRC32 computed
-    again where that changed it."""
+    flag (a copy of the binlog being written has it); ``clear_created``: its
+    created field zeroed too (an auto-positioned replica that holds the
+    start file's first transaction must not take the FDE for a source
+    restart, which drops its temporary tables: 9.7 then zeroes it in every
+    FDE of the dump); its CRC32 computed again where that changed it."""
     flags = int.from_bytes(event[FLAGS_AT:FLAGS_AT + 2], "little")
-    if not flags & IN_USE:
+    if not flags & IN_USE and not (clear_created and any(event[CREATED_AT:CREATED_AT + 4])):
         return event
     out = bytearray(event)
     out[FLAGS_AT:FLAGS_AT + 2] = (flags & ~IN_USE).to_bytes(2, "little")
+    if clear_created:
+        U32.pack_into(out, CREATED_AT, 0)
     if checksum:
         U32.pack_into(out, len(out) - CRC_LEN, event_crc(out[:len(out) - CRC_LEN], out[4]))
     return bytes(out)
 
 
+def first_gtid(b: MysqlBinlog, start: int):
+    """The GTID of the file's first GTID event from ``start`` (None: an
+    anonymous one first, or none): what decides ``closed_fde``'s created."""
+    for off, etype, _, ln in b.headers(start):
+        if etype in GTID_TYPES:
+            return None if etype == ANONYMOUS_GTID else b.gtid_at(off, etype, ln).gtid
+    return None
+
+
 class MysqlStream(Stream):
     """One MySQL replica's stream: ``files`` from ``files[first]`` at
     ``offset``; ``exclude`` the replica's executed set (auto-position: the
-    transactions it holds are left out), None for a file/offset start."""
+    transactions it holds are left out), None for a file/offset start;
+    ``requested``: the file name and position the dump named (an error
+    says them)."""
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, exclude: GtidSet | None,
-                 server_id: int, heartbeat_seconds: float, log: Callable[[str], None]):
+                 server_id: int, heartbeat_seconds: float, log: Callable[[str], None],
+                 requested: tuple[str, int] = ("", 4)):
         super().__init__(conn, files, first, offset, None, server_id, heartbeat_seconds, log)
-        self.exclude = exclude
+        self.exclude, self.requested = exclude, requested
+        self.clear_created = False
 
     def run(self) -> None:
         try:
@@ -80,14 +107,17 @@ class MysqlStream(Stream):
             start = self.offset if first else 4
             self.event(fake_rotate(name, start, self.server_id, checksum))
             fde_end = 4 + b.fde.length
-            fde = closed_fde(bytes(b.buffer[4:fde_end]), checksum)
+            if first and self.exclude is not None:     # decided at the start file, kept for the dump
+                gtid = first_gtid(b, fde_end)
+                self.clear_created = gtid is not None and gtid in self.exclude
+            fde = closed_fde(bytes(b.buffer[4:fde_end]), checksum, self.clear_created)
             self.event(cleared_fde(fde, checksum) if first and start > 4 else fde)
             end = max(start, fde_end)
             leaving_out, skipped_to = False, None
             for off, etype, _, ln in b.headers(end):
                 if etype in GTID_TYPES:
                     if etype == ANONYMOUS_GTID and self.exclude is not None:
-                        raise AnonymousTransaction(ANONYMOUS_TEXT.format(file=f"./{name}", pos=off))
+                        raise AnonymousTransaction(anonymous_text(name, off, off + ln, self.requested))
                     gtid = b.gtid_at(off, etype, ln).gtid
                     leaving_out = self.exclude is not None and gtid in self.exclude
                 elif etype in BOUNDARY:
