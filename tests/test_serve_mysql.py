@@ -235,6 +235,39 @@ def test_restore_to_a_point_with_start_replica_until(history, served, replica):
     replica.sql("STOP REPLICA")
 
 
+def test_kill_9_and_restart_the_replica_resumes(history, replica, tmp_path):
+    """gtidx serve killed with SIGKILL while the replica idles at the end of
+    the first binlog, then started again on the same port with every
+    binlog: the replica reconnects by itself (SOURCE_CONNECT_RETRY), sends
+    its executed set again, and ends with the source's checksums (a
+    transaction twice: a duplicate key; one missed: other checksums)."""
+    first = tmp_path / "first"
+    first.mkdir()
+    head = sorted(history["dir"].iterdir())[0]
+    shutil.copyfile(head, first / head.name)
+    with MysqlBinlog(head) as b:
+        at_head_end = b.end_set()
+    proc, port, log = start_serve(first, 0, history["server_id"], tmp_path, "--server-uuid", history["uuid"])
+    again = None
+    try:
+        provision(replica, history, history["backup"], port)
+        replica.sql("START REPLICA")
+        wait_for(replica, at_head_end.one_line(), log)
+        proc.kill()
+        proc.wait(timeout=30)
+        (tmp_path / "again").mkdir()
+        again, _, log2 = start_serve(history["dir"], port, history["server_id"], tmp_path / "again",
+                                     "--server-uuid", history["uuid"])
+        wait_for(replica, history["end"].one_line(), log2)
+        assert checksums(replica, history["db"]) == history["checksums"]
+        replica.sql("STOP REPLICA")
+    finally:
+        for p in (proc, again):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(timeout=30)
+
+
 def encoded(gtids: GtidSet) -> bytes:
     """A GTID set as COM_BINLOG_DUMP_GTID carries it: written here from
     MySQL's layout (the untagged format when no GTID has a tag; else the
