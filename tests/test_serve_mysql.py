@@ -189,6 +189,7 @@ def test_a_mysql_replica_catches_up_through_gtidx(history, served, replica, wher
     wait_for(replica, history["end"].one_line(), log)
     status = replica_status(replica)
     assert status["Replica_IO_Running"] == "Yes" and status["Replica_SQL_Running"] == "Yes"
+    assert status["Source_UUID"] == history["uuid"] and status["Source_Server_Id"] == history["server_id"]
     assert checksums(replica, history["db"]) == history["checksums"] and None not in history["checksums"].values()
     assert replica.sql(f"SELECT COUNT(*) FROM {history['db']}.t")[0][0] == 200 - 29
     replica.sql("STOP REPLICA")
@@ -287,11 +288,11 @@ def encoded(gtids: GtidSet) -> bytes:
 
 
 def dump_events(connect: dict, gtids: GtidSet | None, last: str, file: tuple[str, int] = ("", 4),
-                out: list | None = None) -> list[tuple[int, int, int, bytes]]:
+                out: list | None = None, flags: int = 0) -> list[tuple[int, int, int, bytes]]:
     """A raw MySQL replica: what a source sends for COM_BINLOG_DUMP_GTID
     with the executed set ``gtids`` (None: COM_BINLOG_DUMP from ``file``, a
-    name and an offset), through the transaction of GTID ``last`` (the
-    next GTID event, ROTATE or HEARTBEAT after it ends the list): (type,
+    name and an offset; ``flags`` the dump's), through the transaction of
+    GTID ``last`` (the next GTID event, ROTATE or HEARTBEAT after it ends the list): (type,
     flags, log_pos, the event's bytes) of each event (into ``out`` as they
     come, when given)."""
     import pymysql
@@ -304,17 +305,17 @@ def dump_events(connect: dict, gtids: GtidSet | None, last: str, file: tuple[str
             cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
         replica_id = 3_000_000_000 + os.getpid() % 1_000_000
         if gtids is None:
-            conn._execute_command(0x12, struct.pack("<IHI", file[1], 0, replica_id) + file[0].encode())
+            conn._execute_command(0x12, struct.pack("<IHI", file[1], flags, replica_id) + file[0].encode())
         else:
             data = encoded(gtids)
-            conn._execute_command(0x1E, struct.pack("<HII", 0, replica_id, 0) + struct.pack("<QI", 4, len(data))
+            conn._execute_command(0x1E, struct.pack("<HII", flags, replica_id, 0) + struct.pack("<QI", 4, len(data))
                                   + data)
         while True:
             ev = conn._read_packet().get_all_data()
             assert ev[0] == 0, ev
             ev = ev[1:]
             etype, _, _, log_pos, flags = struct.unpack_from("<BIIIH", ev, 4)
-            if reached and etype in (33, 42, 4, 27):
+            if reached and etype in (33, 42, 4, 27, 41):
                 return out
             if etype == GTID_TAGGED:
                 reached = str(decode_tagged_gtid(ev[19:-4]).gtid) == last
@@ -323,23 +324,25 @@ def dump_events(connect: dict, gtids: GtidSet | None, last: str, file: tuple[str
         conn.close()
 
 
-@pytest.mark.parametrize("where", ["start", "backup"])
-def test_stream_equals_the_servers(history, served, source, where):
+@pytest.mark.parametrize("where, flags", [("start", 0), ("backup", 0), ("backup", 2)])
+def test_stream_equals_the_servers(history, served, source, where, flags):
     """What gtidx sends a MySQL replica is what the 9.7 that wrote the
     binlogs sends for the same executed set, byte for byte, up to the
     history's last transaction: the fake ROTATE, the FORMAT_DESCRIPTION,
-    PREVIOUS_GTIDS, the transactions the set lacks, and the HEARTBEAT after
-    each run of transactions left out (from the backup: inside the file)."""
+    PREVIOUS_GTIDS, the transactions the set lacks, and the heartbeat after
+    each run of transactions left out (from the backup: inside the file),
+    a HEARTBEAT_V2 where the dump asks for it (flag 2, as a 9.7 replica's)."""
     _, port, log = served
     gtids = history["start"] if where == "start" else history["backup"]["set"]
     last = f"{history['uuid']}:{TAG}:{history['end'].last(history['uuid'], TAG)}"
-    theirs = dump_events({"unix_socket": str(source.socket), "user": "root"}, gtids, last)
-    ours = dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, gtids, last)
+    theirs = dump_events({"unix_socket": str(source.socket), "user": "root"}, gtids, last, flags=flags)
+    ours = dump_events({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD}, gtids, last,
+                       flags=flags)
     assert [e[:3] for e in ours] == [e[:3] for e in theirs]
     assert ours == theirs
     assert [e[0] for e in ours[:3]] == [4, 15, 35] and ours[0][1] & 0x20
     if where == "backup":             # the backup's transactions left out: a heartbeat moves over them
-        assert [e[0] for e in ours[3:5]] == [27, 42] and ours[3][2] == ours[4][2] - len(ours[4][3])
+        assert [e[0] for e in ours[3:5]] == [41 if flags else 27, 42] and ours[3][2] == ours[4][2] - len(ours[4][3])
 
 
 def test_file_offset_stream_equals_the_servers(history, served, source):
@@ -358,6 +361,58 @@ def test_file_offset_stream_equals_the_servers(history, served, source):
     assert [e[:3] for e in ours] == [e[:3] for e in theirs]
     assert ours == theirs
     assert [e[0] for e in ours[:3]] == [4, 15, 42] and ours[1][2] == 0 and ours[2][2] > first.start
+
+
+def until_heartbeat(connect: dict, gtids: GtidSet, flags: int) -> list[tuple[int, int, int, int, int, bytes]]:
+    """A raw MySQL replica asking for a heartbeat every 0.2 s, with the
+    executed set ``gtids`` and the dump's ``flags``: the events up to two
+    heartbeats in a row (the second one sent while idle), (timestamp, type,
+    server_id, log_pos, flags, body without its checksum)."""
+    import pymysql
+    conn = pymysql.connect(autocommit=True, **connect)
+    out = []
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum, @source_heartbeat_period = 200000000")
+        data = encoded(gtids)
+        conn._execute_command(0x1E, struct.pack("<HII", flags, 3_000_000_001 + os.getpid() % 1_000_000, 0)
+                              + struct.pack("<QI", 4, len(data)) + data)
+        while len(out) < 2 or not {out[-1][1], out[-2][1]} <= {27, 41}:
+            ev = conn._read_packet().get_all_data()[1:]
+            ts, etype, sid, _, log_pos, ev_flags = struct.unpack_from("<IBIIIH", ev, 0)
+            assert len(out) < 10_000
+            out.append((ts, etype, sid, log_pos, ev_flags, bytes(ev[19:-4])))
+        return out
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("flags", [0, 2])
+def test_at_the_end_a_heartbeat_as_the_server_sends_it(history, served, source, flags):
+    """A replica that holds everything: the last binlog's fake ROTATE,
+    FORMAT_DESCRIPTION, PREVIOUS_GTIDS, a heartbeat over what is left out,
+    the binlog's closing ROTATE, then, idle, heartbeats as the 9.7 source
+    sends them at the end of its own binlog: timestamp 0, flags 0, the
+    source's server_id, log_pos the binlog's end, its name (a HEARTBEAT_V2
+    for flag 2, the name and position in its fields)."""
+    from gtidx.serve.wire import lenenc_int
+    _, port, log = served
+    last = sorted(history["dir"].iterdir())[-1]
+    with MysqlBinlog(last) as b:
+        everything = b.end_set()
+    ours = until_heartbeat({"host": "127.0.0.1", "port": port, "user": "repl", "password": PASSWORD},
+                           everything, flags)
+    theirs = until_heartbeat({"unix_socket": str(source.socket), "user": "root"},
+                             GtidSet.parse(source.sql("SELECT @@GLOBAL.gtid_executed")[0][0]), flags)
+    hb = 41 if flags else 27
+    assert [e[1] for e in ours] == [4, 15, 35, hb, 4, hb, hb] and [e[1] for e in theirs[:3]] == [4, 15, 35]
+    size, name = last.stat().st_size, last.name.encode()
+    pos = lenenc_int(size)
+    body = b"\x01" + bytes([len(name)]) + name + b"\x02" + bytes([len(pos)]) + pos + b"\x00" if flags else name
+    assert ours[-1] == (0, hb, history["server_id"], size, 0, body)
+    assert theirs[-1][:3] == (0, hb, history["server_id"]) and theirs[-1][4] == 0
+    their_name = theirs[-1][5][2:2 + theirs[-1][5][1]] if flags else theirs[-1][5]
+    assert their_name.startswith(b"binlog.") and len(their_name) == len(name)
 
 
 def test_a_replica_ahead_of_the_binlogs_gets_the_servers_error(history, served, source):

@@ -191,7 +191,7 @@ class MysqlSession(Session):
         """COM_BINLOG_DUMP_GTID: auto-position from the replica's executed set."""
         if len(body) < DUMP_GTID_HEAD.size:
             raise ProtocolError("a COM_BINLOG_DUMP_GTID shorter than its fixed part")
-        _, replica_id, n = DUMP_GTID_HEAD.unpack_from(body, 0)     # flags: the set is always there
+        flags, replica_id, n = DUMP_GTID_HEAD.unpack_from(body, 0)     # whatever the flags, the set is there
         at = DUMP_GTID_HEAD.size + n
         if at + DUMP_GTID_POSITION.size > len(body):
             raise ProtocolError("a COM_BINLOG_DUMP_GTID shorter than its file name says")
@@ -218,16 +218,16 @@ class MysqlSession(Session):
                  f"{first}")
         self.conn.seq = 1
         MysqlStream(self.conn, files, files.index(first), 4, have, self.settings.server_id,
-                    self.heartbeat_seconds(), self.log, requested=(requested, position)).run()
+                    self.heartbeat_seconds(), self.log, requested=(requested, position), flags=flags).run()
 
     def dump(self, body: bytes) -> None:
         """COM_BINLOG_DUMP: a MySQL replica without auto-position (a file and offset)."""
         if len(body) < BINLOG_DUMP.size:
             raise ProtocolError("a COM_BINLOG_DUMP shorter than its fixed part")
-        offset, _, replica_id = BINLOG_DUMP.unpack_from(body, 0)
-        self.dump_from(replica_id, body[BINLOG_DUMP.size:].decode("utf-8", "replace"), offset)
+        offset, flags, replica_id = BINLOG_DUMP.unpack_from(body, 0)
+        self.dump_from(replica_id, body[BINLOG_DUMP.size:].decode("utf-8", "replace"), offset, flags)
 
-    def dump_from(self, replica_id: int, name: str, offset: int) -> None:
+    def dump_from(self, replica_id: int, name: str, offset: int, flags: int) -> None:
         files = api.list_binlogs(self.settings.path)
         names = [f.rsplit("/", 1)[-1] for f in files]
         if name not in names:
@@ -237,6 +237,6 @@ class MysqlSession(Session):
         self.log(f"replica {replica_id}: file start {name}:{offset}")
         self.conn.seq = 1
         MysqlStream(self.conn, files, names.index(name), max(offset, 4), None, self.settings.server_id,
-                    self.heartbeat_seconds(), self.log).run()
+                    self.heartbeat_seconds(), self.log, flags=flags).run()
 
     dumps = {COM_BINLOG_DUMP: dump, COM_BINLOG_DUMP_GTID: dump_gtid}

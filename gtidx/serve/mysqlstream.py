@@ -12,7 +12,9 @@ GTID event and every event up to the next GTID event or file boundary
 (ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS are always sent); before
 the next event it sends after such a run, a HEARTBEAT whose log_pos is the
 run's end, so the replica's idea of the source's position moves over the
-gap. Recorded from MySQL 9.7 with a raw client (tests/test_serve_mysql.py
+gap (and one each heartbeat period within a long run, as 9.7's sender
+does). A replica whose dump sets USE_HEARTBEAT_V2 (a 9.7 one does) gets
+HEARTBEAT_V2 events instead. Recorded from MySQL 9.7 with a raw client (tests/test_serve_mysql.py
 compares the two streams byte for byte). An anonymous transaction is
 ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION: the stream ends with error
 1236 in the server's words (``anonymous_text``). At the end of the last file: heartbeats, as MariaDB's
@@ -21,17 +23,20 @@ ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION: the stream ends with error
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable
 
 from ..binlog.events import CRC_LEN, event_crc
 from ..binlog.mysql import MysqlBinlog
-from ..binlog.mysqlevents import ANONYMOUS_GTID, BOUNDARY, GTID_TYPES
+from ..binlog.mysqlevents import ANONYMOUS_GTID, BOUNDARY, GTID_TYPES, HEARTBEAT_V2
 from ..mysqlgtid import GtidSet
-from .stream import CREATED_AT, U32, Stream, cleared_fde, fake_rotate, heartbeat
-from .wire import ER_MASTER_FATAL_READING_BINLOG, Connection, err_packet
+from .stream import CREATED_AT, U32, Stream, artificial_event, cleared_fde, fake_rotate, heartbeat
+from .wire import U8, ER_MASTER_FATAL_READING_BINLOG, Connection, err_packet, lenenc_int
 
 FLAGS_AT = 17                        # the flags field within the event header (EVENT_HEADER's sixth)
 IN_USE = 0x0001                      # LOG_EVENT_BINLOG_IN_USE_F: a FORMAT_DESCRIPTION of a binlog still written
+USE_HEARTBEAT_V2 = 0x02              # a dump flag: the replica wants HEARTBEAT_LOG_EVENT_V2
+HB_END, HB_FILENAME, HB_POSITION = 0, 1, 2      # HEARTBEAT_V2's body field types
 
 
 def anonymous_text(name: str, offset: int, end: int, requested: tuple[str, int] = ("", 4)) -> str:
@@ -69,6 +74,19 @@ def closed_fde(event: bytes, checksum: bool, clear_created: bool = False) -> byt
     return bytes(out)
 
 
+def heartbeat_v2(name: str, log_pos: int, server_id: int, checksum: bool) -> bytes:
+    """HEARTBEAT_LOG_EVENT_V2 (type 41), what 9.7 sends a replica whose dump
+    asked for it (flag USE_HEARTBEAT_EVENT_V2; a 9.7 replica does): as the
+    HEARTBEAT (timestamp 0, flags 0), its body fields of (type, length,
+    value): 1 the file name, 2 the position (length-coded), then the end
+    mark 0 (recorded from 9.7). The header's log_pos is 32 bits: the
+    position there, capped (past 4 GiB not yet recorded)."""
+    pos = lenenc_int(log_pos)
+    body = (U8.pack(HB_FILENAME) + lenenc_int(len(name)) + name.encode() + U8.pack(HB_POSITION) + lenenc_int(len(pos))
+            + pos + U8.pack(HB_END))
+    return artificial_event(HEARTBEAT_V2, server_id, min(log_pos, 0xFFFFFFFF), body, checksum, flags=0)
+
+
 def first_gtid(b: MysqlBinlog, start: int):
     """The GTID of the file's first GTID event from ``start`` (None: an
     anonymous one first, or none): what decides ``closed_fde``'s created."""
@@ -87,10 +105,19 @@ class MysqlStream(Stream):
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, exclude: GtidSet | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None],
-                 requested: tuple[str, int] = ("", 4)):
+                 requested: tuple[str, int] = ("", 4), flags: int = 0):
         super().__init__(conn, files, first, offset, None, server_id, heartbeat_seconds, log)
         self.exclude, self.requested = exclude, requested
         self.clear_created = False
+        self.v2 = bool(flags & USE_HEARTBEAT_V2)
+        self.last_sent = time.monotonic()
+
+    def event(self, event) -> None:
+        super().event(event)
+        self.last_sent = time.monotonic()
+
+    def heartbeat_event(self, name: str, log_pos: int) -> bytes:
+        return (heartbeat_v2 if self.v2 else heartbeat)(name, log_pos, self.server_id, self.checksum)
 
     def run(self) -> None:
         try:
@@ -103,7 +130,7 @@ class MysqlStream(Stream):
         """Sends one file's events; (its name, the end of its last event)."""
         name = os.path.basename(path)
         with MysqlBinlog(path) as b:
-            checksum = bool(b.checksum_len)
+            checksum = self.checksum = bool(b.checksum_len)
             start = self.offset if first else 4
             self.event(fake_rotate(name, start, self.server_id, checksum))
             fde_end = 4 + b.fde.length
@@ -122,15 +149,17 @@ class MysqlStream(Stream):
                     leaving_out = self.exclude is not None and gtid in self.exclude
                 elif etype in BOUNDARY:
                     leaving_out = False
-                if leaving_out:
+                if leaving_out:                     # a heartbeat each period while leaving out, else after
                     skipped_to = off + ln
+                    if time.monotonic() - self.last_sent >= self.heartbeat_seconds:
+                        self.event(self.heartbeat_event(name, skipped_to))
+                        skipped_to = None
                 else:
                     if skipped_to is not None:      # the replica's position moved over what was left out
-                        self.event(heartbeat(name, skipped_to, self.server_id, checksum))
+                        self.event(self.heartbeat_event(name, skipped_to))
                         skipped_to = None
                     self.event(bytes(b.buffer[off:off + ln]))
                 b.release(off, off + ln)
                 end = off + ln
-            self.checksum = checksum
             return name, end
 
