@@ -415,6 +415,31 @@ def test_at_the_end_a_heartbeat_as_the_server_sends_it(history, served, source, 
     assert their_name.startswith(b"binlog.") and len(their_name) == len(name)
 
 
+def test_mysqlbinlog_reads_from_gtidx_as_from_the_server(history, served, source):
+    """The server's own ``mysqlbinlog --read-from-remote-source=BINLOG-DUMP-GTIDS
+    --exclude-gtids=START`` (it says @source_binlog_checksum='NONE' and
+    BINLOG_DUMP_NON_BLOCK: an EOF packet at the end) prints from gtidx what
+    it prints from the 9.7 that wrote the binlogs, rows decoded, up to where
+    the copies end (the server goes on into its later binlogs); gtidx's
+    output then ends as mysqlbinlog ends any."""
+    import subprocess
+    from tests.mysqlhistory import mysqlbinlog_command
+    _, port, log = served
+    args = ["--read-from-remote-source=BINLOG-DUMP-GTIDS", f"--exclude-gtids={history['start'].one_line()}",
+            "-v", "--base64-output=DECODE-ROWS", "--to-last-log", ""]
+    sock = "/" + str(source.socket.relative_to(source.root))
+    theirs = subprocess.run([*mysqlbinlog_command(source), f"--socket={sock}", "--user=root", *args],
+                            capture_output=True, timeout=120, check=True).stdout.split(b"\n")
+    ours = subprocess.run([*mysqlbinlog_command(source), "--host=127.0.0.1", f"--port={port}", "--user=repl",
+                           f"--password={PASSWORD}", "--ssl-mode=DISABLED", *args],
+                          capture_output=True, timeout=120, check=True).stdout.split(b"\n")
+    body, tail = ours[:-6], ours[-6:]            # GTID_NEXT reset, DELIMITER, the end, 2 SETs, ""
+    assert tail == theirs[-6:] and tail[2] == b"# End of log file"
+    assert body == theirs[:len(body)]
+    last = f"{history['uuid']}:{TAG}:{history['end'].last(history['uuid'], TAG)}".encode()
+    assert any(last in line for line in body) and any(history["db"].encode() in line for line in body)
+
+
 def test_a_replica_ahead_of_the_binlogs_gets_the_servers_error(history, served, source):
     """A replica with a GTID of the source's UUID the binlogs never logged:
     error 1236 in the 9.7 source's very words, from gtidx as from the

@@ -183,6 +183,12 @@ class MysqlSession(Session):
                 return int(period) / 1e9
         return self.settings.heartbeat_seconds
 
+    def declared_checksum(self) -> bool:
+        """Did the replica say it handles CRC32 (``@source_binlog_checksum``,
+        older ones' ``@master_binlog_checksum``; mysqlbinlog says NONE)?"""
+        said = self.user_vars.get("source_binlog_checksum", self.user_vars.get("master_binlog_checksum"))
+        return str(said or "").upper() == "CRC32"
+
     def refuse(self, replica_id: int, e: GtidxError, have: GtidSet | None = None) -> None:
         self.log(f"replica {replica_id}: refused: {e}")
         self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e, have)))
@@ -218,7 +224,8 @@ class MysqlSession(Session):
                  f"{first}")
         self.conn.seq = 1
         MysqlStream(self.conn, files, files.index(first), 4, have, self.settings.server_id,
-                    self.heartbeat_seconds(), self.log, requested=(requested, position), flags=flags).run()
+                    self.heartbeat_seconds(), self.log, requested=(requested, position), flags=flags,
+                    declared_checksum=self.declared_checksum()).run()
 
     def dump(self, body: bytes) -> None:
         """COM_BINLOG_DUMP: a MySQL replica without auto-position (a file and offset)."""
@@ -237,6 +244,6 @@ class MysqlSession(Session):
         self.log(f"replica {replica_id}: file start {name}:{offset}")
         self.conn.seq = 1
         MysqlStream(self.conn, files, names.index(name), max(offset, 4), None, self.settings.server_id,
-                    self.heartbeat_seconds(), self.log, flags=flags).run()
+                    self.heartbeat_seconds(), self.log, flags=flags, declared_checksum=self.declared_checksum()).run()
 
     dumps = {COM_BINLOG_DUMP: dump, COM_BINLOG_DUMP_GTID: dump_gtid}

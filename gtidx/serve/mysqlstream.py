@@ -31,10 +31,11 @@ from ..binlog.mysql import MysqlBinlog
 from ..binlog.mysqlevents import ANONYMOUS_GTID, BOUNDARY, GTID_TYPES, HEARTBEAT_V2
 from ..mysqlgtid import GtidSet
 from .stream import CREATED_AT, U32, Stream, artificial_event, cleared_fde, fake_rotate, heartbeat
-from .wire import U8, ER_MASTER_FATAL_READING_BINLOG, Connection, err_packet, lenenc_int
+from .wire import U8, ER_MASTER_FATAL_READING_BINLOG, Connection, eof_packet, err_packet, lenenc_int
 
 FLAGS_AT = 17                        # the flags field within the event header (EVENT_HEADER's sixth)
 IN_USE = 0x0001                      # LOG_EVENT_BINLOG_IN_USE_F: a FORMAT_DESCRIPTION of a binlog still written
+NON_BLOCK = 0x01                     # a dump flag: at the end of the binlogs an EOF packet, not idling
 USE_HEARTBEAT_V2 = 0x02              # a dump flag: the replica wants HEARTBEAT_LOG_EVENT_V2
 HB_END, HB_FILENAME, HB_POSITION = 0, 1, 2      # HEARTBEAT_V2's body field types
 
@@ -101,20 +102,33 @@ class MysqlStream(Stream):
     ``offset``; ``exclude`` the replica's executed set (auto-position: the
     transactions it holds are left out), None for a file/offset start;
     ``requested``: the file name and position the dump named (an error
-    says them)."""
+    says them); ``flags``: the dump's; ``declared_checksum``: the replica
+    said it handles CRC32 (the first fake ROTATE has one then)."""
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, exclude: GtidSet | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None],
-                 requested: tuple[str, int] = ("", 4), flags: int = 0):
+                 requested: tuple[str, int] = ("", 4), flags: int = 0, declared_checksum: bool = True):
         super().__init__(conn, files, first, offset, None, server_id, heartbeat_seconds, log)
+        # the events this stream makes up have a CRC32 as the last FORMAT_DESCRIPTION sent says;
+        # before the first one, as the replica said it handles (@source_binlog_checksum), as 9.7 does
+        self.checksum = declared_checksum
         self.exclude, self.requested = exclude, requested
         self.clear_created = False
-        self.v2 = bool(flags & USE_HEARTBEAT_V2)
+        self.v2, self.non_block = bool(flags & USE_HEARTBEAT_V2), bool(flags & NON_BLOCK)
         self.last_sent = time.monotonic()
 
     def event(self, event) -> None:
         super().event(event)
         self.last_sent = time.monotonic()
+
+    def idle(self, name: str, end: int) -> None:
+        """At the end of the binlogs: heartbeats until the replica goes, or,
+        for a dump that said BINLOG_DUMP_NON_BLOCK (``mysqlbinlog
+        --read-from-remote-source`` without ``--stop-never``), an EOF packet."""
+        if self.non_block:
+            self.conn.send(eof_packet())
+            return
+        super().idle(name, end)
 
     def heartbeat_event(self, name: str, log_pos: int) -> bytes:
         return (heartbeat_v2 if self.v2 else heartbeat)(name, log_pos, self.server_id, self.checksum)
@@ -130,9 +144,10 @@ class MysqlStream(Stream):
         """Sends one file's events; (its name, the end of its last event)."""
         name = os.path.basename(path)
         with MysqlBinlog(path) as b:
-            checksum = self.checksum = bool(b.checksum_len)
+            checksum = bool(b.checksum_len)
             start = self.offset if first else 4
-            self.event(fake_rotate(name, start, self.server_id, checksum))
+            self.event(fake_rotate(name, start, self.server_id, self.checksum))
+            self.checksum = checksum
             fde_end = 4 + b.fde.length
             if first and self.exclude is not None:     # decided at the start file, kept for the dump
                 gtid = first_gtid(b, fde_end)
