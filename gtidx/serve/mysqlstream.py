@@ -6,19 +6,20 @@ For each file from the start: a fake ROTATE naming it (as MariaDB's:
 ``stream.fake_rotate``), its FORMAT_DESCRIPTION (its IN_USE flag cleared;
 log_pos and created zeroed where a file/offset start begins past it,
 created zeroed where the replica holds the start file's first GTID; its
-CRC32 computed again), then every event. With auto-position the source leaves
-out each transaction whose GTID the replica's executed set holds, the
-GTID event and every event up to the next GTID event or file boundary
+CRC32 computed again), then every event. With auto-position the source
+leaves out each transaction whose GTID the replica's executed set holds,
+the GTID event and every event up to the next GTID event or file boundary
 (ROTATE, STOP, FORMAT_DESCRIPTION, PREVIOUS_GTIDS are always sent); before
-the next event it sends after such a run, a HEARTBEAT whose log_pos is the
+the next event it sends after such a run, a heartbeat whose log_pos is the
 run's end, so the replica's idea of the source's position moves over the
-gap (and one each heartbeat period within a long run, as 9.7's sender
-does). A replica whose dump sets USE_HEARTBEAT_V2 (a 9.7 one does) gets
-HEARTBEAT_V2 events instead. Recorded from MySQL 9.7 with a raw client (tests/test_serve_mysql.py
-compares the two streams byte for byte). An anonymous transaction is
-ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION: the stream ends with error
-1236 in the server's words (``anonymous_text``). At the end of the last file: heartbeats, as MariaDB's
-(``Stream.idle``: MySQL 9.7 sends the same HEARTBEAT, type 27).
+gap (and one each heartbeat period within a long run). An anonymous
+transaction is ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION: the stream
+ends with error 1236 in the server's words (``anonymous_text``). At the
+end of the last file: heartbeats (``Stream.idle``), or an EOF packet for a
+dump that asked not to wait. A dump that sets USE_HEARTBEAT_V2 (a 9.7
+replica does) gets HEARTBEAT_V2 events, else HEARTBEAT ones. All of it as
+MySQL 9.7's sender does it, recorded with a raw client
+(tests/test_serve_mysql.py compares the two streams byte for byte).
 """
 from __future__ import annotations
 
