@@ -706,3 +706,67 @@ def test_an_anonymous_transaction_ends_the_stream_as_the_servers(replica, tmp_pa
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def file_events(path) -> list[bytes]:
+    """Every event of a binlog file, read here with the header's length
+    field alone (not with gtidx's readers)."""
+    data, out, at = path.read_bytes(), [], 4
+    while at + 19 <= len(data):
+        n = int.from_bytes(data[at + 9:at + 13], "little")
+        out.append(data[at:at + n])
+        at += n
+    return out
+
+
+@pytest.mark.parametrize("scenario", ["rotated", "nochecksum", "single", "compressed"])
+@pytest.mark.parametrize("batch", [300, 1 << 17])
+def test_a_file_offset_stream_is_the_files_events_in_order(scenario, batch, monkeypatch):
+    """A file/offset dump from a directory's first binlog at 4, with
+    BINLOG_DUMP_NON_BLOCK, over a socket pair: per file a fake ROTATE, then
+    every event of the file as its bytes are (the FORMAT_DESCRIPTION too:
+    these are closed files), then the EOF packet; small events written in
+    batches (small ones: many flushes, large ones on their own too) change
+    nothing of it."""
+    import socket
+    import threading
+    from gtidx.serve import mysqlstream
+    from gtidx.serve.wire import Connection
+    from conftest import FIXTURES
+    monkeypatch.setattr(mysqlstream, "BATCH_BYTES", batch)
+    monkeypatch.setattr(mysqlstream, "LARGE_EVENT", min(batch, 1 << 16))
+    from gtidx import api
+    files = api.list_binlogs(FIXTURES / "mysql-9.7" / scenario)
+    ours, theirs = socket.socketpair()
+    theirs.settimeout(30)
+    conn = Connection(ours)
+    conn.seq = 1
+    stream = mysqlstream.MysqlStream(conn, files, 0, 4, None, 7, 30.0, lambda line: None, flags=1)
+
+    def serve():
+        try:
+            stream.run()
+        finally:
+            ours.close()
+    t = threading.Thread(target=serve)
+    t.start()
+    got, reader = [], Connection(theirs)
+    while True:
+        packet = reader.read_packet(limit=1 << 25)
+        if packet[:1] == b"\xfe" and len(packet) < 9:
+            break
+        assert packet[0] == 0
+        got.append(packet[1:])
+    t.join(timeout=30)
+    theirs.close()
+    want = []
+    for path in files:
+        events = file_events(type(FIXTURES)(path))
+        want.append(4)                               # the fake ROTATE's type
+        want.extend(events)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if w == 4:
+            assert g[4] == 4 and int.from_bytes(g[17:19], "little") & 0x20
+        else:
+            assert g == w
