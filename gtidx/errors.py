@@ -138,14 +138,18 @@ class ReplicaStartRefused(NotFoundError):
     them, and its domain went past its seq_no), "purged" (the position is
     older than every binlog; ``gtid`` None) or "hole" (gtid_strict_mode:
     ``gtid`` is missing between a prior and a later seq_no; ``path`` and
-    ``offset``: the later one's group). A replication source speaks it in
-    the server's words (``serve.session``)."""
+    ``offset``: the later one's group). MySQL's (``series.mysql``):
+    "purged" with ``gtid`` the GTID set the replica lacks, "ahead" with
+    ``gtid`` its GTIDs the binlogs never logged, "anonymous" (an anonymous
+    transaction at ``path`` and ``offset``, met from ``start``, the file the
+    source reads first). A replication source speaks it in the server's
+    words (``serve.session``, ``serve.mysqlsession``)."""
 
-    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None, path=None,
-                 offset: int | None = None):
-        super().__init__(message, hint=hint, path=path, offset=offset)
+    def __init__(self, message: str, *, reason: str, gtid=None, hint: str | None = None, start=None, **where):
+        super().__init__(message, hint=hint, **where)
         self.reason = reason
         self.gtid = gtid
+        self.start = start
 
 
 class CorruptBinlogError(GtidxError):

@@ -15,13 +15,9 @@ replicates only the databases named ``gtidxserve%``.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import struct
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -29,10 +25,9 @@ import pytest
 
 from gtidx.gtid import Position
 
+from tests.servehelp import PASSWORD, start_serve
 from tools.mariadb import MariaDB
 
-ROOT = Path(__file__).resolve().parent.parent
-PASSWORD = "serve-pw"
 TABLES = ("t", "u")
 
 
@@ -101,33 +96,6 @@ def replica(tmp_path_factory):
         pytest.fail(f"cannot start the private MariaDB replica: {e}", pytrace=False)
     yield srv
     srv.stop()
-
-
-def start_serve(directory: Path, port: int, server_id: int, where: Path):
-    """``gtidx serve`` as a process on ``directory`` (``port`` 0: a free one),
-    user repl with PASSWORD, its log in ``where``: (the process, its port,
-    its log)."""
-    pw = where / "pw"
-    pw.write_text(PASSWORD + "\n")
-    log = where / "serve.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "gtidx", "serve", str(directory), "--bind", "127.0.0.1",
-                                 "--port", str(port), "--user", "repl", "--password-file", str(pw),
-                                 "--heartbeat", "1", "--server-id", str(server_id)],
-                                stderr=err, stdout=subprocess.DEVNULL, env=env)
-    with open(log) as lines:
-        line = ""
-        while proc.poll() is None and not line.endswith("\n"):
-            more = lines.readline()             # the first line: where it listens
-            line += more
-            if not more:
-                time.sleep(0.02)
-    m = re.search(r" on 127\.0\.0\.1:(\d+)$", line.strip())
-    if not m:
-        proc.kill()
-        raise AssertionError(f"gtidx serve did not say where it listens: {log.read_text()!r}")
-    return proc, int(m.group(1)), log
 
 
 @pytest.fixture(scope="module")

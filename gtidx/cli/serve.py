@@ -1,5 +1,6 @@
 """``gtidx serve``: a replication source serving a directory of MariaDB
-binlogs to a MariaDB replica (experimental; docs/serve.md).
+binlogs to a MariaDB replica, or MySQL binlogs to a MySQL replica
+(experimental; docs/serve.md).
 
 Imported when it runs or a help text lists it (``main.COMMANDS``).
 """
@@ -23,6 +24,14 @@ from .options import PATH, Number, examples, existing_directory, json_option
               help="The port to listen on (0: a free one, said on stderr).")
 @click.option("--server-id", type=click.IntRange(1, 0xFFFFFFFF), default=1000, show_default=True,
               help="The server_id the replica sees; it must differ from the replica's own.")
+@click.option("--server-uuid", default=None, metavar="UUID",
+              help="MySQL binlogs: the @@server_uuid replicas see (the binlogs' server's: its extra GTIDs are "
+                   "refused as that server refuses them; default: one made up from --server-id, and every "
+                   "GTID the binlogs lack is refused).")
+@click.option("--tls-cert", type=PATH, default=None, metavar="FILE",
+              help="MySQL replicas: a PEM certificate (chain) to offer TLS with (with --tls-key); "
+                   "a 9.7 replica asks for TLS unless SOURCE_SSL=0.")
+@click.option("--tls-key", type=PATH, default=None, metavar="FILE", help="The PEM private key of --tls-cert.")
 @click.option("--user", default=None, help="The user a replica must log in as (with --password-file).")
 @click.option("--password-file", type=click.File("rb"), default=None,
               help="The file holding that user's password (its first line).")
@@ -30,12 +39,16 @@ from .options import PATH, Number, examples, existing_directory, json_option
 @click.option("--heartbeat", type=Number(0.01, 3600), default=30.0, show_default=True,
               help="Seconds between heartbeats at the end of the binlogs, when the replica asks for none.")
 @json_option("Log lines on stderr as JSON objects {\"event\": ...}.")
-def serve(directory, bind, port, server_id, user, password_file, no_auth, heartbeat, as_json):
+def serve(directory, bind, port, server_id, server_uuid, tls_cert, tls_key, user, password_file, no_auth, heartbeat,
+          as_json):
     """(Experimental) Serve the MariaDB binlogs in DIRECTORY to MariaDB replicas, as
     their source would: CHANGE MASTER TO MASTER_HOST=..., MASTER_PORT=...,
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
     position (or file and offset) on, file after file; at the end of the binlogs it follows
-    the directory (what a server writes there next), with heartbeats. Read-only; runs until stopped (SIGINT, SIGTERM)."""
+    the directory (what a server writes there next), with heartbeats. MySQL binlogs go to
+    MySQL 9.7 replicas with auto-position: CHANGE REPLICATION SOURCE TO ...,
+    SOURCE_AUTO_POSITION=1, SOURCE_SSL=0; START REPLICA (at the end they wait, with
+    heartbeats). Read-only; runs until stopped (SIGINT, SIGTERM)."""
     directory = existing_directory(directory, "gtidx serve")
     from ..serve import Server, ServeSettings
     password = b""
@@ -48,8 +61,26 @@ def serve(directory, bind, port, server_id, user, password_file, no_auth, heartb
 
     def log(line: str) -> None:
         print(json.dumps({"event": line}) if as_json else f"gtidx serve: {line}", file=sys.stderr, flush=True)
-    settings = ServeSettings(directory, bind, port, server_id=server_id, user=user,
-                             password=password, heartbeat_seconds=heartbeat)
+    if server_uuid is not None:
+        from ..mysqlgtid import MysqlGtid
+        try:
+            server_uuid = MysqlGtid.parse(f"{server_uuid}:1").uuid    # the model's UUID rule
+        except BadInputError:
+            raise BadInputError(f"--server-uuid wants a UUID like 3e11fa47-71ca-11e1-9e33-c80aa9429562, "
+                                f"not {server_uuid!r}") from None
+    tls = None
+    if (tls_cert is None) != (tls_key is None):
+        raise BadInputError("--tls-cert and --tls-key go together")
+    if tls_cert is not None:
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            tls.load_cert_chain(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as e:
+            raise BadInputError(f"cannot load the TLS certificate {tls_cert} with key {tls_key}: "
+                                f"{getattr(e, 'strerror', None) or e}") from None
+    settings = ServeSettings(directory, bind, port, server_id=server_id, server_uuid=server_uuid, tls=tls,
+                             user=user, password=password, heartbeat_seconds=heartbeat)
     server = Server(settings, log)
     try:
         server.serve_forever()

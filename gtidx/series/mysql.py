@@ -51,7 +51,7 @@ from .mysqlcat import MysqlCatalogUse
 from .results import Location
 from ..binlog.mariadb import HEADER_LEN, TYPE_LENGTH
 from ..errors import (BadInputError, GtidSyntaxError, GtidxError, MySQLBinlogError, NotFoundError,
-                     UnsupportedBinlogError, quoted)
+                     ReplicaStartRefused, UnsupportedBinlogError, quoted)
 from ..index.files import open_index
 from ..liblog import log
 from ..binlog.mysql import GTID_LOG, GTID_TAGGED, MysqlBinlog
@@ -410,11 +410,12 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
             uuid = _server_uuid(server_uuid)
             extra = GtidSet.from_intervals(iv for iv in extra.intervals() if iv[0] == uuid)
         if extra:
-            raise NotFoundError(
+            raise ReplicaStartRefused(
                 "the replica has more GTIDs than the source has (ER_REPLICA_HAS_MORE_GTIDS_THAN_SOURCE): these "
                 f"binlogs never logged {extra.one_line()}",
                 hint="the source refuses those of its own server_uuid only: give server_uuid "
-                     "(seek --server-uuid) to answer as it does" if server_uuid is None else None)
+                     "(seek --server-uuid) to answer as it does" if server_uuid is None else None,
+                reason="ahead", gtid=extra)
         lost = self.previous_gtids(files[0])
         if not lost.issubset(have):
             raise self._purged(have, lost)
@@ -432,13 +433,13 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
             self.previous_gtids(p)
             for grp in b.transactions():
                 if grp.gtid is None:
-                    raise NotFoundError(
+                    raise ReplicaStartRefused(
                         "cannot replicate anonymous transaction when AUTO_POSITION = 1 "
                         "(ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION): the source meets an anonymous "
                         "transaction (gtid_mode was not ON) before the first one the replica lacks",
                         path=b.path, offset=grp.start,
                         hint="a replica must start after the last anonymous transaction, or without "
-                             "auto-position (file and offset)")
+                             "auto-position (file and offset)", reason="anonymous", start=path)
                 if grp.gtid not in have:
                     first = Location(grp.gtid, b.path, grp.start, grp.end, grp.end, grp.timestamp, "scan")
                     break
@@ -447,12 +448,12 @@ class MysqlSeries(MysqlCatalogUse, SeriesShell):
         return ReplicaStart(have, path, 4, state, have - state, first, "scan")
 
     def _purged(self, have: GtidSet, lost: GtidSet) -> NotFoundError:
-        return NotFoundError(
+        return ReplicaStartRefused(
             "cannot replicate because the source purged required binary logs "
             f"(ER_SOURCE_HAS_PURGED_REQUIRED_GTIDS): the replica lacks {(lost - have).one_line()}, which "
             f"the first binlog's Previous_gtids ({os.path.basename(self.files[0])}) holds",
             path=self.files[0], hint="replicate the missing transactions from elsewhere, or provision the "
-                                     "replica from a backup")
+                                     "replica from a backup", reason="purged", gtid=lost - have)
 
 
 def _server_uuid(text) -> str:

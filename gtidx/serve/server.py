@@ -42,6 +42,9 @@ class ServeSettings:
     heartbeat_seconds: float = 30.0
     checksum_name: str = "CRC32"
     server_version: str = SERVER_VERSION
+    server_uuid: str | None = None      # MySQL's @@server_uuid (None: made up from server_id)
+    source_version: str = ""            # the newest binlog's FORMAT_DESCRIPTION's server version
+    tls: object = None                  # an ssl.SSLContext (server side): TLS offered to MySQL replicas
 
     def check(self) -> None:
         try:
@@ -55,16 +58,15 @@ class ServeSettings:
             raise BadInputError(f"--server-id {self.server_id} is not in 1..4294967295")
 
 
-def binlogs_checksum(path: str) -> str:
-    """The binlog_checksum the source reports (``@@global.binlog_checksum``):
-    its newest binlog's, as the server it came from wrote it."""
-    from .. import api
-    from ..binlog.mariadb import Binlog
-    files = api.list_binlogs(path)
+def newest_binlog(files: list[str], path: str) -> tuple[str, str]:
+    """The binlog_checksum the source reports (``@@global.binlog_checksum``)
+    and the server version in its FORMAT_DESCRIPTION: the newest binlog's,
+    as the server it came from wrote it."""
+    from ..binlog.mysql import open_binlog
     if not files:
         raise BadInputError(f"no binlogs in {path}")
-    with Binlog(files[-1]) as b:
-        return "CRC32" if b.checksum_len else "NONE"
+    with open_binlog(files[-1]) as b:
+        return ("CRC32" if b.checksum_len else "NONE"), b.fde.server_version
 
 
 def stderr_log(line: str) -> None:
@@ -76,8 +78,13 @@ class Server:
     one, read back from ``address`` once bound."""
 
     def __init__(self, settings: ServeSettings, log: Callable[[str], None] = stderr_log):
+        from .. import api
+        from .mysqlsession import MysqlSession
         settings.check()
-        settings.checksum_name = binlogs_checksum(settings.path)
+        listing = api.list_series(settings.path, catalog=False).checked()
+        # one session class per flavor, picked here once: MySQL binlogs get MySQL's source side
+        self.session_class = api.flavor_pick(listing.flavor, Session, MysqlSession)
+        settings.checksum_name, settings.source_version = newest_binlog(listing.files, settings.path)
         self.settings, self.log = settings, log
         family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
@@ -97,7 +104,7 @@ class Server:
         connection_id = next(self.ids)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            Session(Connection(sock), self.settings, connection_id, self.log).run()
+            self.session_class(Connection(sock), self.settings, connection_id, self.log).run()
         except (ProtocolError, OSError) as e:
             self.log(f"connection {connection_id} from {peer[0]}:{peer[1]} ended: {e}")
         except Exception as e:            # one connection's failure never stops the server

@@ -124,8 +124,8 @@ class Session:
                 self.conn.send(*self.answer(body.decode("utf-8", "replace")))
             elif command in (COM_PING, COM_REGISTER_SLAVE, COM_INIT_DB):
                 self.conn.send(ok_packet())
-            elif command == COM_BINLOG_DUMP:
-                self.dump(body)
+            elif command in self.dumps:          # the connection is the stream's from here on
+                self.dumps[command](self, body)
                 return
             else:
                 self.conn.send(err_packet(ER_UNKNOWN_COM, f"gtidx serve does not know command {command:#x}"))
@@ -202,3 +202,6 @@ class Session:
         except ReplicaStartRefused as e:
             self.log(f"replica {replica_id}: refused: {e}")
             self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
+
+    # the commands that hand the connection to a stream, and the method that answers each
+    dumps = {COM_BINLOG_DUMP: dump}

@@ -333,4 +333,8 @@ class Stream:
                 if not sock.recv(1 << 12):
                     raise ProtocolError("the replica closed the connection")
                 continue
-            self.event(heartbeat(name, end, self.server_id, self.checksum))
+            self.event(self.heartbeat_event(name, end))
+
+    def heartbeat_event(self, name: str, log_pos: int) -> bytes:
+        """The heartbeat this stream sends (a flavor's stream may send another kind)."""
+        return heartbeat(name, log_pos, self.server_id, self.checksum)

@@ -40,6 +40,7 @@ TYPE_VAR_STRING = 253
 CLIENT_LONG_FLAG = 0x4
 CLIENT_CONNECT_WITH_DB = 0x8
 CLIENT_PROTOCOL_41 = 0x200
+CLIENT_SSL = 0x800                 # offered only with a TLS certificate; a client asking sends an SSLRequest first
 CLIENT_TRANSACTIONS = 0x2000
 CLIENT_SECURE_CONNECTION = 0x8000
 CLIENT_MULTI_RESULTS = 0x20000
@@ -164,13 +165,14 @@ def new_scramble() -> bytes:
     return bytes(1 + b % 127 for b in os.urandom(SCRAMBLE_LEN))
 
 
-def handshake(server_version: str, connection_id: int, scramble: bytes) -> bytes:
-    """The initial handshake packet, protocol 10."""
+def handshake(server_version: str, connection_id: int, scramble: bytes, plugin: bytes = NATIVE_PASSWORD,
+              capabilities: int = SERVER_CAPABILITIES) -> bytes:
+    """The initial handshake packet, protocol 10, offering ``plugin``."""
     return (U8.pack(PROTOCOL_VERSION) + server_version.encode() + b"\0"
-            + HANDSHAKE_MIDDLE.pack(connection_id, scramble[:8], 0, SERVER_CAPABILITIES & 0xFFFF,
-                                    UTF8MB4_GENERAL_CI, STATUS_AUTOCOMMIT, SERVER_CAPABILITIES >> 16,
+            + HANDSHAKE_MIDDLE.pack(connection_id, scramble[:8], 0, capabilities & 0xFFFF,
+                                    UTF8MB4_GENERAL_CI, STATUS_AUTOCOMMIT, capabilities >> 16,
                                     SCRAMBLE_LEN + 1, b"\0" * 6, 0)
-            + scramble[8:] + b"\0" + NATIVE_PASSWORD + b"\0")
+            + scramble[8:] + b"\0" + plugin + b"\0")
 
 
 class Login:
@@ -204,6 +206,13 @@ def parse_handshake_response(payload: bytes) -> Login:
     if caps & CLIENT_PLUGIN_AUTH and at < len(payload):
         plugin, at = read_nul_str(payload, at)
     return Login(user.decode("utf-8", "replace"), auth, plugin)
+
+
+def wants_tls(payload: bytes) -> bool:
+    """Is this answer to the handshake an SSLRequest (the fixed part of a
+    HandshakeResponse41 alone, CLIENT_SSL set): TLS first, then the
+    response, over it?"""
+    return len(payload) == HANDSHAKE_RESPONSE.size and bool(HANDSHAKE_RESPONSE.unpack(payload)[0] & CLIENT_SSL)
 
 
 def native_password_ok(password: bytes, scramble: bytes, auth: bytes) -> bool:
