@@ -89,17 +89,19 @@ def _listing(client, prefix: str) -> dict:
     return {o["Key"][len(prefix):]: (o["Size"], o["ETag"]) for o in listed}
 
 
-def _check(client, prefix: str, local: Path, *, whole: bool) -> dict:
+def _check(client, prefix: str, local: Path, *, whole: bool, part: int = storage.UPLOAD_PART) -> dict:
     """The archive as it must be after any step: each binlog object holds the
-    local file's bytes, each index object the local index's; the catalog
-    lists only objects that are there, with their sizes and ETags (``whole``:
-    exactly the binlog objects). Returns the listing."""
+    local file's bytes (its ETag theirs, uploaded in ``part``-sized parts),
+    each index object the local index's; the catalog lists only objects that
+    are there, with their sizes and ETags (``whole``: exactly the binlog
+    objects). Returns the listing."""
     objects = _listing(client, prefix)
     binlogs = sorted(n for n in objects if n.startswith("master-bin.") and not n.endswith(".idx"))
     for n in binlogs:
         body = client.get_object(Bucket=BUCKET, Key=prefix + n)["Body"].read()
         assert body == (local / n).read_bytes(), n
-        assert objects[n][1] == '"%s"' % hashlib.md5(body).hexdigest()
+        assert objects[n][1] == (storage.s3_etag(str(local / n), part) if len(body) > part else
+                                 '"%s"' % hashlib.md5(body).hexdigest())
     for n in objects:
         if n.endswith(".idx") and not n.startswith("."):
             assert n[:-4] in binlogs, n                  # never an index before its binlog

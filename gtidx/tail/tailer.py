@@ -156,6 +156,13 @@ class Tailer:
         """The files (or the directory) whose last attempt failed."""
         return list(self.failures)
 
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was asked (also after ``run`` returned: the
+        SIGTERM/SIGINT handler it installed stays, so work done after it,
+        such as ``--once``'s uploads, can stop on it)."""
+        return self._stopping
+
     def stop(self, *_signal) -> None:
         """Ask ``run`` to stop: the SIGTERM/SIGINT handler, or another thread.
         It takes no lock: a handler runs in the main thread between two of its
