@@ -13,17 +13,21 @@ One file, in this order, each step checked before the next:
 
 1. the binlog, as the object ``URL/name``. Its expected ETag is computed
    of the local file (``storage.s3_etag``: the MD5, or of a multipart
-   upload the MD5 of the parts' MD5s, parts of ``storage.UPLOAD_PART``):
+   upload the MD5 of the parts' MD5s, parts of ``part_size``: s3fs's
+   ``default_block_size`` storage option, else ``storage.UPLOAD_PART``):
    S3 computes the ETag of the bytes it received, so an object of this
    size and this ETag holds exactly the local bytes. An object already
    there with them is not uploaded again (a restart after kill -9 lists
-   the prefix and uploads only what is missing); an object there with
-   other bytes is never replaced (a name a server reused after RESET
+   the prefix and uploads only what is missing; an object of an earlier
+   run's other part size is judged with its own, ``_same_in_other_parts``);
+   an object there with other bytes is never replaced (a name a server reused after RESET
    MASTER: the file fails, logged, counted and retried, so that an
    operator sees it). The upload is one PUT, or a multipart upload
    completed at its end: S3 makes the object whole at that moment, so an
    interrupted upload (kill -9, SIGTERM, a failure) leaves no object under
-   the name, and nothing half-uploaded looks complete. The object is read
+   the name, and nothing half-uploaded looks complete. SIGTERM (the tail's
+   ``stopping``) stops an upload between two parts (aborted); the parts a
+   kill -9 left are aborted before the file's next upload. The object is read
    back (HEAD) and its size and ETag compared; an object that does not
    match is removed and the file retried.
 2. its index, ``URL/name.idx`` (one PUT, ETag compared) and the index's
