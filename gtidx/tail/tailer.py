@@ -219,13 +219,15 @@ class Tailer:
             if delay > 0 and not self._stopping:
                 watch.wait(delay)
             return False
-        watch.arm(self.directory, self._growing)
+        armed = watch.arm(self.directory, self._growing)
         now = time.monotonic()
         delay = self.settings.repoll - (now - started)
         if self.failures:
             delay = min(delay, min(f.retry_at for f in self.failures.values()) - now)
         if self._stopping:
             return False
+        if armed:
+            return False                         # written before its watch was added: look again now
         wake = watch.wait(delay)
         if wake.stop or not (wake.growing_only and self.failures.keys() <= {self._catalog_key}):
             return False
