@@ -31,6 +31,7 @@ from gtidx import api, storage  # noqa: E402
 from gtidx.tail.archive import ArchiveState  # noqa: E402
 from gtidx.tail.metrics import MetricsServer, health  # noqa: E402
 from gtidx.tail.tailer import TailState  # noqa: E402
+from test_mysql_catalog_s3 import forget  # noqa: E402
 from test_s3 import FaultProxy  # noqa: E402
 from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
 
@@ -47,6 +48,7 @@ def s3(tmp_path_factory):
     os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
     for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         os.environ.pop(k, None)
+    forget()                     # stores and file systems of another module's server (not in their keys)
     try:
         server.client = server.bucket(BUCKET)
         server.proxy = proxy
@@ -59,6 +61,7 @@ def s3(tmp_path_factory):
                 os.environ[k] = v
         proxy.stop()
         server.stop()
+        forget()
 
 
 def _binlogs(tmp_path: Path) -> Path:
