@@ -319,6 +319,28 @@ class FsspecStore:
         except Exception as e:
             raise self.fail(e, path) from None
 
+    def s3(self, path: str, op: str, **kw) -> dict:
+        """One S3 call (botocore's ``op``) on the object ``path``; a failure is its GtidxError."""
+        bucket, key, _ = self.fs.split_path(path)
+        return self._call(path, self.fs.call_s3, op, Bucket=bucket, Key=key, **kw)
+
+    def part_size(self, path: str) -> int | None:
+        """The size of part 1 of the object ``path`` when it was made by a
+        multipart upload (a HEAD of that part), else None: with the size,
+        what ``s3_etag`` needs to check the object against a local file."""
+        head = self.s3(path, "head_object", PartNumber=1)
+        return int(head["ContentLength"]) if head.get("PartsCount") else None
+
+    def abort_uploads(self, path: str) -> int:
+        """Abort the incomplete multipart uploads to ``path`` (a process
+        killed during one leaves it, invisible but stored): how many."""
+        bucket, key, _ = self.fs.split_path(path)
+        listed = self._call(path, self.fs.call_s3, "list_multipart_uploads", Bucket=bucket, Prefix=key)
+        stale = [u["UploadId"] for u in listed.get("Uploads", []) if u["Key"] == key]
+        for upload in stale:
+            self.s3(path, "abort_multipart_upload", UploadId=upload)
+        return len(stale)
+
     def remove(self, path: str) -> None:
         """Delete the object ``path`` (one DELETE)."""
         self._call(path, self.fs.rm_file, path)

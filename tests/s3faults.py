@@ -18,6 +18,17 @@ It forwards every request unchanged, except as set by
 * ``skip=K``: drop, cut and short spare the next K ranged GETs first (a
   fault at the K+1th read of a lookup: every read of it can be hit in turn).
 
+Uploads (a PUT with a body: a whole object or one part of a multipart upload):
+
+* ``dropup=N``: the next N uploads are read half-way, then the connection is
+  closed (a connection dropped in the middle of an upload);
+* ``stall=N``: the next N uploads are read whole and never answered, until
+  the client gives up and closes the connection (a timeout);
+* ``corrupt=N``: the next N uploads are forwarded with one byte of the body
+  changed and without their checksum headers (an object stored with other
+  bytes than were sent, which only its ETag tells);
+* ``upskip=K``: those faults spare the next K uploads first.
+
 ``GET /__faults__`` reports how many requests it throttled, dropped, cut
 and forwarded, as JSON. Listens on 127.0.0.1."""
 from __future__ import annotations
@@ -43,7 +54,14 @@ class State:
     short = 0
     trickle = 0.0
     skip = 0
+    dropup = 0
+    stall = 0
+    corrupt = 0
+    upskip = 0
     ranged = 0
+    uploads = 0
+    stalled = 0
+    corrupted = 0
     throttled = 0
     dropped = 0
     damaged = 0
@@ -52,7 +70,8 @@ class State:
     @classmethod
     def report(cls) -> dict:
         return {k: getattr(cls, k) for k in ("throttled", "dropped", "damaged", "forwarded", "ranged", "slowdown",
-                                             "delay", "drop", "cut", "short", "trickle", "skip")}
+                                             "delay", "drop", "cut", "short", "trickle", "skip", "dropup",
+                                             "stall", "corrupt", "upskip", "uploads", "stalled", "corrupted")}
 
     @classmethod
     def take(cls, name: str) -> bool:
@@ -73,7 +92,7 @@ def handler(upstream: urllib.parse.SplitResult):
         def _faults(self):
             q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
             with State.lock:
-                for name in ("slowdown", "drop", "cut", "short", "skip"):
+                for name in ("slowdown", "drop", "cut", "short", "skip", "dropup", "stall", "corrupt", "upskip"):
                     if name in q:
                         setattr(State, name, int(q[name][0]))
                 for name in ("delay", "trickle"):
@@ -102,7 +121,32 @@ def handler(upstream: urllib.parse.SplitResult):
             if self.path.startswith("/__faults__"):
                 return self._faults()
             n = int(self.headers.get("Content-Length") or 0)
+            upload = self.command == "PUT" and n > 0
+            with State.lock:
+                State.uploads += upload
+                hit = upload and not State.take("upskip") and \
+                    next((f for f in ("dropup", "stall", "corrupt") if State.take(f)), None)
+                State.dropped += hit == "dropup"
+                State.stalled += hit == "stall"
+                State.corrupted += hit == "corrupt"
+            if hit == "dropup":
+                self.rfile.read(n // 2)
+                self.close_connection = True
+                return
             body = self.rfile.read(n) if n else None
+            if hit == "stall":
+                self.close_connection = True
+                self.connection.settimeout(120)
+                try:
+                    while self.connection.recv(4096):       # until the client closes it
+                        pass
+                except OSError:
+                    pass
+                return
+            if hit == "corrupt":
+                body = bytes([body[0] ^ 0xFF]) + body[1:]
+                for k in [k for k in self.headers if k.lower().startswith(("x-amz-checksum", "content-md5"))]:
+                    del self.headers[k]
             ranged = self.command == "GET" and "Range" in self.headers
             with State.lock:
                 delay = State.delay

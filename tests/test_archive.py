@@ -31,6 +31,7 @@ from gtidx import api, storage  # noqa: E402
 from gtidx.tail.archive import ArchiveState  # noqa: E402
 from gtidx.tail.metrics import MetricsServer, health  # noqa: E402
 from gtidx.tail.tailer import TailState  # noqa: E402
+from test_mysql_catalog_s3 import forget  # noqa: E402
 from test_s3 import FaultProxy  # noqa: E402
 from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
 
@@ -47,6 +48,7 @@ def s3(tmp_path_factory):
     os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
     for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         os.environ.pop(k, None)
+    forget()                     # stores and file systems of another module's server (not in their keys)
     try:
         server.client = server.bucket(BUCKET)
         server.proxy = proxy
@@ -59,6 +61,7 @@ def s3(tmp_path_factory):
                 os.environ[k] = v
         proxy.stop()
         server.stop()
+        forget()
 
 
 def _binlogs(tmp_path: Path) -> Path:
@@ -89,17 +92,19 @@ def _listing(client, prefix: str) -> dict:
     return {o["Key"][len(prefix):]: (o["Size"], o["ETag"]) for o in listed}
 
 
-def _check(client, prefix: str, local: Path, *, whole: bool) -> dict:
+def _check(client, prefix: str, local: Path, *, whole: bool, part: int = storage.UPLOAD_PART) -> dict:
     """The archive as it must be after any step: each binlog object holds the
-    local file's bytes, each index object the local index's; the catalog
-    lists only objects that are there, with their sizes and ETags (``whole``:
-    exactly the binlog objects). Returns the listing."""
+    local file's bytes (its ETag theirs, uploaded in ``part``-sized parts),
+    each index object the local index's; the catalog lists only objects that
+    are there, with their sizes and ETags (``whole``: exactly the binlog
+    objects). Returns the listing."""
     objects = _listing(client, prefix)
     binlogs = sorted(n for n in objects if n.startswith("master-bin.") and not n.endswith(".idx"))
     for n in binlogs:
         body = client.get_object(Bucket=BUCKET, Key=prefix + n)["Body"].read()
         assert body == (local / n).read_bytes(), n
-        assert objects[n][1] == '"%s"' % hashlib.md5(body).hexdigest()
+        assert objects[n][1] == (storage.s3_etag(str(local / n), part) if len(body) > part else
+                                 '"%s"' % hashlib.md5(body).hexdigest())
     for n in objects:
         if n.endswith(".idx") and not n.startswith("."):
             assert n[:-4] in binlogs, n                  # never an index before its binlog

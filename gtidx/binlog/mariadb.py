@@ -283,9 +283,10 @@ class Binlog:
         last event is not ROTATE or STOP (``truncation``)."""
         return self._complete(start, closed_check)[0]
 
-    def _complete(self, start: int, closed_check: bool) -> tuple[int, int | None]:
-        """``complete_end`` and the start of the last complete event (None: not one)."""
-        off, last = walk.complete_ends(self, start)
+    def _complete(self, start: int, closed_check: bool, walked: tuple | None = None) -> tuple[int, int | None]:
+        """``complete_end`` and the start of the last complete event (None: not
+        one); ``walked``: ``walk.complete_ends`` from ``start``, done already."""
+        off, last = walked or walk.complete_ends(self, start)
         if closed_check and last is not None:
             cut = self.truncation(last, None)
             if cut is not None:
@@ -428,7 +429,7 @@ class Binlog:
         domain, flags2))`` per group, no objects."""
         return walk.group_walk(self, self.body_start if start is None else start, None, 0)
 
-    def group_batches(self, span: int, start: int | None = None, previous: int = 0):
+    def group_batches(self, span: int, start: int | None = None, previous: int = 0, carry=None):
         """The walk an index build needs, without per-group yields: yields
         ``(end, gtids, True)`` at the end of the first group at least ``span``
         bytes past the previous such yield (the first counts from
@@ -436,8 +437,9 @@ class Binlog:
         server_id, seq, domain, flags2) of the groups since then, in file order.
         Last it yields ``(end, gtids, False)``: the groups that did not reach
         a span, and where the walk stopped (the end of the last complete group,
-        or ``start``): where a later walk of a growing file resumes."""
-        return walk.group_walk(self, self.body_start if start is None else start, span, previous)
+        or ``start``): where a later walk of a growing file resumes (``carry``:
+        ``walk.OpenGroup``, inside the group open there)."""
+        return walk.group_walk(self, self.body_start if start is None else start, span, previous, carry)
 
     def group_records(self, start: int | None = None) -> bytes:
         """``group_spans`` packed, for many groups at once: one GROUP_RECORD
@@ -474,27 +476,32 @@ class Binlog:
             f"truncated binlog: a closed binlog ends with ROTATE or STOP, this one ends {where} "
             f"(a partial copy?)", self.size)
 
-    def tail_end(self, mark: int, open_start: int | None, flags2: int):
+    def tail_end(self, mark: int, open_start: int | None, flags2: int, last_before: int | None = None,
+                 complete: tuple | None = None):
         """After a walk: check the framing from ``mark`` to the end. Returns
         (where the open group started at ``open_start`` ends, or None when there
         is none or it is not complete; the truncation error of a closed file
-        cut short, or None). The open group of a cut file counts only when
-        its terminating event (XID, COMMIT, ...) is there."""
-        end, last = self._complete(mark, closed_check=False)     # one walk: the end and its last event
+        cut short, or None; the end of the complete events; where the last of
+        them starts, or None). The open group of a cut file counts only when
+        its terminating event (XID, COMMIT, ...) is there. ``last_before``:
+        a walk resumed inside the open group at ``mark`` knows its events
+        before ``mark`` complete, the last of them there (not walked again);
+        ``complete``: ``walk.complete_ends`` from ``mark``, where it was walked."""
+        end, last = self._complete(mark, closed_check=False, walked=complete)   # the end and its last event
+        if last is None:
+            last = last_before
         cut = None
-        if not self.fde.in_use and end > mark:
+        if not self.fde.in_use and last is not None:
             cut = self.truncation(last, open_start)
         if open_start is None:
-            return None, cut
+            return None, cut, end, last
         if not self.fde.in_use and cut is None:
-            return end, cut
-        if open_start != mark:                            # (a walk's open group starts at its mark)
+            return end, cut, end, last
+        if open_start != mark and last_before is None:   # (a walk's open group starts at its mark)
             last = None
             for last, _, _, _ in self._headers_between(open_start, end):
                 pass
-        if self._group_terminated(open_start, last, flags2):
-            return end, cut
-        return None, cut
+        return end if self._group_terminated(open_start, last, flags2) else None, cut, end, last
 
     def _group_terminated(self, start: int, last: int | None, flags2: int) -> bool:
         """Is the event at ``last``, the last complete one of the group that

@@ -125,7 +125,7 @@ class MysqlBinlog(Binlog):
     def group_spans(self, start=None):
         raise self.not_yet("the MariaDB group walk")
 
-    def group_batches(self, span, start=None, previous=0):
+    def group_batches(self, span, start=None, previous=0, carry=None):
         raise self.not_yet("indexing")
 
     def group_records(self, start=None):

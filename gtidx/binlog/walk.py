@@ -47,9 +47,43 @@ except ImportError:                    # pragma: no cover - depends on the insta
     _groups = None
 
 _GROUP_CHUNK = 65536                      # records group_records has C write per buffer
+_CARRY_CHECK = 4096                       # OpenGroup: the bytes before ``to`` compared before a resume
 
 
-def group_walk(b, off: int, span: int | None, previous: int):
+class OpenGroup:
+    """Where a batch walk of a growing binlog left a group not complete yet
+    (``group_walk``'s ``carry``): the group's ``start`` and GTID ``head``,
+    ``to`` (the end of its complete events, none of them cold), ``last``
+    (where the last of those starts) and ``seal``, the digest of the bytes
+    just before ``to`` (``digest(buffer, lo, hi)``, given by the owner of
+    that rule: ``index.meta.digest_masked``). The next walk from ``start``
+    of the same file goes on at ``to`` once ``b`` holds those bytes
+    unchanged: a tail's look walks what was written since the last one, not
+    the whole open group again (a transaction of many rows events spans
+    many looks)."""
+
+    __slots__ = ("digest", "start", "head", "to", "last", "seal")
+
+    def __init__(self, digest):
+        self.digest = digest
+        self.start = -1                   # none
+
+    def _seal(self, b, start: int, to: int):
+        return self.digest(b.buffer, max(start, to - _CARRY_CHECK), to)
+
+    def take(self, b, start: int) -> bool:
+        """Is this the open group at ``start`` of ``b``, its bytes unchanged?
+        It is used once: the walk that takes it sets it again (or not)."""
+        ok = self.start == start and self.to <= b.size and self._seal(b, start, self.to) == self.seal
+        self.start = -1
+        return ok
+
+    def keep(self, b, start: int, head, to: int, last: int) -> None:
+        self.start, self.head, self.to, self.last = start, head, to, last
+        self.seal = self._seal(b, start, to)
+
+
+def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | None = None):
     """The one event walk behind ``Binlog.group_spans`` (``span`` None: a
     yield per group) and ``Binlog.group_batches`` (a yield per ``span``
     bytes), over ``b`` (a ``Binlog``) from the event boundary ``off``.
@@ -65,9 +99,22 @@ def group_walk(b, off: int, span: int | None, previous: int):
     re-run is exact: before the only raise after state changes
     (``gtid_head``), the open group was yielded or added and ``cur`` set
     to None, so the re-run skips that part, and ``mark = off`` is the same
-    assignment again."""
-    w = b.window(off, b.size)    # the walk reads to the end
-    mm, base, off = w.view, off, 0
+    assignment again.
+
+    ``carry`` (batch walks): an ``OpenGroup`` where the walk of a growing
+    file that ends inside a group leaves it, and from which the next walk
+    from that group's start resumes (its events before ``carry.to`` are
+    not walked again)."""
+    start = off
+    resumed = carry is not None and carry.take(b, start)
+    at = carry.to if resumed else start
+    if resumed and not per_group_of(span):
+        done, last, cold = complete_ends(b, at, _COLD_BYTES)
+        if not cold:                 # the open group's events alone since: walked once, here
+            yield from _open_group_tail(b, carry, start, span, previous, done, last)
+            return
+    w = b.window(at, b.size)     # the walk reads to the end
+    mm, base, off = w.view, at, 0
     rsize = b.size - base            # the file's size, relative to base
     unpack = TYPE_LENGTH.unpack_from
     gtid_head = GTID_HEAD.unpack_from
@@ -78,10 +125,12 @@ def group_walk(b, off: int, span: int | None, previous: int):
     due = 0 if per_group else previous + span - base   # the group end that closes a batch
     batch = []
     add = batch.append
-    last_end = 0        # end of the last complete group walked
-    cur = None          # GTID_HEAD fields of the open group
-    cur_start = 0
+    last_end = start - base   # end of the last complete group walked
+    cur = carry.head if resumed else None     # GTID_HEAD fields of the open group
+    cur_start = start - base
     mark = 0            # a boundary we know is good: the tail check restarts here
+    if resumed and skip is not None:           # compiled: straight to the next cold event
+        off = skip(mm, 0, cold_bytes)
     while True:
         try:
             while True:
@@ -137,8 +186,13 @@ def group_walk(b, off: int, span: int | None, previous: int):
     cur_start += base
     last_end += base
     due += base
-    # Cold tail: where do complete events end, and is the open group done?
-    end, cut = b.tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0)
+    # Cold tail: where do complete events end, and is the open group done? (resumed and no cold
+    # event since: the group's events before mark are complete, the last of them at carry.last)
+    known = carry.last if resumed and mark == at else None
+    end, cut, done, last = b.tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0,
+                                      known)
+    if carry is not None and cur is not None and end is None and cut is None and done > cur_start:
+        carry.keep(b, cur_start, cur, done, last)
     if per_group:
         if end is not None:
             yield cur_start, end, cur
@@ -154,6 +208,31 @@ def group_walk(b, off: int, span: int | None, previous: int):
             yield end, batch, True
             batch = []
     yield last_end, batch, False
+
+
+def per_group_of(span: int | None) -> bool:
+    return span is None
+
+
+def _open_group_tail(b, carry: OpenGroup, start: int, span: int, previous: int, done: int, last: int | None):
+    """``group_walk``'s batch answer where it resumed inside the group open
+    at ``start`` and the events since (complete to ``done``, the last at
+    ``last``: ``complete_ends``) hold no cold event: the group ends there
+    when its last event terminates it, else it is still open (``carry``)."""
+    head = carry.head
+    end, cut, done, last = b.tail_end(carry.to, start, head[4], carry.last, (done, last))
+    if cut is not None:
+        raise cut
+    if end is None:
+        if done > start:
+            carry.keep(b, start, head, done, last)
+        yield start, [], False
+        return
+    batch = [head]
+    if end >= previous + span:
+        yield end, batch, True
+        batch = []
+    yield end, batch, False
 
 
 def group_records(b, start: int | None = None) -> bytes:
@@ -278,10 +357,13 @@ def apply_until(b, state: BinlogState, start: int, target: int) -> bool:
         mm = w.move(pos)
 
 
-def complete_ends(b, start: int) -> tuple[int, int | None]:
+def complete_ends(b, start: int, cold: bytes | None = None):
     """(end, last): where the complete events from the event boundary
     ``start`` of ``b`` end, and where the last of them starts (None: not
     one). Raises, as ``Binlog.complete_end``, at a length below the header.
+    With ``cold`` (a type -> bool table, as ``_COLD_BYTES``): (end, last,
+    stopped), the walk stopped at the first cold event whose header is
+    there, or at a header the group walk would judge (cold, or too short).
 
     The Python loop (one unpack per event) is the definition. Where the
     compiled skip is built, C follows the lengths through each window, and
@@ -293,13 +375,14 @@ def complete_ends(b, start: int) -> tuple[int, int | None]:
     mm, base = w.view, start
     unpack = TYPE_LENGTH.unpack_from
     skip = _skip
-    off, last = start, None
+    follow = _NO_COLD if cold is None else cold
+    off, last, hit = start, None, False
     while off + HEADER_LEN <= size:
         if off + HEADER_LEN > base + len(mm):
             mm, base = w.move(off), off
         if skip is not None:
             r = off - base
-            o = skip(mm, r, _NO_COLD)           # stops at a short event or where a header leaves mm
+            o = skip(mm, r, follow)             # stops at a short (or cold) event or where a header leaves mm
             if o > r:
                 p = _start_before(mm, r, o)     # the last event passed: [p, o)
                 if base + o <= size:
@@ -310,15 +393,25 @@ def complete_ends(b, start: int) -> tuple[int, int | None]:
                 off = base + p                  # the partial event: the step below ends the walk
                 if off + HEADER_LEN > size:
                     break
-        ln = unpack(mm, off - base)[1]
+        etype, ln = unpack(mm, off - base)
         if ln < HEADER_LEN:
             raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+        if follow[etype]:
+            hit = True
+            break
         if off + ln > size:
             break
         last = off
         off += ln
+    if cold is not None and not hit and off + TYPE_LENGTH.size <= size:
+        # a header too short for this walk, whole enough for the group walk's (a cold type, a
+        # bad length): the group walk's to judge
+        if off + TYPE_LENGTH.size > base + len(mm):
+            mm, base = w.move(off), off
+        etype, ln = unpack(mm, off - base)
+        hit = bool(follow[etype]) or ln < HEADER_LEN
     w.release()                                 # numbers only were read: the buffer goes on
-    return off, last
+    return (off, last) if cold is None else (off, last, hit)
 
 
 def _start_before(mm, r: int, o: int) -> int:

@@ -125,7 +125,8 @@ def tail(directory, once, watch, interval, repoll, metrics, max_lag, archive, st
                                            catalog_interval=catalog_interval), index_root)
         if archive is not None:
             from ..tail.archive import Archiver
-            archiver = Archiver(archive, storage_options, retry_max=retry_max, index_of=t.index_of)
+            archiver = Archiver(archive, storage_options, retry_max=retry_max, index_of=t.index_of,
+                                stopping=lambda: t.stopping)
             t.on_closed = archiver.closed
             if not once:
                 archiver.start()
@@ -134,7 +135,7 @@ def tail(directory, once, watch, interval, repoll, metrics, max_lag, archive, st
             server = MetricsServer(t.state, *listen, max_lag=max_lag, repoll=repoll,
                                    archive=archiver and archiver.state)
         t.run(once=once)
-        if once and archiver is not None:
+        if once and archiver is not None and not t.stopping:
             archiver.drain_once()
     finally:
         if archiver is not None:

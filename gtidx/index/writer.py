@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from . import format as fmt
+from ..binlog.walk import OpenGroup
+from .meta import digest_masked
 from ..errors import BadInputError
 from ..gtid import LatestGtids, SeqRanges
 
@@ -229,7 +231,7 @@ class RecordPolicy:
     a group boundary) and ``capped`` (past ``max_offset``).
     """
 
-    __slots__ = ("span_min", "max_offset", "previous", "pending", "walked", "capped", "seen")
+    __slots__ = ("span_min", "max_offset", "previous", "pending", "walked", "capped", "seen", "carry")
 
     def __init__(self, span_min: int, max_offset: int = fmt.MAX_OFFSET):
         if span_min < 1:
@@ -262,6 +264,7 @@ class RecordPolicy:
         self.walked = offset
         self.capped = False
         self.seen = seen
+        self.carry = OpenGroup(digest_masked)   # the group open at ``walked`` as the last walk left it
 
     def group(self, end: int, domain: int, server: int, seq: int):
         """One event group, ending at ``end``: returns the record
@@ -294,7 +297,8 @@ class RecordPolicy:
         next call. ``follow=False`` stops at the 4 GiB cap (a build needs
         nothing past it); a tail follows to the end to know how far it read."""
         pending, seen = self.pending, self.seen
-        for end, batch, due in b.group_batches(self.span_min, start=self.walked, previous=self.previous):
+        for end, batch, due in b.group_batches(self.span_min, start=self.walked, previous=self.previous,
+                                               carry=self.carry):
             if seen is None:
                 pending.add_rows(batch, *_HEAD_FIELDS)
             else:

@@ -13,17 +13,21 @@ One file, in this order, each step checked before the next:
 
 1. the binlog, as the object ``URL/name``. Its expected ETag is computed
    of the local file (``storage.s3_etag``: the MD5, or of a multipart
-   upload the MD5 of the parts' MD5s, parts of ``storage.UPLOAD_PART``):
+   upload the MD5 of the parts' MD5s, parts of ``part_size``: s3fs's
+   ``default_block_size`` storage option, else ``storage.UPLOAD_PART``):
    S3 computes the ETag of the bytes it received, so an object of this
    size and this ETag holds exactly the local bytes. An object already
    there with them is not uploaded again (a restart after kill -9 lists
-   the prefix and uploads only what is missing); an object there with
-   other bytes is never replaced (a name a server reused after RESET
+   the prefix and uploads only what is missing; an object of an earlier
+   run's other part size is judged with its own, ``_same_in_other_parts``);
+   an object there with other bytes is never replaced (a name a server reused after RESET
    MASTER: the file fails, logged, counted and retried, so that an
    operator sees it). The upload is one PUT, or a multipart upload
    completed at its end: S3 makes the object whole at that moment, so an
    interrupted upload (kill -9, SIGTERM, a failure) leaves no object under
-   the name, and nothing half-uploaded looks complete. The object is read
+   the name, and nothing half-uploaded looks complete. SIGTERM (the tail's
+   ``stopping``) stops an upload between two parts (aborted); the parts a
+   kill -9 left are aborted before the file's next upload. The object is read
    back (HEAD) and its size and ETag compared; an object that does not
    match is removed and the file retried.
 2. its index, ``URL/name.idx`` (one PUT, ETag compared) and the index's
@@ -80,12 +84,19 @@ class Archiver:
     in the order given; ``close`` stops it between two parts of an upload
     (which is then aborted: no object appears)."""
 
-    def __init__(self, url: str, storage_options: dict | None = None, *, part_size: int = storage.UPLOAD_PART,
-                 retry_max: float = 30.0, retry_min: float = 0.2, index_of=index_path):
+    def __init__(self, url: str, storage_options: dict | None = None, *, part_size: int | None = None,
+                 retry_max: float = 30.0, retry_min: float = 0.2, index_of=index_path, stopping=lambda: False):
         store, prefix = storage.resolve(url, storage_options)
         if not store.remote or store.protocol not in ("s3", "s3a"):
             raise BadInputError(f"--archive {url!r}: expected an S3 prefix, s3://bucket/prefix/")
+        if part_size is None:
+            # s3fs's own option for the part size of its multipart writes, as a user sets it
+            part_size = (storage_options or {}).get("default_block_size") or storage.UPLOAD_PART
+        if type(part_size) is not int or part_size < 1:
+            raise BadInputError(f"default_block_size {part_size!r}: expected a number of bytes (the upload's "
+                                "part size; S3 takes parts of at least 5 MiB)")
         self.store, self.prefix = store, prefix.rstrip("/")
+        self.outside_stop = stopping                # the tail's stop (SIGTERM): no new file, no next part
         self.part_size, self.retry_max, self.retry_min = part_size, retry_max, retry_min
         self.index_of = index_of                    # where a binlog's index is (Tailer.index_of: --index-dir)
         self.state = ArchiveState()
@@ -124,21 +135,34 @@ class Archiver:
         if self.thread.is_alive():
             self.thread.join()
 
-    def drain_once(self) -> None:
+    def drain_once(self) -> bool:
         """Archive what waits in the calling thread, each file tried once
-        (``gtidx tail --once``); what failed is in ``state.failing``."""
+        (``gtidx tail --once``); what failed is in ``state.failing``. Once
+        stopped (``stopping()``: SIGTERM) it stops between two files, or
+        between two parts of an upload (aborted: no object appears): whether
+        it stopped with files left."""
         for path in list(self.queue):
-            self._one(path, 0.0)
+            try:
+                if self._stop_asked():
+                    raise InterruptedError
+                self._one(path, 0.0)
+            except InterruptedError:
+                event(logging.INFO, "archive stopped", file=path, left=len(self.queue))
+                return True
+        return False
+
+    def _stop_asked(self) -> bool:
+        return self.stopping or self.outside_stop()
 
     # -- the thread ----------------------------------------------------------------------
     def _run(self) -> None:
         delay = 0.0
         while True:
             with self.cond:
-                while not self.stopping and (not self.queue or delay):
+                while not self._stop_asked() and (not self.queue or delay):
                     if not self.cond.wait(delay or None) and delay:
                         delay = 0.0
-                if self.stopping:
+                if self._stop_asked():
                     return
                 path = self.queue[0]
             try:
@@ -204,13 +228,17 @@ class Archiver:
         target = self.url(name)
         uploaded = False
         have = listing.get(name)
+        if have is not None and have != (st.st_size, expected) and self._same_in_other_parts(path, target, have):
+            expected = have[1]
         if have is not None and have != (st.st_size, expected):
             raise ArchiveConflict(f"the archive holds another {name} ({have[0]} bytes, ETag {have[1]}; "
                                   f"this one {st.st_size} bytes, ETag {expected}): not replaced", path=target,
                                   hint="a binlog name used twice (RESET MASTER?): archive to another prefix")
         if have is None:
             started = time.time()
-            etag = store.upload(target, path, self.part_size, stopping=lambda: self.stopping)
+            if store.abort_uploads(target):
+                event(logging.INFO, "aborted an interrupted upload", object=target)
+            etag = store.upload(target, path, self.part_size, stopping=self._stop_asked)
             info = store.info(target)
             got = (int(info["size"]), info.get("ETag") or info.get("etag"))
             if got != (st.st_size, expected) or etag != expected:
@@ -222,6 +250,16 @@ class Archiver:
         self._index(path, name, listing, expected, st.st_size)
         self._catalog(path, target)
         return uploaded
+
+    def _same_in_other_parts(self, path: str, target: str, have: tuple) -> bool:
+        """Whether the object ``target`` (size and ETag ``have``), of a
+        multipart upload in parts of another size (an earlier run's part
+        size), holds the local file's bytes: its ETag computed again with
+        the object's own part size."""
+        if have[0] != os.path.getsize(path) or "-" not in (have[1] or ""):
+            return False
+        part = self.store.part_size(target)
+        return part is not None and part != self.part_size and storage.s3_etag(path, part) == have[1]
 
     def _uploaded(self, size: int, started: float, target: str) -> None:
         st = self.state

@@ -156,6 +156,13 @@ class Tailer:
         """The files (or the directory) whose last attempt failed."""
         return list(self.failures)
 
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was asked (also after ``run`` returned: the
+        SIGTERM/SIGINT handler it installed stays, so work done after it,
+        such as ``--once``'s uploads, can stop on it)."""
+        return self._stopping
+
     def stop(self, *_signal) -> None:
         """Ask ``run`` to stop: the SIGTERM/SIGINT handler, or another thread.
         It takes no lock: a handler runs in the main thread between two of its
@@ -212,13 +219,15 @@ class Tailer:
             if delay > 0 and not self._stopping:
                 watch.wait(delay)
             return False
-        watch.arm(self.directory, self._growing)
+        armed = watch.arm(self.directory, self._growing)
         now = time.monotonic()
         delay = self.settings.repoll - (now - started)
         if self.failures:
             delay = min(delay, min(f.retry_at for f in self.failures.values()) - now)
         if self._stopping:
             return False
+        if armed:
+            return False                         # written before its watch was added: look again now
         wake = watch.wait(delay)
         if wake.stop or not (wake.growing_only and self.failures.keys() <= {self._catalog_key}):
             return False

@@ -86,8 +86,8 @@ class PollWatch:
     def __init__(self, stop_fd: int):
         self.stop_fd = stop_fd
 
-    def arm(self, directory: str, growing: str | None) -> None:
-        pass
+    def arm(self, directory: str, growing: str | None) -> bool:
+        return False
 
     def wait(self, timeout: float) -> Wake:
         ready, _, _ = select.select([self.stop_fd], [], [], max(0.0, timeout))
@@ -141,11 +141,14 @@ class InotifyWatch:
             except OSError:
                 pass                         # already gone with its file
 
-    def arm(self, directory: str, growing: str | None) -> None:
+    def arm(self, directory: str, growing: str | None) -> bool:
         """Watch what the look just seen: the growing binlog (the previous one
         no more) and, after the directory changed, its ``*.index`` files. A
         file gone before its watch is added is seen by the next look (the
-        directory's own event woke it)."""
+        directory's own event woke it). Whether a new growing binlog is
+        watched now: what was written to it between the look and its watch
+        woke nobody, so the caller looks at it again at once."""
+        new = False
         if directory not in self.watched:    # the directory was removed and made again
             try:
                 self._add(directory, self.dir_mask | self.flags.ONLYDIR)
@@ -159,6 +162,7 @@ class InotifyWatch:
                 try:
                     self._add(growing, self.file_mask)
                     self.growing = growing
+                    new = True
                 except FileNotFoundError:
                     pass
         if self.rescan:
@@ -166,7 +170,7 @@ class InotifyWatch:
             try:
                 names = os.listdir(directory)
             except OSError:
-                return
+                return new
             for name in names:
                 if name.endswith(".index"):
                     path = os.path.join(directory, name)
@@ -175,6 +179,7 @@ class InotifyWatch:
                             self._add(path, self.file_mask)
                         except OSError:
                             pass
+        return new
 
     def wait(self, timeout: float) -> Wake:
         ready, _, _ = select.select([self.stop_fd, self.ino.fileno()], [], [], max(0.0, timeout))
