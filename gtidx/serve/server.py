@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import BadInputError
+from .archive import checksum_name
 from .session import Session
 from .wire import Connection, ProtocolError
 
@@ -41,6 +42,8 @@ class ServeSettings:
     password: bytes = b""
     heartbeat_seconds: float = 30.0
     checksum_name: str = "CRC32"
+    storage_options: dict | None = None     # for an object-store URL (``storage.resolve``)
+    history: int | None = None              # the catalog's history to serve (several: one must be picked)
     server_version: str = SERVER_VERSION
 
     def check(self) -> None:
@@ -55,18 +58,6 @@ class ServeSettings:
             raise BadInputError(f"--server-id {self.server_id} is not in 1..4294967295")
 
 
-def binlogs_checksum(path: str) -> str:
-    """The binlog_checksum the source reports (``@@global.binlog_checksum``):
-    its newest binlog's, as the server it came from wrote it."""
-    from .. import api
-    from ..binlog.mariadb import Binlog
-    files = api.list_binlogs(path)
-    if not files:
-        raise BadInputError(f"no binlogs in {path}")
-    with Binlog(files[-1]) as b:
-        return "CRC32" if b.checksum_len else "NONE"
-
-
 def stderr_log(line: str) -> None:
     print(f"gtidx serve: {line}", file=sys.stderr, flush=True)
 
@@ -77,7 +68,7 @@ class Server:
 
     def __init__(self, settings: ServeSettings, log: Callable[[str], None] = stderr_log):
         settings.check()
-        settings.checksum_name = binlogs_checksum(settings.path)
+        settings.checksum_name = checksum_name(settings)
         self.settings, self.log = settings, log
         family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)

@@ -15,9 +15,9 @@ import struct
 import time
 from typing import Callable
 
-from .. import api
 from ..errors import GtidxError, ReplicaStartRefused
 from ..gtid import Position
+from .archive import open_series
 from .stream import Skipper, Stream, Until
 from .wire import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, ER_NOT_SUPPORTED_AUTH_MODE,
                    ER_NOT_SUPPORTED_YET, ER_UNKNOWN_COM, NATIVE_PASSWORD, Connection, ProtocolError,
@@ -157,12 +157,14 @@ class Session:
         period = self.user_vars.get("master_heartbeat_period")
         heartbeat = int(period) / 1e9 if period and str(period).isdigit() and int(period) > 0 \
             else self.settings.heartbeat_seconds
+        logs = None
         try:
-            files = api.list_binlogs(self.settings.path)
+            logs = open_series(self.settings)
+            files, store = logs.files, logs.store
             state = self.user_vars.get("slave_connect_state")
             if state is not None:
                 strict = str(self.user_vars.get("slave_gtid_strict_mode", "0")) not in ("0", "")
-                start = api.seek(str(state), self.settings.path, replica=True, strict=strict)
+                start = logs.replica_start(str(state), strict=strict)
                 first, skipper, offset = files.index(start.file), Skipper(start.skip), start.offset
                 self.log(f"replica {replica_id}: GTID start {state or '(empty)'}: {start.file}, "
                          f"skipping to {start.skip or 'nothing'}")
@@ -176,8 +178,11 @@ class Session:
             self.log(f"replica {replica_id}: refused: {e}")
             self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
             return
+        finally:
+            if logs is not None:
+                logs.close()
         self.conn.seq = 1
         until = self.user_vars.get("slave_until_gtid")
         Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
                self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
-               until=Until(Position.parse(str(until))) if until else None).run()
+               until=Until(Position.parse(str(until))) if until else None, store=store).run()

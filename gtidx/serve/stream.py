@@ -25,6 +25,7 @@ from ..binlog.events import (ANNOTATE_ROWS, BOUNDARY_TYPES, CRC_LEN, EVENT_HEADE
                              GTID_ENTRY, GTID_LIST, HEADER_LEN, ROTATE, event_crc)
 from ..binlog.mariadb import Binlog
 from ..gtid import BinlogState, Position
+from .readahead import events
 from .wire import Connection, ProtocolError, eof_packet
 
 HEARTBEAT = 27                      # HEARTBEAT_LOG_EVENT: only ever on the wire, never in a file
@@ -137,8 +138,9 @@ class Stream:
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, skipper: Skipper | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None], annotate: bool = True,
-                 until: Until | None = None):
+                 until: Until | None = None, store=None):
         self.conn, self.files, self.first, self.offset = conn, files, first, offset
+        self.store = store          # where the files are (a storage store; None: the paths' own)
         self.annotate, self.until = annotate, until
         self.state: BinlogState | None = None
         self.skipper, self.server_id = skipper, server_id
@@ -179,7 +181,7 @@ class Stream:
     def send_file(self, path: str, first: bool) -> tuple[str, int]:
         """Sends one file's events; (its name, the end of its last event)."""
         name = os.path.basename(path)
-        with Binlog(path) as b:
+        with Binlog(path, self.store) as b:
             checksum = bool(b.checksum_len)
             start = self.offset if first else 4
             self.event(fake_rotate(name, start, self.server_id, checksum))
@@ -192,11 +194,11 @@ class Stream:
                 self.state = b.start_state.copy() if end <= b.body_start else b.state_at(end)
                 for g in self.state or ():
                     self.until.group(*g)          # a domain the start state already has is reached
-            for off, etype, server_id, ln in b.headers(end):
+            for off, etype, server_id, ln, data in events(b, end):
                 if etype == GTID or etype in BOUNDARY_TYPES:
                     self.stop_at_until(end, checksum)
                 if etype == GTID:
-                    seq, domain, _ = GTID_BODY.unpack(b.buffer[off + HEADER_LEN:off + HEADER_LEN + GTID_BODY.size])
+                    seq, domain, _ = GTID_BODY.unpack_from(data, HEADER_LEN)
                     leaving_out = self.skipper is not None and self.skipper.leaves_out(domain, server_id, seq)
                     if self.until is not None:
                         if self.state is not None:
@@ -206,8 +208,7 @@ class Stream:
                     leaving_out = False
                 if not leaving_out and (etype != ANNOTATE_ROWS or self.annotate):
                     self.announce(off, checksum)
-                    self.event(bytes(b.buffer[off:off + ln]))
-                b.release(off, off + ln)
+                    self.event(data)
                 end = off + ln
             self.stop_at_until(end, checksum)
             self.checksum = checksum

@@ -1,0 +1,63 @@
+"""A binlog read front to back for one replica, in large reads.
+
+The stream asks for every event's bytes in file order. Read one at a time,
+an object in an object store would cost a ranged GET per event (a local
+file a pread per event); instead the events come out of a walk's moving
+window (``Binlog.window``, ``filebuf.Window``): for an object its reads grow
+from 64 KiB to ``storage.REMOTE_WINDOW`` (8 MiB: at S3's ~100 MB/s per
+stream a GET's ~20 ms of latency is then a few percent of its transfer,
+and a stream stopped early, ``START SLAVE UNTIL`` near its start, read
+little), for a local file up to ``filebuf.WINDOW``. An event longer than the
+window is read by itself, in one read. What a connection holds is that
+window and at most one such event: its memory is bounded by the window and
+the largest event, as the server's own dump thread is by the largest event.
+
+The framing is checked as the walk goes, as ``Binlog.checked_headers``
+checks it, so that only the bytes from the start on are read, once: a
+length below the header raises where it is, and so does a closed binlog
+whose events do not end at its size, or whose last event is not ROTATE or
+STOP (``Binlog.truncation``), before that last event is sent.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..binlog.events import HEADER_LEN, TYPE_SERVER_LENGTH
+from ..binlog.mariadb import Binlog
+
+
+def events(b: Binlog, start: int) -> Iterator[tuple[int, int, int, int, memoryview]]:
+    """(offset, type, server_id, length, bytes) of every complete event of
+    ``b`` from the event boundary ``start``, in file order. The bytes are a
+    view valid until the next event is asked for (the window moves)."""
+    size = b.size
+    w = b.window(start, size)
+    view, base = w.view, start
+    unpack = TYPE_SERVER_LENGTH.unpack_from
+    off = start
+    try:
+        while off + HEADER_LEN <= size:
+            if off + HEADER_LEN > base + len(view):
+                view, base = w.move(off), off
+            etype, server_id, ln = unpack(view, off - base)
+            if ln < HEADER_LEN:
+                raise b.corrupt(f"event length {ln} is below the {HEADER_LEN}-byte header", off)
+            if off + ln > size:
+                break
+            if off + ln == size:
+                cut = b.truncation(off, None)
+                if cut is not None:
+                    raise cut
+            if off + ln <= base + len(view):
+                yield off, etype, server_id, ln, view[off - base:off - base + ln]
+            elif ln <= len(view):
+                view, base = w.move(off), off
+                yield off, etype, server_id, ln, view[:ln]
+            else:                   # longer than the window: one read of its own
+                yield off, etype, server_id, ln, memoryview(b.buffer[off:off + ln])
+            off += ln
+        if off != size and not b.fde.in_use:
+            b.complete_end(off, closed_check=False)       # raises: the closed binlog's partial last event
+    finally:
+        view = None
+        w.release()
