@@ -19,7 +19,8 @@ It forwards every request unchanged, except as set by
   fault at the K+1th read of a lookup: every read of it can be hit in turn).
 
 ``GET /__faults__`` reports how many requests it throttled, dropped, cut
-and forwarded, as JSON. Listens on 127.0.0.1."""
+and forwarded, and every request forwarded (``requests``: [method, path,
+Range header or null]), as JSON. Listens on 127.0.0.1."""
 from __future__ import annotations
 
 import http.client
@@ -48,11 +49,13 @@ class State:
     dropped = 0
     damaged = 0
     forwarded = 0
+    requests: list = []
 
     @classmethod
     def report(cls) -> dict:
-        return {k: getattr(cls, k) for k in ("throttled", "dropped", "damaged", "forwarded", "ranged", "slowdown",
-                                             "delay", "drop", "cut", "short", "trickle", "skip")}
+        return {**{k: getattr(cls, k) for k in ("throttled", "dropped", "damaged", "forwarded", "ranged", "slowdown",
+                                                "delay", "drop", "cut", "short", "trickle", "skip")},
+                "requests": list(cls.requests)}
 
     @classmethod
     def take(cls, name: str) -> bool:
@@ -116,6 +119,7 @@ def handler(upstream: urllib.parse.SplitResult):
                     State.throttled += 1
                 else:
                     State.forwarded += 1
+                    State.requests.append([self.command, self.path, self.headers.get("Range")])
                 State.dropped += fault == "drop"
                 State.damaged += fault in ("cut", "short")
             if delay:

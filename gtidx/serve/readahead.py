@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..binlog.events import HEADER_LEN, TYPE_SERVER_LENGTH
+from ..binlog.events import GTID, HEADER_LEN, TYPE_SERVER_LENGTH
 from ..binlog.mariadb import Binlog
 
 
@@ -61,3 +61,20 @@ def events(b: Binlog, start: int) -> Iterator[tuple[int, int, int, int, memoryvi
     finally:
         view = None
         w.release()
+
+
+def jumped(b: Binlog, start: int, jump: int, at_jump) -> Iterator[tuple[int, int, int, int, memoryview]]:
+    """``events`` from ``start`` up to the first GTID event (the events a
+    file has before its first group), then, after calling ``at_jump()``,
+    from the event boundary ``jump`` on (``serve.jump``: the groups in
+    between are all left out)."""
+    head = events(b, start)
+    try:
+        for ev in head:
+            if ev[1] == GTID or ev[0] >= jump:
+                break
+            yield ev
+    finally:
+        head.close()
+    at_jump()
+    yield from events(b, jump)

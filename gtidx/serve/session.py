@@ -18,6 +18,7 @@ from typing import Callable
 from ..errors import GtidxError, ReplicaStartRefused
 from ..gtid import Position
 from .archive import open_series
+from .jump import index_jump
 from .stream import Skipper, Stream, Until
 from .wire import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, ER_NOT_SUPPORTED_AUTH_MODE,
                    ER_NOT_SUPPORTED_YET, ER_UNKNOWN_COM, NATIVE_PASSWORD, Connection, ProtocolError,
@@ -157,7 +158,7 @@ class Session:
         period = self.user_vars.get("master_heartbeat_period")
         heartbeat = int(period) / 1e9 if period and str(period).isdigit() and int(period) > 0 \
             else self.settings.heartbeat_seconds
-        logs = None
+        logs, jump = None, None
         try:
             logs = open_series(self.settings)
             files, store = logs.files, logs.store
@@ -166,6 +167,9 @@ class Session:
                 strict = str(self.user_vars.get("slave_gtid_strict_mode", "0")) not in ("0", "")
                 start = logs.replica_start(str(state), strict=strict)
                 first, skipper, offset = files.index(start.file), Skipper(start.skip), start.offset
+                jump = index_jump(logs, start, skipper, self.user_vars.get("slave_until_gtid"))
+                if jump is not None:
+                    self.log(f"replica {replica_id}: the index starts the stream at offset {jump.offset}")
                 self.log(f"replica {replica_id}: GTID start {state or '(empty)'}: {start.file}, "
                          f"skipping to {start.skip or 'nothing'}")
             else:
@@ -185,4 +189,4 @@ class Session:
         until = self.user_vars.get("slave_until_gtid")
         Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
                self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
-               until=Until(Position.parse(str(until))) if until else None, store=store).run()
+               until=Until(Position.parse(str(until))) if until else None, store=store, jump=jump).run()

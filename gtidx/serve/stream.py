@@ -25,7 +25,7 @@ from ..binlog.events import (ANNOTATE_ROWS, BOUNDARY_TYPES, CRC_LEN, EVENT_HEADE
                              GTID_ENTRY, GTID_LIST, HEADER_LEN, ROTATE, event_crc)
 from ..binlog.mariadb import Binlog
 from ..gtid import BinlogState, Position
-from .readahead import events
+from .readahead import events, jumped
 from .wire import Connection, ProtocolError, eof_packet
 
 HEARTBEAT = 27                      # HEARTBEAT_LOG_EVENT: only ever on the wire, never in a file
@@ -138,11 +138,16 @@ class Stream:
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, skipper: Skipper | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None], annotate: bool = True,
-                 until: Until | None = None, store=None):
+                 until: Until | None = None, store=None, jump=None):
         self.conn, self.files, self.first, self.offset = conn, files, first, offset
         self.store = store          # where the files are (a storage store; None: the paths' own)
         self.annotate, self.until = annotate, until
         self.state: BinlogState | None = None
+        self.jump = jump            # a GTID start's jump in its first file (``serve.jump.Jump``), or None
+        if jump is not None and until is not None:
+            self.state = jump.state.copy()
+            for g in self.state:
+                until.group(*g)
         self.skipper, self.server_id = skipper, server_id
         self.heartbeat_seconds, self.log = heartbeat_seconds, log
         self.sent = 0
@@ -194,7 +199,9 @@ class Stream:
                 self.state = b.start_state.copy() if end <= b.body_start else b.state_at(end)
                 for g in self.state or ():
                     self.until.group(*g)          # a domain the start state already has is reached
-            for off, etype, server_id, ln, data in events(b, end):
+            walk = jumped(b, end, self.jump.offset, self.at_jump) if first and self.jump is not None \
+                else events(b, end)
+            for off, etype, server_id, ln, data in walk:
                 if etype == GTID or etype in BOUNDARY_TYPES:
                     self.stop_at_until(end, checksum)
                 if etype == GTID:
@@ -213,6 +220,11 @@ class Stream:
             self.stop_at_until(end, checksum)
             self.checksum = checksum
             return name, end
+
+    def at_jump(self) -> None:
+        """At a GTID start's jump: the skipped domains reached before it send everything from there."""
+        for domain in self.jump.reached:
+            self.skipper.pending.pop(domain, None)
 
     def idle(self, name: str, end: int) -> None:
         """At the end of the binlogs: a heartbeat each period until the replica
