@@ -305,7 +305,7 @@ MISSING_CASES = {
     "dump": ["dump", MISSING + ".idx"],
     "tail": ["tail", "--once", MISSING],
     "status": ["status", MISSING],
-    "serve": ["serve", MISSING, "--listen", "127.0.0.1:0"],
+    "serve": ["serve", MISSING, "--port", "0", "--no-auth"],
     "catalog build": ["catalog", "build", MISSING],
     "catalog show": ["catalog", "show", MISSING],
     "spark locate": ["spark", "locate", "--gtids", MISSING, "--binlogs", XA, "--out", "/nonexistent/o.parquet"],

@@ -12,7 +12,6 @@ import sys
 import click
 
 from ..errors import BadInputError
-from ..storage import is_url, local_path
 from .options import PATH, Number, examples, existing_directory, history_option, json_option, storage_option
 
 
@@ -43,6 +42,7 @@ def serve(directory, bind, port, server_id, user, password_file, no_auth, heartb
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
     position (or file and offset) on, file after file; at the end of the binlogs it waits,
     with heartbeats. Read-only; runs until stopped (SIGINT, SIGTERM)."""
+    from ..storage import is_url, local_path        # here: a help text listing the commands loads none of it
     if not is_url(directory) or directory.startswith("file://"):
         directory = existing_directory(local_path(directory, "gtidx serve"), "gtidx serve")
     from ..serve import Server, ServeSettings
