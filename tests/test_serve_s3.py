@@ -182,6 +182,81 @@ def test_s3_a_failed_read_mid_stream_ends_that_connection_and_the_replica_resume
     assert re.search(r"connection \d+ from 127\.0\.0\.1:\d+ failed: GtidxIOError: .*cut", said), said[-3000:]
 
 
+@pytest.fixture(scope="module")
+def multidomain(live_server, tmp_path_factory):
+    """A history over three domains and two server ids, interleaved (a
+    database of its own on the shared dev server, in a binlog of its own),
+    copied twice, once indexed (small spans), each served: (the indexed
+    directory, [@@gtid_binlog_pos after each group], the position at its
+    end, the indexed one's port, its log, the port of the one without
+    indexes)."""
+    import random
+    srv = live_server
+    db = f"gtidxserve_md_{os.getpid()}_{random.randrange(1 << 30)}"
+    srv.sql("FLUSH BINARY LOGS")
+    first = [r[0] for r in srv.sql("SHOW BINARY LOGS")][-1]
+    srv.sql(f"CREATE DATABASE {db}")
+    srv.sql(f"CREATE TABLE {db}.t (id INT AUTO_INCREMENT PRIMARY KEY, d INT, v VARCHAR(200)) ENGINE=InnoDB")
+    rnd, positions = random.Random(7), []
+    conn = srv.connect()
+    try:
+        with conn.cursor() as cur:
+            for i in range(60):
+                last = i == 59
+                cur.execute("SET SESSION gtid_domain_id=%s, server_id=%s",
+                            (0 if last else rnd.choice([0, 1, 1, 2]), 1 if last else rnd.choice([1, 1, 2])))
+                cur.execute(f"INSERT INTO {db}.t (d, v) VALUES (%s, %s)", (i, "x" * rnd.randrange(150)))
+                cur.execute("SELECT @@gtid_binlog_pos")
+                positions.append(cur.fetchone()[0])
+            cur.execute("SET SESSION gtid_domain_id=0, server_id=@@global.server_id")
+    finally:
+        conn.close()
+    srv.sql("FLUSH BINARY LOGS")
+    names = [r[0] for r in srv.sql("SHOW BINARY LOGS")]
+    d, plain = tmp_path_factory.mktemp("serve-multidomain"), tmp_path_factory.mktemp("serve-multidomain-plain")
+    for name in names[names.index(first):-1]:
+        shutil.copyfile(srv.binlog_dir / name, d / name)
+        shutil.copyfile(srv.binlog_dir / name, plain / name)
+    built = list(admin.build(str(d), span_min=1))
+    assert built and not [r for r in built if isinstance(r, GtidxError)], built
+    server_id = srv.sql("SELECT @@server_id")[0][0]
+    proc, port, log = start_serve(d, 0, server_id, tmp_path_factory.mktemp("serve-md"))
+    walk, walk_port, _ = start_serve(plain, 0, server_id, tmp_path_factory.mktemp("serve-md-plain"))
+    try:
+        yield d, positions, positions[-1], port, log, walk_port
+    finally:
+        for p in (proc, walk):
+            p.terminate()
+            p.wait(timeout=30)
+        srv.sql(f"DROP DATABASE IF EXISTS {db}")
+
+
+def test_a_multi_domain_start_from_the_index_streams_what_the_walk_streams(multidomain):
+    """Positions inside a history of three interleaved domains and two
+    server ids: ones taken after a group (every domain reached by its own
+    GTID before the first group sent), and mixed ones whose domains stand
+    at different points (a domain still to reach after the jump keeps
+    leaving its groups out until its GTID). From the indexed copies, with
+    the jump taken, gtidx streams byte for byte what it streams from the
+    same binlogs without indexes, walking from the file's start: the index
+    only shortens the work. (The walk is the 10.11 server's stream for a
+    single domain, above; with domains reached at different points the
+    server sends a fake GTID_LIST at each, docs/serve.md, Plan.)"""
+    d, positions, end, port, log, walk_port = multidomain
+    mixed = []
+    for k in (12, 30, 41):
+        ahead = Position.parse(positions[min(k + 15, len(positions) - 2)])
+        here = Position.parse(positions[k])
+        mixed.append(",".join(str(ahead.get(g.domain) if g.domain == 2 else g) for g in here))
+    for state in (positions[25], positions[44], *mixed):
+        for flags in (0, 2):
+            walked = dump_events(ours(walk_port), state, end, flags)
+            mine = dump_events(ours(port), state, end, flags)
+            assert [e[:3] for e in mine] == [e[:3] for e in walked], state
+            assert mine == walked, state
+    assert log.read_text().count("the index starts the stream at offset") >= 8, log.read_text()
+
+
 def serve_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "gtidx", "serve", *args], capture_output=True, text=True,
