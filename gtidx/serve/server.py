@@ -6,8 +6,9 @@ loop (read a binlog's bytes, send them), the binlog readers it uses
 (``binlog.mariadb.Binlog``, the series behind ``api.seek``) are blocking code
 shared with every other command, and the replicas of one source are few. A
 thread per connection runs that code as it is; asyncio would have to push
-every read through an executor anyway. Each thread holds at most one event
-and one packet in memory.
+every read through an executor anyway. Each thread holds a read window (up
+to 8 MiB from an object, 1 MiB from a local file: ``serve.readahead``), the
+packets gathered for one send (256 KiB) and at most one longer event.
 """
 from __future__ import annotations
 

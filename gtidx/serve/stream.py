@@ -5,14 +5,16 @@ For each file from the start: a fake ROTATE naming it (log_pos 0, timestamp
 file"), its FORMAT_DESCRIPTION, then its events. The FDE goes out as the
 file has it, except for a file/offset start past the file's first event:
 log_pos and created zeroed, its checksum computed again. A GTID start reads
-the file from its start and skips, per domain, the groups the replica
-already has (``ReplicaStart.skip``, gtidx's answer of where the server
+the file from its start (or, where the index says what that walk does, from
+the first group sent: ``serve.jump``) and skips, per domain, the groups the
+replica already has (``ReplicaStart.skip``, gtidx's answer of where the server
 starts: ``series.mariadb.BinlogSeries.replica_start`` states the rule), then
 sends a fake GTID_LIST of the GTIDs it skipped to, as MariaDB 10.11 does.
 At the end of the last file the stream idles: a HEARTBEAT (log_pos: the
 end of the last event read) every heartbeat period, until the replica
 goes away. Every event is one packet (the OK byte 0 and the event's
-bytes), pieces of it when larger than a packet.
+bytes), pieces of it when larger than a packet; the files are read in large
+reads (``serve.readahead``), short packets sent many at a time.
 """
 from __future__ import annotations
 
