@@ -153,6 +153,8 @@ def test_s3_restore_to_a_point_reads_only_what_it_needs(history, archive, replic
     assert got == backup["until_checksums"]
     assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(backup["until"])
     replica.sql("STOP SLAVE")
+    said = log.read_text()
+    assert "replica 2: the index starts the stream at offset" in said, said        # with UNTIL, from the index
     files = [Path(f).name for f in api.list_binlogs(archive[0])]
     read = gets(proxy, seen)
     assert read and all(hi - lo < 1 << 30 for name, lo, hi in read if name in files), read
