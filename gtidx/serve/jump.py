@@ -18,17 +18,27 @@ walk would have done over the bytes in between is known without reading them:
 * where ``START SLAVE UNTIL``'s position (``@slave_until_gtid``) stops the
   stream: it is not reached before ``first`` (else the walk, which stops
   after the group that reaches it), judged on the same state under the same
-  condition for its pairs.
+  condition for its pairs;
+* the events outside groups in between, which the walk sends: a
+  BINLOG_CHECKPOINT the server wrote after a few groups of the file (the
+  previous binlog's last commits done), an INCIDENT. The index does not
+  record them, so the bytes say: the compiled group walk
+  (``binlog.walk.group_record_chunks``, C where it is built) lists the
+  groups up to ``first``; a gap between two of them is sent as the walk
+  sends it, with the skipped domains reached before it (from the same
+  records). A gap that starts with an event of a group (not a boundary
+  type): no jump.
 
-What the jump leaves out that the walk would send are the events outside
-groups between the file's first group and ``first``: a BINLOG_CHECKPOINT
-the server wrote after that group (the ones at the file's start are sent:
-the stream reads up to the first GTID event before it jumps).
+So the jump reads the file's bytes up to ``first`` once, in C, instead of
+walking them event by event in Python twice (``replica_start`` without an
+index, then the stream); the index gives ``first`` and the state there.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..binlog.events import BOUNDARY_TYPES, GROUP_RECORD
+from ..binlog.walk import group_record_chunks
 from ..errors import GtidxError
 from ..gtid import BinlogState, Position
 from .stream import Skipper, Until
@@ -42,6 +52,12 @@ class Jump(NamedTuple):
     offset: int
     state: BinlogState
     reached: tuple
+    gaps: tuple = ()        # (start, end, the domains reached before it) of each run of events outside groups
+
+    def spans(self) -> list:
+        """Where the stream reads after the file's leading events: each gap,
+        then from ``offset`` on (end None), with the domains reached before each."""
+        return [*self.gaps, (self.offset, None, self.reached)]
 
 
 def index_jump(logs, start, skipper: Skipper, until: str | None) -> Jump | None:
@@ -61,13 +77,57 @@ def index_jump(logs, start, skipper: Skipper, until: str | None) -> Jump | None:
         if down is None or any((g.domain, g.server) in down for g in pairs):
             return None
         state = logs.state_at(start.file, first.start).state
+        found = groups_before(f.binlog, first.start, skipper)
     except GtidxError:
-        return None                 # the index does not say: the walk does
+        return None                 # the index or the bytes do not say: the walk does
+    if found is None:
+        return None
     if stop is not None:
         for g in state:
             stop.group(*g)
         if stop.reached:
             return None
-    reached = tuple(domain for domain, want in skipper.pending.items()
-                    if (state.get(domain, want.server) or 0) >= want.seq)
-    return Jump(first.start, state, reached)
+    gaps, reached = found
+    return Jump(first.start, state, reached, gaps)
+
+
+def groups_before(b, offset: int, skipper: Skipper) -> tuple | None:
+    """The file's groups up to ``offset`` (a group's start): the runs of
+    events between them, each with the skipped domains reached before it,
+    and the domains reached before ``offset`` (a group of the requested GTID's
+    server at a seq at least the requested one: by the walk's rule only the
+    requested GTID itself, left out, comes before the first group sent).
+    None where a gap starts with an event that is not a boundary type."""
+    pending, reached, gaps, prev = skipper.pending, [], [], None
+    chunks = group_record_chunks(b)
+    try:
+        for chunk in chunks:
+            for gs, ge, seq, _, server, domain, _ in GROUP_RECORD.iter_unpack(chunk):
+                if gs >= offset:
+                    return _closed(b, gaps, reached, prev, offset)
+                if prev is not None and gs != prev:
+                    if not _boundary_at(b, prev):
+                        return None
+                    gaps.append((prev, gs, tuple(reached)))
+                want = pending.get(domain)
+                if want is not None and server == want.server and seq >= want.seq and domain not in reached:
+                    reached.append(domain)
+                prev = ge
+    finally:
+        chunks.close()
+    return _closed(b, gaps, reached, prev, offset)
+
+
+def _closed(b, gaps: list, reached: list, prev: int | None, offset: int) -> tuple | None:
+    """``groups_before``'s answer once the groups reach ``offset``: the run
+    between the last group and ``offset`` too."""
+    if prev is not None and prev != offset:
+        if prev > offset or not _boundary_at(b, prev):
+            return None
+        gaps.append((prev, offset, tuple(reached)))
+    return tuple(gaps), tuple(reached)
+
+
+def _boundary_at(b, offset: int) -> bool:
+    header = b.event_header(offset)
+    return header is not None and header[1] in BOUNDARY_TYPES

@@ -63,18 +63,27 @@ def events(b: Binlog, start: int) -> Iterator[tuple[int, int, int, int, memoryvi
         w.release()
 
 
-def jumped(b: Binlog, start: int, jump: int, at_jump) -> Iterator[tuple[int, int, int, int, memoryview]]:
+def jumped(b: Binlog, start: int, spans: list, at) -> Iterator[tuple[int, int, int, int, memoryview]]:
     """``events`` from ``start`` up to the first GTID event (the events a
-    file has before its first group), then, after calling ``at_jump()``,
-    from the event boundary ``jump`` on (``serve.jump``: the groups in
-    between are all left out)."""
+    file has before its first group), then for each ``(lo, hi, reached)`` of
+    ``spans`` (``serve.jump.Jump.spans``: the groups between them are all left
+    out), after calling ``at(reached)``, the events from the boundary ``lo``
+    up to ``hi`` (None: the file's end)."""
     head = events(b, start)
     try:
         for ev in head:
-            if ev[1] == GTID or ev[0] >= jump:
+            if ev[1] == GTID or ev[0] >= spans[0][0]:
                 break
             yield ev
     finally:
         head.close()
-    at_jump()
-    yield from events(b, jump)
+    for lo, hi, reached in spans:
+        at(reached)
+        part = events(b, lo)
+        try:
+            for ev in part:
+                if hi is not None and ev[0] >= hi:
+                    break
+                yield ev
+        finally:
+            part.close()

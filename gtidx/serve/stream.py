@@ -221,7 +221,7 @@ class Stream:
                 self.state = b.start_state.copy() if end <= b.body_start else b.state_at(end)
                 for g in self.state or ():
                     self.until.group(*g)          # a domain the start state already has is reached
-            walk = jumped(b, end, self.jump.offset, self.at_jump) if first and self.jump is not None \
+            walk = jumped(b, end, self.jump.spans(), self.at_jump) if first and self.jump is not None \
                 else events(b, end)
             for off, etype, server_id, ln, data in walk:
                 if etype == GTID or etype in BOUNDARY_TYPES:
@@ -243,9 +243,10 @@ class Stream:
             self.checksum = checksum
             return name, end
 
-    def at_jump(self) -> None:
-        """At a GTID start's jump: the skipped domains reached before it send everything from there."""
-        for domain in self.jump.reached:
+    def at_jump(self, reached: tuple) -> None:
+        """Where a GTID start's jump goes on: the skipped domains reached
+        before there send everything from there."""
+        for domain in reached:
             self.skipper.pending.pop(domain, None)
 
     def idle(self, name: str, end: int) -> None:
