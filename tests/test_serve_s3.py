@@ -266,6 +266,17 @@ def serve_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env)
 
 
+def test_s3_an_archive_that_cannot_be_served_is_one_line(archive):
+    """A prefix with nothing there, and one without binlogs: gtidx serve
+    does not start, one line and the exit code every command gives."""
+    d, moto, proxy, url, opts = archive
+    moto.client().put_object(Bucket=BUCKET, Key="notes/readme.txt", Body=b"not a binlog")
+    for where, code, words in ((f"s3://{BUCKET}/missing/", 3, "no such object, prefix or bucket"),
+                               (f"s3://{BUCKET}/notes/", 1, "no binlog files here")):
+        r = serve_cli(where, "--port", "0", "--no-auth", *option_args(opts))
+        assert r.returncode == code and r.stderr == f"gtidx: {where}: {words}\n", r
+
+
 def test_several_histories_are_refused_unless_one_is_picked(tmp_path):
     """A directory whose catalog shows two histories (one server's binlogs,
     then an unrelated server's under the following names) is refused in
