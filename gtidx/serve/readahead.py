@@ -53,7 +53,11 @@ class Ahead:
         self.next = None                    # (file offset, future of its bytes)
         self.base, self.view = start, memoryview(b"")
         if start < self.end:
-            self.move(start)
+            try:
+                self.move(start)
+            except BaseException:
+                self.src.close()
+                raise
 
     def read(self, pos: int, n: int) -> bytes:
         return self.src.read_exact(pos, n)
@@ -63,14 +67,14 @@ class Ahead:
         current view's end): its bytes, the prefetched ones where they are."""
         have_end = self.base + len(self.view)
         n = min(self.want, self.end - pos)
-        if self.next is not None and self.next[0] == have_end and pos <= have_end:
-            ahead = self.next[1].result()
+        pending, self.next = self.next, None
+        ahead = pending[1].result() if pending is not None else None    # the handle is free again
+        if ahead is not None and pending[0] == have_end and pos <= have_end:
             data = bytes(self.view[pos - self.base:]) + ahead if pos < have_end else ahead
             if len(data) < min(n, self.end - pos):
                 data += self.read(pos + len(data), min(n, self.end - pos) - len(data))
         else:
             data = self.read(pos, n)
-        self.next = None
         self.base, self.view = pos, memoryview(data)
         self.want = min(self.largest, self.want * self.growth)
         self.moves += 1
