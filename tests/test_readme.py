@@ -694,7 +694,7 @@ def test_serve_restore_recipe(tmp_path, replica):
     db = "gtidxserve_readme"            # the replica replicates gtidxserve%.% only
     source = MariaDB(tmp_path / "source", {"server_id": "1"})
     source.start()
-    moto = None
+    moto = shell = None
     try:
         history = _source_history(source, db)
         moto = MotoServer(tmp_path)
@@ -718,21 +718,24 @@ def test_serve_restore_recipe(tmp_path, replica):
         (tmp_path / "repl.pw").write_text("s3cret\n")
         port = _free_port()
         script = body.replace("MASTER_PORT=3307", f"MASTER_PORT={port}")
-        script = script.replace("--password-file repl.pw &", f"--password-file repl.pw --port {port} > /dev/null 2> serve.log & "
-                                f"echo $! > serve.pid; listening {port}")
+        script = script.replace("--password-file repl.pw &", f"--password-file repl.pw --port {port} > /dev/null "
+                                f"2> serve.log & listening {port}")
         prelude = (f'gtidx() {{ "{sys.executable}" -m gtidx "$@"; }}\n'
                    f'mariadb() {{ command mariadb --socket={replica.socket} -uroot "$@"; }}\n'
                    "listening() { until (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null; do sleep 0.05; done; }\n"
                    "set -e\n")
         aws = {**{k: v for k, v in env().items() if k not in AWS_ENV}, "AWS_ENDPOINT_URL": moto.url,
                **{k: v for k, v in AWS_ENV.items() if v}}      # AWS_PROFILE, AWS_SESSION_TOKEN: unset
+        # its own session: the background gtidx serve (a child of a subshell) is ended with it, below
+        shell = subprocess.Popen(["bash", "-c", prelude + script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=tmp_path, env=aws, start_new_session=True)
         try:
-            r = subprocess.run(["bash", "-c", prelude + script], capture_output=True, text=True, cwd=tmp_path,
-                               env=aws, timeout=60)
+            out, err = shell.communicate(timeout=60)
+            r = subprocess.CompletedProcess(shell.args, shell.returncode, out, err)
         except subprocess.TimeoutExpired:
             status = slave_status(replica)
-            pytest.fail(f"the replica did not reach 0-1-26: {status}, {replica.sql('SELECT @@gtid_slave_pos')}; gtidx serve said: "
-                        f"{(tmp_path / 'serve.log').read_text()[-2000:]}", pytrace=False)
+            pytest.fail(f"the replica did not reach 0-1-26: {status}, {replica.sql('SELECT @@gtid_slave_pos')}; "
+                        f"gtidx serve said: {(tmp_path / 'serve.log').read_text()[-2000:]}", pytrace=False)
         assert r.returncode == 0, (r.stdout, r.stderr)
         assert " position 0-1-26 " in r.stdout.splitlines()[0] + " ", r.stdout
         assert r.stdout.splitlines()[-1].strip() == "0", r.stdout           # MASTER_GTID_WAIT: there
@@ -742,12 +745,12 @@ def test_serve_restore_recipe(tmp_path, replica):
         assert status["Until_Condition"] == "Gtid" and status["Slave_SQL_Running"] == "No", status
         assert status["Last_SQL_Errno"] == 0, status
     finally:
-        pid = tmp_path / "serve.pid"
-        if pid.exists():
+        if shell is not None:
             try:
-                os.kill(int(pid.read_text()), signal.SIGTERM)
+                os.killpg(shell.pid, signal.SIGTERM)       # the session the test started: bash and gtidx serve
             except ProcessLookupError:
                 pass
+            shell.wait(30)
         replica.sql("STOP SLAVE")
         replica.sql("RESET SLAVE ALL")
         replica.sql(f"DROP DATABASE IF EXISTS {db}")
