@@ -30,7 +30,8 @@ Uploads (a PUT with a body: a whole object or one part of a multipart upload):
 * ``upskip=K``: those faults spare the next K uploads first.
 
 ``GET /__faults__`` reports how many requests it throttled, dropped, cut
-and forwarded, as JSON. Listens on 127.0.0.1."""
+and forwarded, and every request forwarded (``requests``: [method, path,
+Range header or null]), as JSON. Listens on 127.0.0.1."""
 from __future__ import annotations
 
 import http.client
@@ -66,12 +67,14 @@ class State:
     dropped = 0
     damaged = 0
     forwarded = 0
+    requests: list = []
 
     @classmethod
     def report(cls) -> dict:
-        return {k: getattr(cls, k) for k in ("throttled", "dropped", "damaged", "forwarded", "ranged", "slowdown",
-                                             "delay", "drop", "cut", "short", "trickle", "skip", "dropup",
-                                             "stall", "corrupt", "upskip", "uploads", "stalled", "corrupted")}
+        return {**{k: getattr(cls, k) for k in ("throttled", "dropped", "damaged", "forwarded", "ranged", "slowdown",
+                                                "delay", "drop", "cut", "short", "trickle", "skip", "dropup",
+                                                "stall", "corrupt", "upskip", "uploads", "stalled", "corrupted")},
+                "requests": list(cls.requests)}
 
     @classmethod
     def take(cls, name: str) -> bool:
@@ -160,6 +163,7 @@ def handler(upstream: urllib.parse.SplitResult):
                     State.throttled += 1
                 else:
                     State.forwarded += 1
+                    State.requests.append([self.command, self.path, self.headers.get("Range")])
                 State.dropped += fault == "drop"
                 State.damaged += fault in ("cut", "short")
             if delay:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
+from servehelp import replica  # noqa: F401 - the private MariaDB 10.11 replica of the serve recipe
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -46,6 +47,8 @@ RUN_ELSEWHERE = {
         "and the CLI line on a standalone master and worker against moto_server (test_readme_cluster_job, "
         "test_readme_cluster_cli)",
 }
+# README sections run by a test of this file of their own (not by the runners of every block).
+RUN_HERE = {("README.md", "Restore to 10:00 from the archive"): "test_serve_restore_recipe"}
 # Console commands that are not gtidx's, and the test of this file that runs each.
 RUN_BY = {"mariadb-binlog": "test_point_in_time_restore_replays_exactly_the_range",
           "sudo": "test_service_recipe", "curl": "test_service_recipe"}
@@ -74,7 +77,8 @@ def blocks(lang: str, *, section: str | None = None, spark: bool | None = None, 
     found = []
     for page in pages:
         for s, lng, body, line in page_blocks(page):
-            if lng == lang and (page.name, s) not in RUN_ELSEWHERE and (section is None or s == section) \
+            if lng == lang and (page.name, s) not in RUN_ELSEWHERE and (page.name, s) not in RUN_HERE \
+                    and (section is None or s == section) \
                     and (spark is None or spark == ("gtidx spark" in body or "from gtidx import spark" in body)):
                 found.append((f"{page.relative_to(ROOT)}:{line}", body, line))
     return found
@@ -124,6 +128,9 @@ def test_every_readme_block_is_run():
             where = f"{page.relative_to(ROOT)}:{line}"
             if (page.name, section) in RUN_ELSEWHERE:
                 continue
+            if (page.name, section) in RUN_HERE:
+                assert callable(globals().get(RUN_HERE[page.name, section])), f"{where}: its test is missing"
+                continue
             assert lang in RUNNABLE | {"text"}, f"{where}: a ```{lang} block that no test runs"
             if lang == "sh":        # sh blocks outside the Quickstart: the Spark commands (test_spark_commands)
                 assert all(x.startswith("gtidx spark ") for x in body.splitlines() if x.strip()), \
@@ -142,6 +149,7 @@ def test_every_readme_block_is_run():
     assert blocks("console") and blocks("sh", spark=True)
     sections = {s for s, *_ in readme_blocks()}
     assert {s for p, s in RUN_ELSEWHERE if p == "README.md"} <= sections, "RUN_ELSEWHERE names a moved section"
+    assert {s for p, s in RUN_HERE if p == "README.md"} <= sections, "RUN_HERE names a moved section"
 
 
 def test_readme_is_a_tour():
@@ -628,3 +636,124 @@ def test_runtime_dependencies_are_what_the_package_imports():
     for m, where in imported.items():
         if where <= set(extra_of):
             assert all(m in extra_of[f] for f in where), f"{m}, imported by {sorted(where)}: not in their extras"
+
+
+# -- the restore through gtidx serve, from an archive on moto_server ---------------------------
+
+def _source_history(source, db: str) -> dict:
+    """The recipe's history on a fresh private source: a database and a
+    table (0-1-1, 0-1-2, at 09:57:00), then one group every 5 s of binlog time from
+    2026-11-22 09:58:00 UTC (SET TIMESTAMP): 0-1-3 at 09:58:00, ...,
+    0-1-27 the first at 10:00:00. {"backup": the tables at 0-1-20,
+    "checksum": CHECKSUM TABLE at 0-1-26}."""
+    import datetime
+    base = datetime.datetime(2026, 11, 22, 9, 58, tzinfo=datetime.timezone.utc).timestamp()
+    conn = source.connect()
+    out = {}
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET TIMESTAMP = %s", (base - 60,))
+            cur.execute(f"CREATE DATABASE {db}")
+            cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(40), n INT) ENGINE=InnoDB")
+            for i in range(40):
+                cur.execute("SET TIMESTAMP = %s", (base + 5 * i,))
+                if i % 4 == 3:
+                    cur.execute(f"UPDATE {db}.t SET n = n + 1 WHERE id %% 3 = %s", (i % 3,))
+                else:
+                    cur.execute(f"INSERT INTO {db}.t VALUES (%s, %s, %s)", (i, f"row {i}", i * 7))
+                seq = i + 3
+                if seq == 20:
+                    cur.execute(f"SHOW CREATE TABLE {db}.t")
+                    create = cur.fetchone()[1]
+                    cur.execute(f"SELECT * FROM {db}.t")
+                    out["backup"] = (create, cur.fetchall())
+                if seq == 26:
+                    cur.execute(f"CHECKSUM TABLE {db}.t")
+                    out["checksum"] = cur.fetchone()[1]
+            cur.execute("SET TIMESTAMP = DEFAULT")
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    return out
+
+
+def test_serve_restore_recipe(tmp_path, replica):
+    """The README's restore from the archive, its commands run by bash as
+    written: the archive a private MariaDB 10.11 source's binlogs (its
+    history: ``_source_history``) uploaded to moto_server under the
+    recipe's URL (the AWS_* variables point there), the restored server a
+    private 10.11 replica (servehelp's) holding the backup at 0-1-20, its
+    `mariadb` client that replica's, `gtidx serve` on a free port.
+    `seek --time` answers the recipe's position; the replica stops exactly
+    there (gtid_slave_pos, CHECKSUM TABLE the source's at 0-1-26) and shows
+    what the recipe says it shows."""
+    from servehelp import slave_status
+    from tools.mariadb import MariaDB, _free_port
+    from tools.s3server import AWS_ENV, MotoServer
+    (where, body, _), = [(s, b, ln) for s, lang, b, ln in readme_blocks() if s == "Restore to 10:00 from the archive"]
+    db = "gtidxserve_readme"            # the replica replicates gtidxserve%.% only
+    source = MariaDB(tmp_path / "source", {"server_id": "1"})
+    source.start()
+    moto = shell = None
+    try:
+        history = _source_history(source, db)
+        moto = MotoServer(tmp_path)
+        client = moto.bucket("backups")
+        for f in sorted((source.binlog_dir).glob("master-bin.0*"))[:-1]:
+            client.put_object(Bucket="backups", Key=f"db1/binlogs/{f.name}", Body=f.read_bytes())
+        replica.sql("STOP SLAVE")
+        replica.sql("RESET SLAVE ALL")
+        conn = replica.connect(autocommit=False)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET sql_log_bin = 0")
+                cur.execute(f"DROP DATABASE IF EXISTS {db}")
+                cur.execute(f"CREATE DATABASE {db}")
+                cur.execute(f"USE {db}")
+                cur.execute(history["backup"][0])
+                cur.executemany(f"INSERT INTO {db}.t VALUES (%s, %s, %s)", history["backup"][1])
+            conn.commit()
+        finally:
+            conn.close()
+        (tmp_path / "repl.pw").write_text("s3cret\n")
+        port = _free_port()
+        script = body.replace("MASTER_PORT=3307", f"MASTER_PORT={port}")
+        script = script.replace("--password-file repl.pw &", f"--password-file repl.pw --port {port} > /dev/null "
+                                f"2> serve.log & listening {port}")
+        prelude = (f'gtidx() {{ "{sys.executable}" -m gtidx "$@"; }}\n'
+                   f'mariadb() {{ command mariadb --socket={replica.socket} -uroot "$@"; }}\n'
+                   "listening() { until (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null; do sleep 0.05; done; }\n"
+                   "set -e\n")
+        aws = {**{k: v for k, v in env().items() if k not in AWS_ENV}, "AWS_ENDPOINT_URL": moto.url,
+               **{k: v for k, v in AWS_ENV.items() if v}}      # AWS_PROFILE, AWS_SESSION_TOKEN: unset
+        # its own session: the background gtidx serve (a child of a subshell) is ended with it, below
+        shell = subprocess.Popen(["bash", "-c", prelude + script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=tmp_path, env=aws, start_new_session=True)
+        try:
+            out, err = shell.communicate(timeout=60)
+            r = subprocess.CompletedProcess(shell.args, shell.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            status = slave_status(replica)
+            pytest.fail(f"the replica did not reach 0-1-26: {status}, {replica.sql('SELECT @@gtid_slave_pos')}; "
+                        f"gtidx serve said: {(tmp_path / 'serve.log').read_text()[-2000:]}", pytrace=False)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert " position 0-1-26 " in r.stdout.splitlines()[0] + " ", r.stdout
+        assert r.stdout.splitlines()[-1].strip() == "0", r.stdout           # MASTER_GTID_WAIT: there
+        assert replica.sql("SELECT @@gtid_slave_pos")[0][0] == "0-1-26"
+        assert replica.sql(f"CHECKSUM TABLE {db}.t")[0][1] == history["checksum"]
+        status = slave_status(replica)
+        assert status["Until_Condition"] == "Gtid" and status["Slave_SQL_Running"] == "No", status
+        assert status["Last_SQL_Errno"] == 0, status
+    finally:
+        if shell is not None:
+            try:
+                os.killpg(shell.pid, signal.SIGTERM)       # the session the test started: bash and gtidx serve
+            except ProcessLookupError:
+                pass
+            shell.wait(30)
+        replica.sql("STOP SLAVE")
+        replica.sql("RESET SLAVE ALL")
+        replica.sql(f"DROP DATABASE IF EXISTS {db}")
+        if moto is not None:
+            moto.stop()
+        source.stop()

@@ -31,7 +31,7 @@ import pytest
 
 from gtidx.gtid import Position
 
-from test_serve_live import PASSWORD, slave_status, start_serve
+from servehelp import PASSWORD, slave_status, start_serve
 from tools.mariadb import MariaDB
 from tools.mariadb118 import MariaDB118
 
@@ -380,9 +380,12 @@ def rss_anon(pid: int) -> int:
 def test_many_replicas_at_once_get_the_same_bytes_in_bounded_memory(source, served):
     """Eight raw replicas streaming at once from gtidx, through the 16 MiB
     group too: each gets what one alone gets from the source, and gtidx's
-    anonymous memory grows by at most 6 MiB per connection meanwhile (a
-    connection holds a walk's window and one event, not the binlog; 2 to
-    4.5 MiB measured with these 1 MiB row events)."""
+    anonymous memory grows by at most 10 MiB per connection meanwhile, less
+    than the group: a connection holds the read-ahead's two windows (1 MiB
+    each from a local file) and their join, an event longer than a window
+    read on its own (these rows are 1 MiB), 256 KiB of gathered packets, and
+    its thread's malloc arena keeps what it freed; about 7 MiB measured
+    with eight at once, 2 to 4.5 MiB before the read-ahead)."""
     srv, positions = source
     sets = ["SET @slave_connect_state='0-1-20,5-1-50'"]
     theirs = raw_dump(srv.connection_settings(), sets, digest=True)
@@ -400,7 +403,7 @@ def test_many_replicas_at_once_get_the_same_bytes_in_bounded_memory(source, serv
         peak = max(peak, rss_anon(pid))
         time.sleep(0.005)
     assert all(g is not None and as_sets(g[0]) == as_sets(theirs[0]) and g[1] is None for g in got)
-    assert peak - before <= 8 * 6 * 1024 * 1024, (before, peak)
+    assert peak - before <= 8 * 10 * 1024 * 1024, (before, peak)
 
 
 # -- MariaDB 11.8: its binlogs (compressed events, its .idx beside them), its replicas -------------

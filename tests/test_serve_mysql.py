@@ -28,7 +28,7 @@ from hypothesis import given, settings, strategies as st
 
 from gtidx.binlog.mysql import MysqlBinlog
 from gtidx.mysqlgtid import GtidSet
-from tests.servehelp import PASSWORD, start_serve
+from servehelp import PASSWORD, start_serve
 from tools.mysql97 import MySQL97, PrivateMySQL97
 
 TAG = "svmysql"
@@ -730,11 +730,11 @@ def test_a_file_offset_stream_is_the_files_events_in_order(scenario, batch, monk
     nothing of it."""
     import socket
     import threading
-    from gtidx.serve import mysqlstream
+    from gtidx.serve import mysqlstream, stream as mariadbstream
     from gtidx.serve.wire import Connection
     from conftest import FIXTURES
-    monkeypatch.setattr(mysqlstream, "BATCH_BYTES", batch)
-    monkeypatch.setattr(mysqlstream, "LARGE_EVENT", min(batch, 1 << 16))
+    monkeypatch.setattr(mariadbstream, "GATHER_BYTES", batch)
+    monkeypatch.setattr(mariadbstream, "GATHER_EVENT", min(batch, 1 << 16))
     from gtidx import api
     files = api.list_binlogs(FIXTURES / "mysql-9.7" / scenario)
     ours, theirs = socket.socketpair()

@@ -30,6 +30,10 @@
                                               rows/s, MB/s, gtidx changes --parquet wall, the ratios
     tools/bench mysql  [--targets 100]           MySQL 9.7 binlogs: gtidx's index vs the server's
                                               auto-position and mysqlbinlog --include-gtids
+    tools/bench serve  [--s3-mb 1024] [--runs 2]  gtidx serve to one raw replica (bytes/s, time to first
+                                              event deep in the archive, with and without indexes)
+                                              beside a private MariaDB 10.11 serving the same >= 4 GiB;
+                                              from moto_server too (tools/bench_serve.py)
 
 scan: the event-group walk (what `gtidx scan` and index builds do) against
 the bare header walk, on a 256 MiB binlog written by a real MariaDB 10.11
@@ -51,7 +55,7 @@ This module is the one entry (``tools/bench <sub>``): it parses the options and
 dispatches; the measuring lives in tools/bench_common.py (shared helpers),
 bench_files.py (scan, build, lookup), bench_live.py (tail, mysql),
 bench_spark.py (spark, changes), bench_rows.py (changes --memory), bench_cli.py (batch,
-startup); the report in
+startup), bench_serve.py (serve); the report in
 tools/bench_report.py, its main tables measured by bench_rounds.py and its S3
 and cluster sections by bench_remote.py. None of them imports this module.
 """
@@ -62,7 +66,7 @@ import json
 import sys
 from pathlib import Path
 
-from tools import bench_cli, bench_files, bench_live, bench_report, bench_rows, bench_spark
+from tools import bench_cli, bench_files, bench_live, bench_report, bench_rows, bench_serve, bench_spark
 from tools.bench_common import BASELINE_FIGURES, against_baseline, child_argv
 
 
@@ -111,6 +115,13 @@ def main(argv=None) -> int:
     s.add_argument("--slow-targets", type=int, default=10, help="targets for the server and mysqlbinlog")
     s.add_argument("--seed", type=int, default=3)
     s.add_argument("--json", help="also write the report here")
+    s = sub.add_parser("serve", help="gtidx serve beside a real MariaDB source: bytes/s, time to first event")
+    s.add_argument("--dir", default="/var/tmp/gtidx-serve-bench",
+                   help="the source server's copy of the archive, made once (not in CI)")
+    s.add_argument("--s3-mb", type=int, default=1024, help="MiB of the archive uploaded to moto_server (0: none)")
+    s.add_argument("--only", default="mariadb,local,s3", help="some of the sources alone: mariadb,local,s3")
+    s.add_argument("--runs", type=int, default=2)
+    s.add_argument("--json", help="also write the report here")
     s = sub.add_parser("batch", help="seek --from / pos --from end to end on the multifile fixture")
     s.add_argument("--repeat", type=int, default=30, help="each GTID / offset this many times")
     s.add_argument("--runs", type=int, default=5)
@@ -156,7 +167,7 @@ def main(argv=None) -> int:
     report = {"scan": bench_files.bench_scan, "build": bench_files.bench_build, "lookup": bench_files.bench_lookup,
               "tail": bench_live.bench_tail, "spark": bench_spark.bench_spark, "batch": bench_cli.bench_batch,
               "startup": bench_cli.bench_startup, "changes": bench_spark.bench_changes,
-              "mysql": bench_live.bench_mysql}[a.cmd](a)
+              "mysql": bench_live.bench_mysql, "serve": bench_serve.bench_serve}[a.cmd](a)
     if a.cmd == "changes" and a.memory:
         report["memory"] = bench_rows.bench_memory(a)
     if a.json:

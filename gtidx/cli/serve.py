@@ -1,6 +1,6 @@
-"""``gtidx serve``: a replication source serving a directory of MariaDB
-binlogs to a MariaDB replica, or MySQL binlogs to a MySQL replica
-(experimental; docs/serve.md).
+"""``gtidx serve``: a replication source serving a directory (or an
+object-store prefix) of MariaDB binlogs to a MariaDB replica, or MySQL
+binlogs to a MySQL replica (experimental; docs/serve.md).
 
 Imported when it runs or a help text lists it (``main.COMMANDS``).
 """
@@ -12,12 +12,13 @@ import sys
 import click
 
 from ..errors import BadInputError
-from .options import PATH, Number, examples, existing_directory, json_option
+from .options import PATH, Number, examples, existing_directory, history_option, json_option, storage_option
 
 
 @click.command(epilog=examples("gtidx serve /backups/binlogs --user repl --password-file pw.txt",
-                               "gtidx serve /backups/binlogs --port 0 --no-auth"))
-@click.argument("directory", type=PATH)
+                               "gtidx serve /backups/binlogs --port 0 --no-auth",
+                               "gtidx serve s3://backups/binlogs/ --user repl --password-file pw.txt"))
+@click.argument("directory", metavar="PATH_OR_URL", type=PATH)
 @click.option("--bind", default="127.0.0.1", show_default=True, metavar="ADDRESS",
               help="The IP address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=3307, show_default=True,
@@ -38,18 +39,23 @@ from .options import PATH, Number, examples, existing_directory, json_option
 @click.option("--no-auth", is_flag=True, help="Accept any user and password (on a loopback --bind only).")
 @click.option("--heartbeat", type=Number(0.01, 3600), default=30.0, show_default=True,
               help="Seconds between heartbeats at the end of the binlogs, when the replica asks for none.")
+@storage_option
+@history_option("PATH_OR_URL")
 @json_option("Log lines on stderr as JSON objects {\"event\": ...}.")
 def serve(directory, bind, port, server_id, server_uuid, tls_cert, tls_key, user, password_file, no_auth, heartbeat,
-          as_json):
-    """(Experimental) Serve the MariaDB binlogs in DIRECTORY to MariaDB replicas, as
+          storage_options, history, as_json):
+    """(Experimental) Serve the MariaDB binlogs in PATH_OR_URL (a directory, or an object-store
+    prefix such as s3://bucket/binlogs/, read in ranged GETs) to MariaDB replicas, as
     their source would: CHANGE MASTER TO MASTER_HOST=..., MASTER_PORT=...,
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
-    position (or file and offset) on, file after file; at the end of the binlogs it follows
-    the directory (what a server writes there next), with heartbeats. MySQL binlogs go to
-    MySQL 9.7 replicas with auto-position: CHANGE REPLICATION SOURCE TO ...,
+    position (or file and offset) on, file after file; at the end of a directory's binlogs
+    it follows the directory (what a server writes there next), with heartbeats. MySQL
+    binlogs go to MySQL 9.7 replicas with auto-position: CHANGE REPLICATION SOURCE TO ...,
     SOURCE_AUTO_POSITION=1, SOURCE_SSL=0; START REPLICA (at the end they wait, with
     heartbeats). Read-only; runs until stopped (SIGINT, SIGTERM)."""
-    directory = existing_directory(directory, "gtidx serve")
+    from ..storage import is_url, local_path        # here: a help text listing the commands loads none of it
+    if not is_url(directory) or directory.startswith("file://"):
+        directory = existing_directory(local_path(directory, "gtidx serve"), "gtidx serve")
     from ..serve import Server, ServeSettings
     password = b""
     if no_auth and (user is not None or password_file is not None):
@@ -80,7 +86,8 @@ def serve(directory, bind, port, server_id, server_uuid, tls_cert, tls_key, user
             raise BadInputError(f"cannot load the TLS certificate {tls_cert} with key {tls_key}: "
                                 f"{getattr(e, 'strerror', None) or e}") from None
     settings = ServeSettings(directory, bind, port, server_id=server_id, server_uuid=server_uuid, tls=tls,
-                             user=user, password=password, heartbeat_seconds=heartbeat)
+                             user=user, password=password, heartbeat_seconds=heartbeat,
+                             storage_options=storage_options, history=history)
     server = Server(settings, log)
     try:
         server.serve_forever()

@@ -39,8 +39,6 @@ IN_USE = 0x0001                      # LOG_EVENT_BINLOG_IN_USE_F: a FORMAT_DESCR
 NON_BLOCK = 0x01                     # a dump flag: at the end of the binlogs an EOF packet, not idling
 USE_HEARTBEAT_V2 = 0x02              # a dump flag: the replica wants HEARTBEAT_LOG_EVENT_V2
 HB_END, HB_FILENAME, HB_POSITION = 0, 1, 2      # HEARTBEAT_V2's body field types
-BATCH_BYTES = 1 << 17                # small events are written together up to this many bytes
-LARGE_EVENT = 1 << 16                # an event this large goes out on its own, not copied into a batch
 
 
 def anonymous_text(name: str, offset: int, end: int, requested: tuple[str, int] = ("", 4)) -> str:
@@ -119,38 +117,19 @@ class MysqlStream(Stream):
         self.clear_created = False
         self.v2, self.non_block = bool(flags & USE_HEARTBEAT_V2), bool(flags & NON_BLOCK)
         self.last_sent = time.monotonic()
-        self.batch: list | None = None
-        self.batched = 0
 
     def event(self, event) -> None:
-        """One event to the replica. Within a file's events (``batch`` a
-        list), small ones are framed into the batch and written together
-        once BATCH_BYTES are held (a write per event costs more than the
-        event); a large one goes out as ``Stream.event`` sends it, after the
-        batch."""
-        if self.batch is None or len(event) >= LARGE_EVENT:
-            self.flush()
-            super().event(event)
-        else:
-            packet = self.conn.frame(b"\0" + bytes(event))
-            self.batch.append(packet)
-            self.batched += len(packet)
-            self.sent += 1
-            if self.batched >= BATCH_BYTES:
-                self.flush()
+        """One event to the replica, as ``Stream.event`` sends it (small ones
+        gathered); when, for the heartbeats over what is left out."""
+        super().event(event)
         self.last_sent = time.monotonic()
-
-    def flush(self) -> None:
-        if self.batch:
-            self.conn.sock.sendall(b"".join(self.batch))
-            self.batch.clear()
-            self.batched = 0
 
     def idle(self, name: str, end: int) -> None:
         """At the end of the binlogs: heartbeats until the replica goes, or,
         for a dump that said BINLOG_DUMP_NON_BLOCK (``mysqlbinlog
         --read-from-remote-source`` without ``--stop-never``), an EOF packet."""
         if self.non_block:
+            self.flush()
             self.conn.send(eof_packet())
             return
         super().idle(name, end)
@@ -162,6 +141,7 @@ class MysqlStream(Stream):
         try:
             super().run()
         except AnonymousTransaction as e:
+            self.flush()
             self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, str(e)))
             self.log(f"stream ended: {e}")
 
@@ -180,13 +160,7 @@ class MysqlStream(Stream):
             fde = closed_fde(bytes(b.buffer[4:fde_end]), checksum, self.clear_created)
             self.event(cleared_fde(fde, checksum) if first and start > 4 else fde)
             end = max(start, fde_end)
-            self.batch = []
-            try:
-                end = self.send_events(b, name, end)
-            finally:                                # what was batched goes before anything else
-                self.flush()
-                self.batch = None
-            return name, end
+            return name, self.send_events(b, name, end)
 
     def send_events(self, b: MysqlBinlog, name: str, end: int) -> int:
         """The file's events from ``end`` (an event boundary); the end of the last one."""

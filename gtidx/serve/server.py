@@ -6,8 +6,9 @@ loop (read a binlog's bytes, send them), the binlog readers it uses
 (``binlog.mariadb.Binlog``, the series behind ``api.seek``) are blocking code
 shared with every other command, and the replicas of one source are few. A
 thread per connection runs that code as it is; asyncio would have to push
-every read through an executor anyway. Each thread holds at most one event
-and one packet in memory.
+every read through an executor anyway. Each thread holds a read window (up
+to 8 MiB from an object, 1 MiB from a local file: ``serve.readahead``), the
+packets gathered for one send (256 KiB) and at most one longer event.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import BadInputError
+from .archive import source_facts
 from .session import Session
 from .wire import Connection, ProtocolError
 
@@ -41,10 +43,13 @@ class ServeSettings:
     password: bytes = b""
     heartbeat_seconds: float = 30.0
     checksum_name: str = "CRC32"
+    storage_options: dict | None = None     # for an object-store URL (``storage.resolve``)
+    history: int | None = None              # the catalog's history to serve (several: one must be picked)
     server_version: str = SERVER_VERSION
     server_uuid: str | None = None      # MySQL's @@server_uuid (None: made up from server_id)
     source_version: str = ""            # the newest binlog's FORMAT_DESCRIPTION's server version
     tls: object = None                  # an ssl.SSLContext (server side): TLS offered to MySQL replicas
+    flavor: str | None = None           # the binlogs' ("mysql"; None: MariaDB's), read when the server starts
 
     def check(self) -> None:
         try:
@@ -56,17 +61,6 @@ class ServeSettings:
                                 hint="give --user and --password-file, or --bind a loopback address")
         if not 0 < self.server_id <= 0xFFFFFFFF:
             raise BadInputError(f"--server-id {self.server_id} is not in 1..4294967295")
-
-
-def newest_binlog(files: list[str], path: str) -> tuple[str, str]:
-    """The binlog_checksum the source reports (``@@global.binlog_checksum``)
-    and the server version in its FORMAT_DESCRIPTION: the newest binlog's,
-    as the server it came from wrote it."""
-    from ..binlog.mysql import open_binlog
-    if not files:
-        raise BadInputError(f"no binlogs in {path}")
-    with open_binlog(files[-1]) as b:
-        return ("CRC32" if b.checksum_len else "NONE"), b.fde.server_version
 
 
 def stderr_log(line: str) -> None:
@@ -81,10 +75,9 @@ class Server:
         from .. import api
         from .mysqlsession import MysqlSession
         settings.check()
-        listing = api.list_series(settings.path, catalog=False).checked()
+        settings.flavor, settings.checksum_name, settings.source_version = source_facts(settings)
         # one session class per flavor, picked here once: MySQL binlogs get MySQL's source side
-        self.session_class = api.flavor_pick(listing.flavor, Session, MysqlSession)
-        settings.checksum_name, settings.source_version = newest_binlog(listing.files, settings.path)
+        self.session_class = api.flavor_pick(settings.flavor, Session, MysqlSession)
         self.settings, self.log = settings, log
         family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)

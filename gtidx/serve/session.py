@@ -16,9 +16,10 @@ import struct
 import time
 from typing import Callable
 
-from .. import api
 from ..errors import GtidxError, ReplicaStartRefused
 from ..gtid import Position
+from .archive import listed_files, open_series
+from .jump import index_jump
 from .stream import Skipper, Stream, Until
 from .wire import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, ER_NOT_SUPPORTED_AUTH_MODE,
                    ER_NOT_SUPPORTED_YET, ER_UNKNOWN_COM, NATIVE_PASSWORD, Connection, ProtocolError,
@@ -169,15 +170,20 @@ class Session:
         period = self.user_vars.get("master_heartbeat_period")
         heartbeat = int(period) / 1e9 if period and str(period).isdigit() and int(period) > 0 \
             else self.settings.heartbeat_seconds
+        logs, jump = None, None
         try:
-            files = api.list_binlogs(self.settings.path)
+            logs = open_series(self.settings)
+            files, store = logs.files, logs.store
             state = self.user_vars.get("slave_connect_state")
             if state is not None:
                 # strict mode's hole is refused where the stream meets it, as the server does (Skipper)
-                start = api.seek(str(state), self.settings.path, replica=True,
-                                 ignore_duplicates=flag(self.user_vars.get("slave_gtid_ignore_duplicates")))
+                start = logs.replica_start(str(state),
+                                           ignore_duplicates=flag(self.user_vars.get("slave_gtid_ignore_duplicates")))
                 first, offset = files.index(start.file), start.offset
                 skipper = Skipper(start.skip, strict=flag(self.user_vars.get("slave_gtid_strict_mode")))
+                jump = index_jump(logs, start, skipper, self.user_vars.get("slave_until_gtid"))
+                if jump is not None:
+                    self.log(f"replica {replica_id}: the index starts the stream at offset {jump.offset}")
                 self.log(f"replica {replica_id}: GTID start {state or '(empty)'}: {start.file}, "
                          f"skipping to {start.skip or 'nothing'}")
             else:
@@ -190,16 +196,20 @@ class Session:
             self.log(f"replica {replica_id}: refused: {e}")
             self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
             return
+        finally:
+            if logs is not None:
+                logs.close()
         self.conn.seq = 1
         until = self.user_vars.get("slave_until_gtid")
-        path = self.settings.path
+        settings = self.settings
         stream = Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
                         self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
-                        until=Until(Position.parse(str(until))) if until else None,
-                        relist=(lambda: api.list_binlogs(path)) if os.path.isdir(path) else None)
+                        until=Until(Position.parse(str(until))) if until else None, store=store, jump=jump,
+                        relist=(lambda: listed_files(settings)) if os.path.isdir(settings.path) else None)
         try:
             stream.run()
         except ReplicaStartRefused as e:
+            stream.flush()
             self.log(f"replica {replica_id}: refused: {e}")
             self.conn.send(err_packet(ER_MASTER_FATAL_READING_BINLOG, refusal_text(e)))
 

@@ -5,8 +5,9 @@ For each file from the start: a fake ROTATE naming it (log_pos 0, timestamp
 file"), its FORMAT_DESCRIPTION, then its events. The FDE goes out as the
 file has it, except for a file/offset start past the file's first event:
 log_pos and created zeroed, its checksum computed again. A GTID start reads
-the file from its start and skips, per domain, the groups the replica
-already has (``ReplicaStart.skip``, gtidx's answer of where the server
+the file from its start (or, where the index says what that walk does, from
+the first group sent: ``serve.jump``) and skips, per domain, the groups the
+replica already has (``ReplicaStart.skip``, gtidx's answer of where the server
 starts: ``series.mariadb.BinlogSeries.replica_start`` states the rule), and
 once a domain is reached, at the end of what was left out (or right after
 the reaching GTID event, when that one is sent), a fake GTID_LIST of the
@@ -17,7 +18,8 @@ At the end of the last file of a local directory the stream follows it
 written, new files at rotation); when nothing is sent for a heartbeat
 period, a HEARTBEAT (log_pos: the end of the last event read), until the
 replica goes away. Every event is one packet (the OK byte 0 and the event's
-bytes), pieces of it when larger than a packet.
+bytes), pieces of it when larger than a packet; the files are read in large
+reads (``serve.readahead``), short packets sent many at a time.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from ..binlog.mariadb import Binlog
 from ..index.files import still_written
 from ..series.mariadb import start_leaves_out
 from ..gtid import BinlogState, Position
+from .readahead import events, jumped
 from .wire import Connection, ProtocolError, eof_packet
 
 HEARTBEAT = 27                      # HEARTBEAT_LOG_EVENT: only ever on the wire, never in a file
@@ -45,6 +48,10 @@ UNTIL_REACHED = 1 << 28             # a GTID_LIST's count flag on the wire: the 
 FLAGS = struct.Struct("<H")
 FLAGS_AT = LOG_POS_AT + U32.size    # the flags field within the event header, after log_pos
 BINLOG_IN_USE = 0x01                # LOG_EVENT_BINLOG_IN_USE_F: an FDE's "this binlog is still open"
+# Events shorter than GATHER_EVENT are gathered and sent GATHER_BYTES at a time: a send per event (a
+# system call per ~100-byte event of a typical OLTP binlog) was most of a stream's CPU time.
+GATHER_EVENT = 1 << 16
+GATHER_BYTES = 1 << 18
 
 
 def artificial_event(etype: int, server_id: int, log_pos: int, body: bytes, checksum: bool,
@@ -160,23 +167,42 @@ class Stream:
     file/offset start leaves none out). ``annotate``: the replica asked for
     ANNOTATE_ROWS events (COM_BINLOG_DUMP's flag 2); without it the source
     leaves them out, as MariaDB's does. ``relist`` (the binlogs, listed
-    again): at the end the stream follows them (``follow``), else it idles."""
+    again): at the end the stream follows them (``follow``), else it idles.
+    ``store``: where the files are (a storage store; None: the paths' own).
+    ``jump``: a GTID start's jump in its first file (``serve.jump.Jump``)."""
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, skipper: Skipper | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None], annotate: bool = True,
-                 until: Until | None = None, relist: Callable[[], list[str]] | None = None):
+                 until: Until | None = None, relist: Callable[[], list[str]] | None = None, store=None,
+                 jump=None):
         self.conn, self.files, self.first, self.offset = conn, files, first, offset
         self.annotate, self.until, self.relist = annotate, until, relist
+        self.store, self.jump = store, jump
         self.state: BinlogState | None = None
+        self.out = bytearray()      # packets gathered, not sent yet (``flush``)
         self.skipper, self.server_id = skipper, server_id
         self.heartbeat_seconds, self.log = heartbeat_seconds, log
         self.sent = 0
         self.checksum = True        # the last file's: the idle stream's events
 
     def event(self, event) -> None:
-        """One event to the replica: a packet of the OK byte and its bytes."""
-        self.conn.send_prefixed(b"\0", event)
+        """One event to the replica: a packet of the OK byte and its bytes
+        (a short one gathered with others: ``flush`` sends them)."""
+        if len(event) < GATHER_EVENT:
+            self.conn.gather(self.out, b"\0", event)
+            if len(self.out) >= GATHER_BYTES:
+                self.flush()
+        else:
+            self.flush()
+            self.conn.send_prefixed(b"\0", event)
         self.sent += 1
+
+    def flush(self) -> None:
+        """Sends the packets gathered: before the stream waits, ends or
+        sends anything else."""
+        if self.out:
+            self.conn.sock.sendall(self.out)
+            self.out.clear()
 
     def run(self) -> bool:
         """The stream to its end: False where it ended early (UNTIL); else it
@@ -208,6 +234,7 @@ class Stream:
         """At a group's end: the replica's UNTIL position reached, the stream ends here."""
         if self.until is not None and self.until.reached and self.state is not None:
             self.event(fake_gtid_list(self.state.entries(), end, self.server_id, checksum, UNTIL_REACHED))
+            self.flush()
             self.conn.send(eof_packet())
             self.log(f"UNTIL position reached: the stream ends at {self.state.position()}")
             raise UntilReached
@@ -215,7 +242,7 @@ class Stream:
     def send_file(self, path: str, first: bool) -> tuple[str, int]:
         """Sends one file's events; (its name, the end of its last event)."""
         name = os.path.basename(path)
-        with Binlog(path) as b:
+        with Binlog(path, self.store) as b:
             checksum = bool(b.checksum_len)
             start = self.offset if first else 4
             self.event(fake_rotate(name, start, self.server_id, checksum))
@@ -231,14 +258,16 @@ class Stream:
             elif self.state is None:
                 self.state = BinlogState()        # the server's: the GTIDs it reads while a domain is to reach
             self.checksum = checksum
-            return name, self.send_events(b, end)
+            return name, self.send_events(b, end, first and self.jump is not None)
 
-    def send_events(self, b: Binlog, end: int) -> int:
+    def send_events(self, b: Binlog, end: int, jump: bool = False) -> int:
         """Sends ``b``'s events from ``end`` (an event boundary, outside a
         group): all of a closed binlog, and of one still written only its
         complete groups (the framing's walk says where the last one ends) and
         the complete events outside groups after them (BINLOG_CHECKPOINT), so
-        a replica never gets part of a group. Returns where it stopped."""
+        a replica never gets part of a group. ``jump``: from the file's
+        leading events to the first group sent (``serve.jump``). Returns where
+        it stopped."""
         checksum = bool(b.checksum_len)
         limit = None
         if still_written(b, newest=True):
@@ -252,7 +281,8 @@ class Stream:
         leaving_out = False                       # a call starts at a group's end
         skipper = self.skipper
         if limit is None or limit > end:
-            for off, etype, server_id, ln in b.headers(end):
+            walk = jumped(b, end, self.jump.spans(), self.at_jump) if jump else events(b, end)
+            for off, etype, server_id, ln, data in walk:
                 if limit is not None and off >= limit:
                     break
                 if etype == GTID or etype in BOUNDARY_TYPES:
@@ -260,18 +290,16 @@ class Stream:
                     self.announce(off, checksum)
                     self.stop_at_until(end, checksum)
                 if etype == GTID:
-                    seq, domain, _ = GTID_BODY.unpack(b.buffer[off + HEADER_LEN:off + HEADER_LEN + GTID_BODY.size])
-                    if self.until is not None or (self.skipper is not None and self.skipper.pending):
+                    seq, domain, _ = GTID_BODY.unpack_from(data, HEADER_LEN)
+                    if self.until is not None or (skipper is not None and skipper.pending):
                         self.state.apply(domain, server_id, seq)
-                    leaving_out = self.skipper is not None and self.skipper.leaves_out(domain, server_id, seq,
-                                                                                       b.path, off)
+                    leaving_out = skipper is not None and skipper.leaves_out(domain, server_id, seq, b.path, off)
                     if self.until is not None:
                         self.until.group(domain, server_id, seq)
                 if not leaving_out and (etype != ANNOTATE_ROWS or self.annotate):
-                    self.event(bytes(b.buffer[off:off + ln]))
+                    self.event(data)
                     if skipper is not None and skipper.owed:
                         self.announce(off + ln, checksum)
-                b.release(off, off + ln)
                 end = off + ln
         self.announce(end, checksum)
         self.stop_at_until(end, checksum)
@@ -293,6 +321,7 @@ class Stream:
         quiet = time.monotonic()
         try:
             while True:
+                self.flush()
                 watch.arm(directory, path)
                 wake = watch.wait(self.heartbeat_seconds - (time.monotonic() - quiet))
                 if wake.stop:
@@ -321,6 +350,21 @@ class Stream:
         finally:
             watch.close()
 
+    def at_jump(self, span) -> None:
+        """Where a GTID start's jump goes on (``serve.jump.Jump.spans``): the
+        fake GTID_LISTs the walk over the groups jumped would have sent, and
+        at the first group sent, the walk's binlog state and domains still
+        to reach there."""
+        for log_pos, entries in span.announced:
+            self.event(fake_gtid_list(entries, log_pos, self.server_id, self.checksum))
+        self.skipper.owed = False
+        if span.last:
+            self.skipper.pending = dict(self.jump.pending)
+            self.state = self.jump.state.copy()
+            if self.until is not None:
+                for g in self.state:
+                    self.until.group(*g)
+
     def idle(self, name: str, end: int) -> None:
         """At the end of the binlogs: a heartbeat each period until the replica
         goes. A fake GTID_LIST still owed (the skipped domains were reached in
@@ -328,6 +372,7 @@ class Stream:
         self.announce(end, self.checksum)
         sock = self.conn.sock
         while True:
+            self.flush()
             readable, _, _ = select.select([sock], [], [], self.heartbeat_seconds)
             if readable:
                 if not sock.recv(1 << 12):

@@ -112,6 +112,17 @@ class Connection:
     def send(self, *payloads: bytes) -> None:
         self.sock.sendall(b"".join(self.frame(p) for p in payloads))
 
+    def gather(self, out: bytearray, first: bytes, rest) -> None:
+        """The packet of the payload ``first`` + ``rest`` (shorter than a
+        piece) appended to ``out``, to go out with others in one send."""
+        n = len(first) + len(rest)
+        if n >= MAX_PIECE:
+            raise ValueError("gather takes payloads shorter than a packet piece")
+        out += PACKET_HEAD.pack(n & 0xFFFF, n >> 16, self.seq)
+        out += first
+        out += rest
+        self.seq = (self.seq + 1) & 0xFF
+
     def send_prefixed(self, first: bytes, rest) -> None:
         """One payload, ``first`` + ``rest``: a large ``rest`` (a binlog event)
         goes out from where it is, not copied behind ``first``."""
