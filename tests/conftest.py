@@ -209,6 +209,28 @@ def mysql_show_history():
 
 
 @pytest.fixture(scope="session")
+def _spark_at_exit():
+    """Stops the shared local Spark session when the run ends."""
+    yield
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
+@pytest.fixture
+def spark(_spark_at_exit):
+    """The one local Spark session (local[2], on 127.0.0.1) every in-process
+    Spark test shares: started by the first test that asks for it, then got
+    again (``gs.session`` gets or creates). Only a module that needs another
+    master (the standalone cluster's tests) stops it; the next test asking
+    starts it again in the same JVM. Tests and the CLI in this process never
+    stop it (``gtidx spark`` stops only a session it started)."""
+    gs = pytest.importorskip("gtidx.spark")
+    return gs.session("local[2]", app="gtidx-tests")
+
+
+@pytest.fixture(scope="session")
 def live_server(tmp_path_factory):
     """The private MariaDB 10.11: the one tools/test started (GTIDX_TEST_SOCKET),
     or one of our own in a temp dir. Never skipped: without a server these

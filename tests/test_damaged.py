@@ -144,22 +144,18 @@ def test_closed_binlog_cut_inside_a_group_end_to_end(tmp_path):
     assert r.exit_code == 3 and "truncated" in r.stderr
 
 
-def test_spark_locate_beside_a_damaged_newest_binlog(tmp_path):
+def test_spark_locate_beside_a_damaged_newest_binlog(spark, tmp_path):
     """Spark's planning reads every file's summary: a damaged newest binlog
     fails only the rows that need it (with its error as the reason)."""
     gs = pytest.importorskip("gtidx.spark")
     d = _directory(tmp_path, "cut inside a group")
     groups = _oracle_groups()[::25]
     values = [g for _, g, _, _ in groups] + ["0-1-99999999"]
-    session = gs.session("local[2]", app="gtidx-damaged")
-    try:
-        df = session.createDataFrame([(v,) for v in values], "gtid string")
-        for per_byte in (1.0, 1e-12):
-            rows = {r.gtid: r for r in gs.locate(session, df, str(d), pass_per_byte=per_byte).collect()}
-            for name, g, start, end in groups:
-                r = rows[g]
-                assert r.found and (os.path.basename(r.file), r.start, r.end) == (name, start, end)
-            bad = rows["0-1-99999999"]
-            assert not bad.found and "truncated" in bad.reason and NEXT.name in bad.reason
-    finally:
-        session.stop()
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    for per_byte in (1.0, 1e-12):
+        rows = {r.gtid: r for r in gs.locate(spark, df, str(d), pass_per_byte=per_byte).collect()}
+        for name, g, start, end in groups:
+            r = rows[g]
+            assert r.found and (os.path.basename(r.file), r.start, r.end) == (name, start, end)
+        bad = rows["0-1-99999999"]
+        assert not bad.found and "truncated" in bad.reason and NEXT.name in bad.reason

@@ -19,6 +19,7 @@ from gtidx.gtid import Gtid, Position
 from gtidx.index.build import build_index
 from gtidx.index.files import verify_index
 from test_live import write_rotated
+from tools.mariadb import NO_TLS
 
 pytestmark = pytest.mark.live
 
@@ -237,7 +238,7 @@ def test_mariadb_118_answers_from_a_gtidx_built_index(m118):
     _sql(m118, "CREATE DATABASE IF NOT EXISTS gtidx_t")
     _sql(m118, "CREATE TABLE IF NOT EXISTS gtidx_t.t (id INT AUTO_INCREMENT PRIMARY KEY, d INT, v VARCHAR(300))")
     _sql(m118, "FLUSH BINARY LOGS")
-    conn = pymysql.connect(unix_socket=m118, user="root", autocommit=True)
+    conn = pymysql.connect(unix_socket=m118, user="root", autocommit=True, **NO_TLS)
     with conn.cursor() as cur:
         for i in range(1500):     # ~600 KB of binlog in 3 domains
             cur.execute(f"SET SESSION gtid_domain_id={i % 3}")

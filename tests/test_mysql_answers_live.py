@@ -32,6 +32,7 @@ from gtidx.errors import NotFoundError
 from gtidx.series.mysql import MysqlSeries
 from gtidx.mysqlgtid import GtidSet, MysqlGtid
 from tools.make_mysql_fixtures import groups_of
+from tools.mariadb import NO_TLS
 from tools.mysql97 import MySQL97
 
 MYSQL = FIXTURES / "mysql-9.7"
@@ -158,7 +159,7 @@ def stream_start(srv, have: str, server_id: int) -> tuple[str, str | None, int |
     starts it as a replica. Only for untagged sets and answers."""
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import GtidEvent, RotateEvent
-    r = BinLogStreamReader(connection_settings={"unix_socket": str(srv.socket), "user": "root"},
+    r = BinLogStreamReader(connection_settings={"unix_socket": str(srv.socket), "user": "root", **NO_TLS},
                            server_id=server_id, auto_position=have, blocking=False,
                            only_events=[GtidEvent, RotateEvent])
     first_file = None

@@ -144,25 +144,19 @@ def test_parquet_and_the_pieces_hold_the_same_rows(written, cli_rows, tmp_path):
     assert [r[:6] for r in got] == [r[:6] for r in _as_tuples(cli_rows)]
 
 
-def test_spark_reads_the_same_rows(written, cli_rows):
+def test_spark_reads_the_same_rows(spark, written, cli_rows):
     """``format("gtidx.changes")`` on the binlog, cut in pieces, gives the
     rows of gtidx changes (one Spark job: a session is the cost); its
     reader with a table filter pushed down (without Spark: the same
     ``ChangesReader``) those of that table."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    import gtidx.spark as gs
     from gtidx.spark.changes import ChangesReader, batch_rows
     from pyspark.sql.datasource import EqualTo, IsNotNull
     path = written[0]
-    spark = gs.session("local[2]", app="gtidx-mysql-changes")
-    try:
-        df = spark.read.format("gtidx.changes").option("split_bytes", path.stat().st_size // 3).load(str(path))
-        parts = df.rdd.getNumPartitions()
-        assert parts > 1, parts
-        got = [tuple(r) for r in df.collect()]
-        assert got == _as_tuples(cli_rows), (len(got), len(cli_rows))
-    finally:
-        spark.stop()
+    df = spark.read.format("gtidx.changes").option("split_bytes", path.stat().st_size // 3).load(str(path))
+    parts = df.rdd.getNumPartitions()
+    assert parts > 1, parts
+    got = [tuple(r) for r in df.collect()]
+    assert got == _as_tuples(cli_rows), (len(got), len(cli_rows))
     reader = ChangesReader(str(path), split_bytes=32 << 10)
     kept = list(reader.pushFilters([EqualTo(("table",), "shw.j"), IsNotNull(("gtid",))]))
     assert kept == [IsNotNull(("gtid",))]          # a MySQL gtid can be null: Spark checks it

@@ -399,31 +399,27 @@ def test_replica_start_index_equals_scan_equals_server(server, one_file, tmp_pat
 
 # -- Spark plans with the same rule ----------------------------------------------------------------
 
-def test_spark_locate_equals_the_library_on_rotations(rotations, tmp_path):
+def test_spark_locate_equals_the_library_on_rotations(spark, rotations, tmp_path):
     """gtidx.spark assigns GTIDs with api.plan_locate: a GTID of a (domain,
     server) that went backwards is answered as BinlogSeries.locate answers it."""
     gs = pytest.importorskip("gtidx.spark")
     files, occurrences = rotations
     values = [str(g) for g in occurrences] + ["5-1-99", "5-2-102", "7-1-1"]
-    session = gs.session("local[2]", app="gtidx-nonmono")
-    try:
-        df = session.createDataFrame([(v,) for v in values], "gtid string")
-        for per_byte in (1.0, 1e-12):          # one pass per file, and index lookups
-            rows = {r.gtid: r for r in gs.locate(session, df, os.path.dirname(files[0]),
-                                                  pass_per_byte=per_byte).collect()}
-            assert len(rows) == len(values)
-            for v in values:
-                occ = occurrences.get(Gtid.parse(v))
-                r = rows[v]
-                if occ is None:
-                    assert not r.found, v
-                else:
-                    assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
-    finally:
-        session.stop()
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    for per_byte in (1.0, 1e-12):          # one pass per file, and index lookups
+        rows = {r.gtid: r for r in gs.locate(spark, df, os.path.dirname(files[0]),
+                                              pass_per_byte=per_byte).collect()}
+        assert len(rows) == len(values)
+        for v in values:
+            occ = occurrences.get(Gtid.parse(v))
+            r = rows[v]
+            if occ is None:
+                assert not r.found, v
+            else:
+                assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
 
 
-def test_spark_finds_the_copy_hidden_in_a_recovered_dip(server, tmp_path):
+def test_spark_finds_the_copy_hidden_in_a_recovered_dip(spark, server, tmp_path):
     """The planning job learns each binlog's seq ranges (stored by build, or
     one walk where there is no index): Spark answers the first copy of a GTID
     whose earlier copy hides in a recovered dip, as SHOW BINLOG EVENTS has it,
@@ -437,22 +433,18 @@ def test_spark_finds_the_copy_hidden_in_a_recovered_dip(server, tmp_path):
     for f in indexed:
         build_index(f, max_ratio=None, force=True)
     values = [str(g) for g in occurrences] + [f"{domain}-1-17"]
-    session = gs.session("local[2]", app="gtidx-hidden")
-    try:
-        df = session.createDataFrame([(v,) for v in values], "gtid string")
-        for directory in (bare, indexed):
-            for per_byte in (1.0, 1e-12):
-                rows = {r.gtid: r for r in gs.locate(session, df, os.path.dirname(directory[0]),
-                                                      pass_per_byte=per_byte).collect()}
-                for v in values:
-                    occ = occurrences.get(Gtid.parse(v))
-                    r = rows[v]
-                    if occ is None:
-                        assert not r.found and "never written" in r.reason, (v, r)
-                    else:
-                        assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
-    finally:
-        session.stop()
+    df = spark.createDataFrame([(v,) for v in values], "gtid string")
+    for directory in (bare, indexed):
+        for per_byte in (1.0, 1e-12):
+            rows = {r.gtid: r for r in gs.locate(spark, df, os.path.dirname(directory[0]),
+                                                  pass_per_byte=per_byte).collect()}
+            for v in values:
+                occ = occurrences.get(Gtid.parse(v))
+                r = rows[v]
+                if occ is None:
+                    assert not r.found and "never written" in r.reason, (v, r)
+                else:
+                    assert r.found and (os.path.basename(r.file), r.start, r.end) == occ[0], (v, r)
 
 
 def _random_plan(seed: int) -> list[list[tuple]]:

@@ -195,14 +195,58 @@ def test_spark_build_on_a_terminal_shows_phase_and_tasks(binlogs):
     assert shown[-5:] == [f"./master-bin.0000{n}.idx: built (2 records)" for n in range(18, 23)]
 
 
-def test_spark_quiet_draws_nothing(binlogs):
-    pytest.importorskip("pyspark")
+def in_process_on_terminal(*args) -> tuple[int, bytes]:
+    """``gtidx ARGS`` run in this process (a Spark command: on the tests'
+    shared session) with a pseudo-terminal as its stdout and stderr: (exit
+    code, bytes the terminal got). The driver JVM's stderr reaches the
+    terminal too: its lines are forwarded to ``sys.stderr`` as they come."""
+    import threading
+    master, slave = pty.openpty()
+    term = os.fdopen(slave, "w", buffering=1)
+    got = []
+
+    def read():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:          # EIO: the terminal's other end is closed
+                return
+            if not chunk:
+                return
+            got.append(chunk)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    code = 0
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sys, "stdout", term)
+            mp.setattr(sys, "stderr", term)
+            try:
+                cli.main(args=list(map(str, args)), prog_name="gtidx")
+            except SystemExit as e:
+                code = e.code
+    finally:
+        term.close()
+        reader.join(timeout=30)
+        os.close(master)
+    return code, b"".join(got)
+
+
+def test_spark_quiet_draws_nothing(spark, binlogs, tmp_path):
+    """--quiet on a terminal: nothing drawn, not Spark's console bar either.
+    In this process on the shared session (the command in its own process on
+    a terminal: the test above); the same run without --quiet draws, on the
+    same kind of terminal. The directory is named whole: the shared session's
+    Python workers run in the tests' working directory."""
     (binlogs / "master-bin.index").unlink()
-    code, raw, _ = on_terminal("spark", "build", "--quiet", ".", "--master", "local[2]", cwd=binlogs,
-                               env=SPARK_ENV)
+    other = tmp_path / "other"
+    shutil.copytree(binlogs, other)
+    code, raw = in_process_on_terminal("spark", "build", other, "--master", "local[2]")
+    assert code == 0 and b"spark: building indexes" in raw, raw[-2000:]
+    code, raw = in_process_on_terminal("spark", "build", "--quiet", binlogs, "--master", "local[2]")
     assert code == 0, raw[-2000:]
     assert b"spark: " not in raw and b"[Stage " not in raw
-    assert screen(raw)[-5:] == [f"./master-bin.0000{n}.idx: built (2 records)" for n in range(18, 23)]
+    assert screen(raw)[-5:] == [f"{binlogs}/master-bin.0000{n}.idx: built (2 records)" for n in range(18, 23)]
 
 
 def test_api_build_progress_inside_a_big_binlog(live_server, tmp_path):

@@ -278,29 +278,23 @@ def test_library_examples(demo, monkeypatch, capsys):
 CHANGES_EXAMPLE = {"shop.customers": "fx.t_inno", "['id']": "['@1']", "'42'": "'3395'"}
 
 
-def test_spark_examples(demo, capsys):
-    pytest.importorskip("pyspark", reason="the spark extra: pip install -e '.[spark]'")
-    from pyspark.sql import SparkSession
+def test_spark_examples(spark, demo, capsys):
+    """The Spark examples, in this process: their ``gs.session(...)`` gets the
+    tests' shared session (conftest's ``spark``)."""
     d, paths = demo
     paths = {**paths, **CHANGES_EXAMPLE}
     import pandas as pd
     pd.DataFrame({"gtid": ["0-2-432", "1-1-420", "9-9-9"]}).to_parquet(paths["wanted.parquet"])
-    ours = SparkSession.getActiveSession() is None
-    try:
-        for where, body, _ in blocks("python", spark=True):
-            run_python(body, where, paths)
-    finally:
-        if ours and SparkSession.getActiveSession() is not None:
-            SparkSession.getActiveSession().stop()
+    for where, body, _ in blocks("python", spark=True):
+        run_python(body, where, paths)
     assert len(list(d.glob("*.idx"))) == 5                       # gs.build indexed every file
     hits = [ln for ln in capsys.readouterr().out.splitlines() if "master-bin." in ln]
     assert [ln.split("|")[1].strip() for ln in hits] == ["0-2-431", "0-1-448"], hits   # the row's two updates
 
 
-def test_spark_commands(demo):
-    """docs/spark.md's sh block, through the CLI in this process (its JVM
-    is reused: a JVM start per command would double the time)."""
-    pytest.importorskip("pyspark", reason="the spark extra: pip install -e '.[spark]'")
+def test_spark_commands(spark, demo):
+    """docs/spark.md's sh block, through the CLI in this process (the tests'
+    shared session is reused: a JVM start per command would double the time)."""
     from click.testing import CliRunner
 
     from gtidx.cli import cli

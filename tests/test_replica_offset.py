@@ -287,14 +287,6 @@ def test_the_readme_position_starts_at_offset_4_with_and_without_an_index(layout
 
 # -- Spark ---------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def spark():
-    gs = pytest.importorskip("gtidx.spark")
-    session = gs.session("local[2]", app="gtidx-replica-offset")
-    yield session
-    session.stop()
-
-
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
 @given(drawn=st.sampled_from(SET_NAMES).flatmap(

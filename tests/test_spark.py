@@ -9,25 +9,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, copy_set, count_listings
 from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
+from gtidx.cli import cli
 from gtidx.errors import NotFoundError
 
 import gtidx.spark as gs  # noqa: E402  (pyspark: the spark extra, installed by the Quickstart)
 from gtidx.spark.plan import Plan, summary  # noqa: E402
 from gtidx.spark.shuffle import pack, partition_codes, per_file, spark_hash_int  # noqa: E402
 from gtidx.spark.where import Where  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = gs.session("local[2]", app="gtidx-tests")
-    yield session
-    session.stop()
 
 
 def probes(d: Path) -> list[str]:
@@ -337,26 +332,31 @@ def test_cli_spark_locate(spark, tmp_path):
     assert len(rows) == len(values) and not [r for r in rows if r.gtid == "0-1-99999999"][0].found
 
 
-def test_cli_spark_locate_says_a_warning_once(tmp_path):
+def test_cli_spark_locate_says_a_warning_once(spark, tmp_path):
     """Binlogs without indexes: the executors' warnings (the summary job's and
     the answering tasks', one per file each) reach the driver (an accumulator)
-    and the command says them once: one line, the files counted."""
+    and the command says them once: one line, the files counted. Run in this
+    process on the shared session (the command end to end in its own process
+    is ``test_cli_spark_locate``): its stderr is all the command wrote, the
+    driver JVM's lines included (they are forwarded to ``sys.stderr``)."""
     d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=False)
     (tmp_path / "g.txt").write_text("0-2-432\n0-1-400\n")
-    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "locate", "--gtids", str(tmp_path / "g.txt"),
-                        "--binlogs", str(d), "--out", str(tmp_path / "o.parquet"), "--master", "local[2]"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert p.returncode == 0 and "2 rows, 2 found" in p.stdout, p.stderr[-2000:]
-    assert p.stderr.splitlines() == [f"gtidx: warning: 5 binlogs, master-bin.000018 .. master-bin.000022 in {d}: "
-                                     "no usable index (missing: no index file); answering by scan"], p.stderr
+    r = CliRunner().invoke(cli, ["spark", "locate", "--gtids", str(tmp_path / "g.txt"), "--binlogs", str(d),
+                                 "--out", str(tmp_path / "o.parquet"), "--master", "local[2]"])
+    assert r.exit_code == 0 and "2 rows, 2 found" in r.stdout, r.output[-2000:]
+    assert r.stderr.splitlines() == [f"gtidx: warning: 5 binlogs, master-bin.000018 .. master-bin.000022 in {d}: "
+                                     "no usable index (missing: no index file); answering by scan"], r.stderr
+    assert spark.range(3).count() == 3              # the command left the session it did not start running
 
 
-def test_cli_spark_build(tmp_path):
+def test_cli_spark_build(spark, tmp_path):
+    """``gtidx spark build --json``, in this process on the shared session
+    (in its own process on a terminal: tests/test_progress.py)."""
     d = copy_set(tmp_path, FIXTURES / "mariadb-10.11" / "multifile", build=False)
-    p = subprocess.run([sys.executable, "-m", "gtidx", "spark", "build", str(d), "--json", "--master", "local[2]"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert [r["action"] for r in json.loads(p.stdout)["results"]] == ["built"] * 5
+    r = CliRunner().invoke(cli, ["spark", "build", str(d), "--json", "--master", "local[2]"])
+    assert r.exit_code == 0, r.output[-2000:]
+    assert [x["action"] for x in json.loads(r.stdout)["results"]] == ["built"] * 5
+    assert spark.range(3).count() == 3
 
 
 # -- the catalog (issue 13 item 4): planning from its entries --------------------------------------

@@ -23,14 +23,6 @@ from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # 
 COLUMNS = ["gtid", "file", "offset", "timestamp", "table", "op", "before", "after", "changed", "unknown"]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = gs.session("local[2]", app="gtidx-changes-tests")
-    yield session
-    session.stop()
-
-
 def fixture_dirs() -> list[Path]:
     """Every fixture directory whose binlogs mariadb-binlog reads (not the encrypted set)."""
     return sorted(p.parent for p in FIXTURES.glob("mariadb-*/*/oracle.json") if p.parent.name != "encrypted")

@@ -22,13 +22,6 @@ MYSQL = FIXTURES / "mysql-9.7"
 UUID = "8f2379f0-e75f-11f1-a262-02fc00000001"
 
 
-@pytest.fixture(scope="module")
-def spark():
-    session = gs.session("local[2]", app="gtidx-tests-mysql")
-    yield session
-    session.stop()
-
-
 def expected(logs, value: str) -> tuple:
     """The row gtidx.open's answer makes (found or not)."""
     try:

@@ -96,19 +96,14 @@ def test_user_names_the_driver_address():
     assert "0200007F" in got["listening"] or "0000000000000000FFFF00000200007F" in got["listening"]
 
 
-def test_source_filter_that_matches_no_file(tmp_path):
+def test_source_filter_that_matches_no_file(spark, tmp_path):
     """`file = 'master-bin.000042'` over binlogs without that file (the
     README's example on the demo binlogs): no rows, not a worker crash."""
     import shutil
 
     from conftest import FIXTURES
-    from gtidx import spark as gs
     d = tmp_path / "binlog"
     shutil.copytree(FIXTURES / "mariadb-10.11" / "multifile", d)
-    spark = gs.session("local[2]")
-    try:
-        df = spark.read.format("gtidx").load(str(d))
-        assert df.where("file = 'master-bin.000042' AND domain IN (1, 2)").count() == 0
-        assert df.where("file = 'master-bin.000020' AND domain IN (1, 2)").count() > 0
-    finally:
-        spark.stop()
+    df = spark.read.format("gtidx").load(str(d))
+    assert df.where("file = 'master-bin.000042' AND domain IN (1, 2)").count() == 0
+    assert df.where("file = 'master-bin.000020' AND domain IN (1, 2)").count() > 0

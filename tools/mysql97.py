@@ -24,6 +24,12 @@ import sys
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:          # run as a script
+    sys.path.insert(0, str(REPO))
+
+from tools.mariadb import NO_TLS  # noqa: E402
+
 ROOT = os.environ.get("GTIDX_MY97_ROOT", "/var/tmp/gtidx-my97")
 # ../shared beside the checkout, as tools/test finds it (GTIDX_SHARED)
 _SHARED = Path(os.environ.get("GTIDX_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
@@ -71,7 +77,7 @@ class MySQL97:
 
     def connect(self, **kw):
         import pymysql
-        return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True, **kw)
+        return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True, **NO_TLS, **kw)
 
     def stop(self) -> None:
         if self.pid_file.exists():

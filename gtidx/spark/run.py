@@ -1,4 +1,4 @@
-"""What the ``gtidx spark`` commands run: a session of their own, the
+"""What the ``gtidx spark`` commands run: a session (their own, or the caller's), the
 job, and the progress the driver can see (``SparkProgress``)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from .. import api
 from .indexes import build
 from .locate import locate
-from .session import session
+from .session import own_session
 from .where import Where, say_warnings, warnings_accumulator
 
 
@@ -112,36 +112,35 @@ def locate_to_parquet(gtids_path: str, binlogs: str, out: str, master: str = "lo
     listing = api.list_series(binlogs, storage_options, index_root=index_root)   # once: locate plans on it
     Where(storage_options, index_root).open_listing(listing, history).close()   # several histories: before Spark
     watch = _Watch(progress)
-    spark = session(master)
-    try:
-        watch.attach(spark.sparkContext)
-        watch.enter("planning")
-        warned = warnings_accumulator(spark.sparkContext)
-        df = locate(spark, read_gtids(spark, gtids_path), listing, storage_options=storage_options,
-                    index_root=index_root, history=history, warnings=warned)
-        watch.enter("locating")
-        df.write.mode("overwrite").parquet(out)
-        say_warnings(warned)
-        watch.enter("counting")
-        done = spark.read.parquet(out)
-        return done.count(), done.filter("found").count()
-    finally:
-        watch.close()
-        spark.stop()
+    with own_session(master) as spark:
+        try:
+            watch.attach(spark.sparkContext)
+            watch.enter("planning")
+            warned = warnings_accumulator(spark.sparkContext)
+            df = locate(spark, read_gtids(spark, gtids_path), listing, storage_options=storage_options,
+                        index_root=index_root, history=history, warnings=warned)
+            watch.enter("locating")
+            df.write.mode("overwrite").parquet(out)
+            say_warnings(warned)
+            watch.enter("counting")
+            done = spark.read.parquet(out)
+            return done.count(), done.filter("found").count()
+        finally:
+            watch.close()
 
 
 def build_rows(binlogs: str, master: str = "local[*]", progress=None, **kw) -> list[dict]:
-    """``gtidx spark build``: ``build`` on its own session, one dict per file.
+    """``gtidx spark build``: ``build`` on a session of its own (or the
+    caller's), one dict per file.
     ``progress``: as for ``locate_to_parquet`` (one task per file)."""
     watch = _Watch(progress)
-    spark = session(master)
-    try:
-        watch.attach(spark.sparkContext)
-        watch.enter("building indexes")
-        return [r.asDict() for r in build(spark, binlogs, **kw).collect()]
-    finally:
-        watch.close()
-        spark.stop()
+    with own_session(master) as spark:
+        try:
+            watch.attach(spark.sparkContext)
+            watch.enter("building indexes")
+            return [r.asDict() for r in build(spark, binlogs, **kw).collect()]
+        finally:
+            watch.close()
 
 
 def read_gtids(spark: SparkSession, path: str) -> DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from contextlib import contextmanager
 
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
@@ -57,6 +58,20 @@ def session(master: str = "local[*]", app: str = "gtidx", host: str | None = Non
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+@contextmanager
+def own_session(master: str):
+    """``session(master)`` for a command run: stopped at the end only if this
+    run started it. A caller's session (a Python program or notebook calling
+    the CLI's functions in its own process) is reused and left running."""
+    started = SparkContext._active_spark_context is None
+    spark = session(master)
+    try:
+        yield spark
+    finally:
+        if started:
+            spark.stop()
 
 
 QUIET_LOG4J = os.path.join(os.path.dirname(__file__), "spark-log4j2.properties")
