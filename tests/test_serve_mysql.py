@@ -830,3 +830,50 @@ def test_a_replica_restores_from_an_object_store_archive(history, served, served
                                at, flags=flags) for p in (served[1], port)]
         assert [e[:3] for e in streams[1]] == [e[:3] for e in streams[0]]
         assert streams[1] == streams[0] and len(streams[0]) > 20
+
+
+def test_history_picks_the_files_a_mysql_dump_reads(tmp_path):
+    """MySQL binlogs of two histories (the fixtures' 15 files, then the
+    oldest one again under a later name: its Previous_gtids do not chain):
+    with --history 2 an auto-positioned dump from the set before that file reads that
+    history's one file (its events as the file has them, after the fake
+    ROTATE naming it, without a CRC32 as the dump said none; NON_BLOCK: the EOF packet at its end); with --history
+    1 a file/offset dump naming that file is refused as the server refuses
+    a file it does not have."""
+    import pymysql
+    from test_mysql_catalog import MY, archive
+    d = archive(tmp_path / "two")
+    shutil.copy(MY / "single" / "binlog.000002", d / "binlog.000030")
+    from gtidx import admin
+    admin.build_catalog(str(d))
+    want = file_events(d / "binlog.000030")
+    with MysqlBinlog(d / "binlog.000030") as b:      # the replica holds what came before the file
+        before = encoded(b.previous_gtids)
+    got = {}
+    for history_id, command in ((2, struct.pack("<HII", 1, 77, 0) + struct.pack("<QI", 4, len(before)) + before),
+                                (1, struct.pack("<IHI", 4, 1, 77) + b"binlog.000030")):
+        where = tmp_path / f"serve{history_id}"
+        where.mkdir()
+        proc, port, log = start_serve(d, 0, 1000, where, "--history", str(history_id))
+        try:
+            conn = pymysql.connect(host="127.0.0.1", port=port, user="repl", password=PASSWORD, autocommit=True)
+            events = []
+            try:
+                conn._execute_command(0x1E if history_id == 2 else 0x12, command)
+                while True:
+                    packet = conn._read_packet().get_all_data()
+                    if packet[:1] == b"\xfe" and len(packet) < 9:
+                        break
+                    events.append(packet[1:])
+            except pymysql.err.OperationalError as e:
+                got[history_id] = e.args
+            finally:
+                conn.close()
+            got.setdefault(history_id, events)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert isinstance(got[2], list), got
+    rotate, *rest = got[2]
+    assert rotate[4] == 4 and rotate.endswith(b"binlog.000030") and rest == want
+    assert got[1][0] == 1236 and "Could not find first log file name" in got[1][1] and "binlog.000030" in got[1][1]
