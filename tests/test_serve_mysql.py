@@ -770,3 +770,110 @@ def test_a_file_offset_stream_is_the_files_events_in_order(scenario, batch, monk
             assert g[4] == 4 and int.from_bytes(g[17:19], "little") & 0x20
         else:
             assert g == w
+
+
+# -- an archive in an object store ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served_s3(history, tmp_path_factory):
+    """The history's binlogs uploaded to a ``moto_server`` bucket, indexed
+    and catalogued there as a user would (``gtidx build``, ``gtidx catalog
+    build`` on the prefix), and ``gtidx serve`` on the prefix as the
+    source: (the process, its port, its log)."""
+    import subprocess
+    import sys
+    from servehelp import ROOT
+    from tools.s3server import MotoServer
+    moto = MotoServer(tmp_path_factory.mktemp("serve-mysql-moto"))
+    proc = None
+    try:
+        client = moto.bucket("serve-mysql")
+        for f in sorted(history["dir"].iterdir()):
+            client.put_object(Bucket="serve-mysql", Key=f"binlogs/{f.name}", Body=f.read_bytes())
+        url = "s3://serve-mysql/binlogs/"
+        opts = [a for k, v in moto.storage_options().items() for a in ("--storage-option", f"{k}={v}")]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        for cmd in (["build", "-q", "--span-min", "1"], ["catalog", "build"]):
+            done = subprocess.run([sys.executable, "-m", "gtidx", *cmd, url, *opts], env=env, capture_output=True,
+                                  text=True, timeout=120)
+            assert done.returncode == 0, (cmd, done.stdout, done.stderr)
+        keys = {o["Key"] for o in client.list_objects_v2(Bucket="serve-mysql")["Contents"]}
+        assert any(k.endswith(".idx") for k in keys) and len(keys) > 2 * len(list(history["dir"].iterdir()))
+        proc, port, log = start_serve(url, 0, history["server_id"], tmp_path_factory.mktemp("serve-s3"),
+                                      "--server-uuid", history["uuid"], *opts)
+        yield proc, port, log
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+        moto.stop()
+
+
+def test_a_replica_restores_from_an_object_store_archive(history, served, served_s3, replica):
+    """From a bucket (moto_server), indexed and catalogued there: a MySQL
+    9.7 replica from the backup inside the first file reaches the history's
+    end with auto-position, the source's checksums; a raw client's streams
+    (auto-position from the backup with HEARTBEAT_V2, file and offset from
+    the first file's start) are the local directory's byte for byte (that
+    one is the 9.7 source's: test_stream_equals_the_servers)."""
+    _, port, log = served_s3
+    provision(replica, history, history["backup"], port)
+    replica.sql("START REPLICA")
+    wait_for(replica, history["end"].one_line(), log)
+    assert checksums(replica, history["db"]) == history["checksums"] and None not in history["checksums"].values()
+    replica.sql("STOP REPLICA")
+    last = f"{history['uuid']}:{TAG}:{history['end'].last(history['uuid'], TAG)}"
+    first = sorted(history["dir"].iterdir())[0].name
+    for gtids, at, flags in ((history["backup"]["set"], ("", 4), 2), (None, (first, 4), 0)):
+        streams = [dump_events({"host": "127.0.0.1", "port": p, "user": "repl", "password": PASSWORD}, gtids, last,
+                               at, flags=flags) for p in (served[1], port)]
+        assert [e[:3] for e in streams[1]] == [e[:3] for e in streams[0]]
+        assert streams[1] == streams[0] and len(streams[0]) > 20
+
+
+def test_history_picks_the_files_a_mysql_dump_reads(tmp_path):
+    """MySQL binlogs of two histories (the fixtures' 15 files, then the
+    oldest one again under a later name: its Previous_gtids do not chain):
+    with --history 2 an auto-positioned dump from the set before that file reads that
+    history's one file (its events as the file has them, after the fake
+    ROTATE naming it, without a CRC32 as the dump said none; NON_BLOCK: the EOF packet at its end); with --history
+    1 a file/offset dump naming that file is refused as the server refuses
+    a file it does not have."""
+    import pymysql
+    from test_mysql_catalog import MY, archive
+    d = archive(tmp_path / "two")
+    shutil.copy(MY / "single" / "binlog.000002", d / "binlog.000030")
+    from gtidx import admin
+    admin.build_catalog(str(d))
+    want = file_events(d / "binlog.000030")
+    with MysqlBinlog(d / "binlog.000030") as b:      # the replica holds what came before the file
+        before = encoded(b.previous_gtids)
+    got = {}
+    for history_id, command in ((2, struct.pack("<HII", 1, 77, 0) + struct.pack("<QI", 4, len(before)) + before),
+                                (1, struct.pack("<IHI", 4, 1, 77) + b"binlog.000030")):
+        where = tmp_path / f"serve{history_id}"
+        where.mkdir()
+        proc, port, log = start_serve(d, 0, 1000, where, "--history", str(history_id))
+        try:
+            conn = pymysql.connect(host="127.0.0.1", port=port, user="repl", password=PASSWORD, autocommit=True)
+            events = []
+            try:
+                conn._execute_command(0x1E if history_id == 2 else 0x12, command)
+                while True:
+                    packet = conn._read_packet().get_all_data()
+                    if packet[:1] == b"\xfe" and len(packet) < 9:
+                        break
+                    events.append(packet[1:])
+            except pymysql.err.OperationalError as e:
+                got[history_id] = e.args
+            finally:
+                conn.close()
+            got.setdefault(history_id, events)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert isinstance(got[2], list), got
+    rotate, *rest = got[2]
+    assert rotate[4] == 4 and rotate.endswith(b"binlog.000030") and rest == want
+    assert got[1][0] == 1236 and "Could not find first log file name" in got[1][1] and "binlog.000030" in got[1][1]

@@ -142,7 +142,13 @@ class MysqlBinlog(Binlog):
         """The fields of the GTID event at ``off`` (type ``etype``, ``ln``
         bytes long); a damaged body is a CorruptBinlogError there."""
         self._fill(off, off + ln)
-        body = memoryview(self._mm)[off + HEADER_LEN:off + ln - self.checksum_len]
+        return self.gtid_of(off, etype, memoryview(self._mm)[off:off + ln])
+
+    def gtid_of(self, off: int, etype: int, event) -> GtidFields:
+        """The fields of the GTID event ``event`` (its bytes, header to
+        checksum, as a walk over the file read them) at ``off``: as
+        ``gtid_at``, without reading the file again."""
+        body = event[HEADER_LEN:len(event) - self.checksum_len]
         try:
             return decode_tagged_gtid(body) if etype == GTID_TAGGED else decode_untagged_gtid(body, etype)
         except (ValueError, struct.error, UnicodeDecodeError) as e:

@@ -50,7 +50,7 @@ def serve(directory, bind, port, server_id, server_uuid, tls_cert, tls_key, user
     MASTER_USE_GTID=slave_pos; START SLAVE. A replica gets the events from its GTID
     position (or file and offset) on, file after file; at the end of a directory's binlogs
     it follows the directory (what a server writes there next), with heartbeats. MySQL
-    binlogs go to MySQL 9.7 replicas with auto-position: CHANGE REPLICATION SOURCE TO ...,
+    binlogs (a directory or a prefix too) go to MySQL 9.7 replicas with auto-position: CHANGE REPLICATION SOURCE TO ...,
     SOURCE_AUTO_POSITION=1, SOURCE_SSL=0; START REPLICA (at the end they wait, with
     heartbeats). Read-only; runs until stopped (SIGINT, SIGTERM)."""
     from ..storage import is_url, local_path        # here: a help text listing the commands loads none of it

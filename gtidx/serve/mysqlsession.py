@@ -23,10 +23,10 @@ import re
 import struct
 import uuid
 
-from .. import api
 from ..binlog.mysqlevents import decode_previous_gtids
 from ..errors import GtidxError
 from ..mysqlgtid import GtidSet
+from .archive import open_series
 from .mysqlstream import MysqlStream
 from .session import BINLOG_DUMP, COM_BINLOG_DUMP, Session, sql_value
 from .wire import (CLIENT_SSL, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, SERVER_CAPABILITIES,
@@ -210,22 +210,26 @@ class MysqlSession(Session):
             have = decode_previous_gtids(body[at:]) if size else GtidSet()
         except (ValueError, struct.error, UnicodeDecodeError) as e:
             raise ProtocolError(f"a COM_BINLOG_DUMP_GTID whose GTID set does not decode: {e}") from None
-        try:
-            files = api.list_binlogs(self.settings.path)
-            first = api.seek(have.one_line(), self.settings.path, replica=True,
-                             server_uuid=self.settings.server_uuid).file
+        logs = None
+        try:                          # the series once: its files, the start, the store the stream reads
+            logs = open_series(self.settings)
+            files, store = logs.files, logs.store
+            first = logs.replica_start(have, server_uuid=self.settings.server_uuid).file
         except GtidxError as e:
             if getattr(e, "reason", None) != "anonymous":
                 self.refuse(replica_id, e, have)
                 return
             first = e.start           # the stream meets it, and ends there as the server's does
+        finally:
+            if logs is not None:
+                logs.close()
         shown = have.one_line() or "(empty)"
         self.log(f"replica {replica_id}: auto-position from {shown if len(shown) <= 200 else shown[:200] + '...'}: "
                  f"{first}")
         self.conn.seq = 1
         MysqlStream(self.conn, files, files.index(first), 4, have, self.settings.server_id,
                     self.heartbeat_seconds(), self.log, requested=(requested, position), flags=flags,
-                    declared_checksum=self.declared_checksum()).run()
+                    declared_checksum=self.declared_checksum(), store=store).run()
 
     def dump(self, body: bytes) -> None:
         """COM_BINLOG_DUMP: a MySQL replica without auto-position (a file and offset)."""
@@ -235,7 +239,12 @@ class MysqlSession(Session):
         self.dump_from(replica_id, body[BINLOG_DUMP.size:].decode("utf-8", "replace"), offset, flags)
 
     def dump_from(self, replica_id: int, name: str, offset: int, flags: int) -> None:
-        files = api.list_binlogs(self.settings.path)
+        try:
+            with open_series(self.settings) as logs:
+                files, store = logs.files, logs.store
+        except GtidxError as e:
+            self.refuse(replica_id, e)
+            return
         names = [f.rsplit("/", 1)[-1] for f in files]
         if name not in names:
             self.refuse(replica_id, GtidxError(
@@ -244,6 +253,7 @@ class MysqlSession(Session):
         self.log(f"replica {replica_id}: file start {name}:{offset}")
         self.conn.seq = 1
         MysqlStream(self.conn, files, names.index(name), max(offset, 4), None, self.settings.server_id,
-                    self.heartbeat_seconds(), self.log, flags=flags, declared_checksum=self.declared_checksum()).run()
+                    self.heartbeat_seconds(), self.log, flags=flags, declared_checksum=self.declared_checksum(),
+                    store=store).run()
 
     dumps = {COM_BINLOG_DUMP: dump, COM_BINLOG_DUMP_GTID: dump_gtid}

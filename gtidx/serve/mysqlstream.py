@@ -20,6 +20,11 @@ dump that asked not to wait. A dump that sets USE_HEARTBEAT_V2 (a 9.7
 replica does) gets HEARTBEAT_V2 events, else HEARTBEAT ones. All of it as
 MySQL 9.7's sender does it, recorded with a raw client
 (tests/test_serve_mysql.py compares the two streams byte for byte).
+
+The files are read through the archive's store (a local directory, an
+object-store prefix: ``serve.archive``), in the large reads MariaDB's
+stream reads them in (``serve.readahead.events``: the framing checked as
+the walk goes); a GTID event's GTID is read from the bytes the walk holds.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from ..binlog.events import CRC_LEN, event_crc
 from ..binlog.mysql import MysqlBinlog
 from ..binlog.mysqlevents import ANONYMOUS_GTID, BOUNDARY, GTID_TYPES, HEARTBEAT_V2
 from ..mysqlgtid import GtidSet
+from .readahead import events
 from .stream import CREATED_AT, U32, Stream, artificial_event, cleared_fde, fake_rotate, heartbeat
 from .wire import U8, ER_MASTER_FATAL_READING_BINLOG, Connection, eof_packet, err_packet, lenenc_int
 
@@ -91,8 +97,9 @@ def heartbeat_v2(name: str, log_pos: int, server_id: int, checksum: bool) -> byt
 
 def first_gtid(b: MysqlBinlog, start: int):
     """The GTID of the file's first GTID event from ``start`` (None: an
-    anonymous one first, or none): what decides ``closed_fde``'s created."""
-    for off, etype, _, ln in b.headers(start):
+    anonymous one first, or none): what decides ``closed_fde``'s created.
+    The walk stops there: what it read is the file's first events."""
+    for off, etype, _, ln in b.checked_headers(start):
         if etype in GTID_TYPES:
             return None if etype == ANONYMOUS_GTID else b.gtid_at(off, etype, ln).gtid
     return None
@@ -104,12 +111,14 @@ class MysqlStream(Stream):
     transactions it holds are left out), None for a file/offset start;
     ``requested``: the file name and position the dump named (an error
     says them); ``flags``: the dump's; ``declared_checksum``: the replica
-    said it handles CRC32 (the first fake ROTATE has one then)."""
+    said it handles CRC32 (the first fake ROTATE has one then); ``store``:
+    where the files are (``Stream``'s)."""
 
     def __init__(self, conn: Connection, files: list[str], first: int, offset: int, exclude: GtidSet | None,
                  server_id: int, heartbeat_seconds: float, log: Callable[[str], None],
-                 requested: tuple[str, int] = ("", 4), flags: int = 0, declared_checksum: bool = True):
-        super().__init__(conn, files, first, offset, None, server_id, heartbeat_seconds, log)
+                 requested: tuple[str, int] = ("", 4), flags: int = 0, declared_checksum: bool = True,
+                 store=None):
+        super().__init__(conn, files, first, offset, None, server_id, heartbeat_seconds, log, store=store)
         # the events this stream makes up have a CRC32 as the last FORMAT_DESCRIPTION sent says;
         # before the first one, as the replica said it handles (@source_binlog_checksum), as 9.7 does
         self.checksum = declared_checksum
@@ -148,7 +157,7 @@ class MysqlStream(Stream):
     def send_file(self, path: str, first: bool) -> tuple[str, int]:
         """Sends one file's events; (its name, the end of its last event)."""
         name = os.path.basename(path)
-        with MysqlBinlog(path) as b:
+        with MysqlBinlog(path, self.store) as b:
             checksum = bool(b.checksum_len)
             start = self.offset if first else 4
             self.event(fake_rotate(name, start, self.server_id, self.checksum))
@@ -165,11 +174,11 @@ class MysqlStream(Stream):
     def send_events(self, b: MysqlBinlog, name: str, end: int) -> int:
         """The file's events from ``end`` (an event boundary); the end of the last one."""
         leaving_out, skipped_to = False, None
-        for off, etype, _, ln in b.headers(end):
+        for off, etype, _, ln, data in events(b, end):
             if etype in GTID_TYPES:
                 if etype == ANONYMOUS_GTID and self.exclude is not None:
                     raise AnonymousTransaction(anonymous_text(name, off, off + ln, self.requested))
-                gtid = b.gtid_at(off, etype, ln).gtid
+                gtid = b.gtid_of(off, etype, data).gtid
                 leaving_out = self.exclude is not None and gtid in self.exclude
             elif etype in BOUNDARY:
                 leaving_out = False
@@ -183,8 +192,7 @@ class MysqlStream(Stream):
                 if skipped_to is not None:      # the replica's position moved over what was left out
                     self.event(self.heartbeat_event(name, skipped_to))
                     skipped_to = None
-                self.event(bytes(b.buffer[off:off + ln]))
-            b.release(off, off + ln)
+                self.event(data)
             end = off + ln
         return end
 
