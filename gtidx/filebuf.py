@@ -131,6 +131,19 @@ class ReadFile(Source):
         except Exception:
             pass
 
+    def grown(self, at_path: os.stat_result) -> bool:
+        """Take the open file's size now as its size, when ``at_path`` (a
+        ``stat`` of its path) is this very file and it has not shrunk: a
+        growing file read again without opening it again. False (nothing
+        changed) for another file at the path, or one that shrank."""
+        if self.fd is None:
+            return False
+        st = os.fstat(self.fd)
+        if (st.st_dev, st.st_ino) != (at_path.st_dev, at_path.st_ino) or st.st_size < self.size:
+            return False
+        self.size, self.stat = st.st_size, st
+        return True
+
     def pread(self, n: int, offset: int) -> bytes:
         """Up to ``n`` bytes at ``offset`` (fewer at the end of the file)."""
         if self.fd is None:

@@ -421,3 +421,46 @@ def test_sigterm_ends_a_tail_with_a_fifo_at_the_catalog(tmp_path):
     assert rc == 0, log.read_text()[-2000:]
     assert "catalog damaged, making it again" in log.read_text()
     assert (d / "gtidx-catalog.json").is_file()
+
+
+def test_a_tail_that_keeps_its_binlog_open_sees_it_grown_rewritten_and_replaced(tmp_path, caplog):
+    """One tail's looks at a growing binlog it keeps open between them: bytes
+    appended are indexed; the file rewritten in place (the same inode, no
+    smaller at the next look) or replaced by another file at its name is
+    indexed again; closed, its index equals a clean build."""
+    a = (M1011 / "bigtrx" / "master-bin.000004").read_bytes()
+    b = (M118 / "mixed" / "master-bin.000002").read_bytes()      # larger
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    (d / "master-bin.index").write_text("./master-bin.000002\n")
+    path = d / "master-bin.000002"
+    settings = TailSettings(page_size=256, span_min=4096, max_ratio=None, server_grace=0)
+    t = Tailer(str(d), settings)
+    caplog.set_level(logging.INFO, logger="gtidx.tail")
+
+    def look(data: bytes) -> None:          # written as a server would: in place, the same file
+        fd = os.open(path, os.O_RDWR | os.O_CREAT)
+        try:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+        t.poll()
+        assert not t.failed
+
+    for cut in (3000, len(a) // 3, len(a) // 2):
+        look(growing_copy(a, cut))
+    assert t.state.reached[str(path)][0] > len(a) // 3
+    look(growing_copy(b, len(a) // 2 + 1000))              # rewritten in place, not smaller
+    reindexed = [r for r in caplog.records if "rewritten" in r.getMessage()]
+    assert len(reindexed) == 1 and reindexed[0].fields["size"] >= reindexed[0].fields["indexed"]
+    look(growing_copy(b, len(b) // 2))
+    other = tmp_path / "other"
+    other.write_bytes(growing_copy(a, len(a) - 100))
+    os.replace(other, path)                                 # another file at the name
+    t.poll()
+    look(a)                                                 # closed
+    clean = tmp_path / "clean.idx"
+    build_index(path, out=str(clean), page_size=256, span_min=4096, max_ratio=None)
+    assert (d / "master-bin.000002.idx").read_bytes() == clean.read_bytes()
+    assert IndexMeta.read(str(d / "master-bin.000002.idx")).state == "complete"

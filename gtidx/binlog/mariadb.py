@@ -115,6 +115,24 @@ class Binlog:
         return filebuf.Window(self._file, start, end)
 
     # -- lifecycle ---------------------------------------------------------
+    def refresh(self, at_path: os.stat_result) -> bool:
+        """Read the file as if opened again (a tail's next look) when ``at_path``
+        (a ``stat`` of the path) is still this file, not shrunk; else False. The
+        FDE's flags are read again (IN_USE clears at rotation); the whole
+        preamble where open saw none of it past the FDE (a file cut inside it)."""
+        if self._file is None or not hasattr(self._file, "grown") or not self._file.grown(at_path):
+            return False
+        self._private.close()
+        self.size, self._private = self._file.size, self._file.private()
+        self._mm, self._fill = self._private.mem, self._private.fill
+        if self.body_start > 4 + self.fde.length:
+            f, flags = self.fde, EVENT_HEADER.unpack_from(self._file.read_exact(4, HEADER_LEN))[5]
+            self.fde = FormatDescription(f.binlog_version, f.server_version, f.created, f.header_length,
+                                         f.checksum, bool(flags & IN_USE_FLAG), f.length)
+        else:
+            self._read_preamble()
+        return True
+
     def close(self) -> None:
         if self._private is not None:
             self._private.close()

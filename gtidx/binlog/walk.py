@@ -104,17 +104,22 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
     ``carry`` (batch walks): an ``OpenGroup`` where the walk of a growing
     file that ends inside a group leaves it, and from which the next walk
     from that group's start resumes (its events before ``carry.to`` are
-    not walked again)."""
+    not walked again, nor, where the check of the open group's new events
+    met a cold one, those before it)."""
     start = off
     resumed = carry is not None and carry.take(b, start)
     at = carry.to if resumed else start
+    read_from = at
     if resumed and not per_group_of(span):
         done, last, cold = complete_ends(b, at, _COLD_BYTES)
         if not cold:                 # the open group's events alone since: walked once, here
             yield from _open_group_tail(b, carry, start, span, previous, done, last)
             return
-    w = b.window(at, b.size)     # the walk reads to the end
-    mm, base, off = w.view, at, 0
+        # [at, done): the open group's events (no cold one), their lengths just followed: the
+        # loop goes on at the cold event there (it skips such events, changing nothing), each byte read once
+        read_from = done
+    w = b.window(read_from, b.size)     # the walk reads to the end
+    mm, base, off = w.view, read_from, 0
     rsize = b.size - base            # the file's size, relative to base
     unpack = TYPE_LENGTH.unpack_from
     gtid_head = GTID_HEAD.unpack_from

@@ -135,6 +135,7 @@ class Tailer:
         self.index_root = None if index_root is None else \
             IndexRoot(storage.local_path(index_root, "gtidx tail --index-dir"))
         self.active: dict[str, IncrementalIndex] = {}
+        self._kept: dict[str, Binlog] = {}              # followed files held open between looks
         self.settled: dict[str, tuple[int, int]] = {}   # closed files done: (size, mtime_ns)
         self.server_indexes = False                     # the server writes its own indexes
         self.failures: dict[str, _Failure] = {}         # by binlog path (or the directory)
@@ -201,6 +202,8 @@ class Tailer:
             finally:
                 for inc in self.active.values():
                     inc.close()
+                for b in self._kept.values():
+                    b.close()
                 if watch is not None:
                     watch.close()
                 event(logging.INFO, "stop", dir=self.directory)
@@ -396,6 +399,7 @@ class Tailer:
         if inc is not None:
             inc.abandon()
         self.settled.pop(path, None)
+        self._let_go(path)
 
     # -- one look ---------------------------------------------------------------------------
     def _forget_purged(self, files: list[str]) -> None:
@@ -406,6 +410,7 @@ class Tailer:
             if inc is not None:
                 inc.close()
             self.settled.pop(f, None)
+            self._let_go(f)
             self.failures.pop(f, None)
         if set(self.state.reached) - listed:
             self.state.reached = {f: r for f, r in self.state.reached.items() if f in listed}
@@ -431,7 +436,9 @@ class Tailer:
             return
         self._touched.add(path)
         idx = self.index_of(path)
-        with open_binlog(path) as b:
+        b, checked = self._binlog(path, st)
+        growing = False
+        try:
             if b.flavor != MARIADB.name:
                 self._foreign = b.flavor
             growing = still_written(b, newest=last)
@@ -446,10 +453,35 @@ class Tailer:
                 self._reached(path, st.st_size)        # the server's business: not a lag of ours
                 return
             if growing:
-                self._follow(b, path, st)
+                self._follow(b, path, st, checked)
             else:
                 self._finish(b, path, idx)
                 self.settled[path] = (st.st_size, st.st_mtime_ns)
+        finally:
+            if growing and path in self.active:
+                self._kept[path] = b
+            else:
+                b.close()
+
+    def _binlog(self, path: str, st) -> tuple[Binlog, bool]:
+        """``path`` to look at, and whether what its index read of it is
+        checked unchanged: the file kept open since the last look, when it is
+        the same file grown (``Binlog.refresh``) and that check holds (its
+        FDE and preamble parsed once), else the file opened now."""
+        b, inc = self._kept.pop(path, None), self.active.get(path)
+        if b is not None:
+            try:
+                if inc is not None and b.refresh(st) and inc.unchanged(b):
+                    return b, True
+            except (GtidxError, OSError):
+                pass                                   # opened again: what it meets is reported there
+            b.close()
+        return open_binlog(path), False
+
+    def _let_go(self, path: str) -> None:
+        b = self._kept.pop(path, None)
+        if b is not None:
+            b.close()
 
     def index_of(self, path: str) -> str:
         """Where ``path``'s index is kept: beside it, or under --index-dir
@@ -476,7 +508,7 @@ class Tailer:
         event(logging.WARNING, "replacing unusable index", index=idx, state=status.state, reason=status.reason)
         return False
 
-    def _follow(self, b: Binlog, path: str, st) -> None:
+    def _follow(self, b: Binlog, path: str, st, checked: bool) -> None:
         inc = self.active.get(path)
         if inc is None:
             if self.server_indexes and not os.path.lexists(self.index_of(path)) \
@@ -484,7 +516,7 @@ class Tailer:
                 return     # give the server a moment to create its own index first
             inc = self.active[path] = self._start(b)
         else:
-            self._restart_if_changed(inc, b)
+            self._restart_if_changed(inc, b, checked)
         before = inc.processed
         new = inc.advance(b)
         if inc.processed != before or path not in self.state.reached:
@@ -503,12 +535,13 @@ class Tailer:
         return inc
 
     @staticmethod
-    def _restart_if_changed(inc: IncrementalIndex, b: Binlog) -> None:
+    def _restart_if_changed(inc: IncrementalIndex, b: Binlog, checked: bool = False) -> None:
         """A server crash truncated or rewrote what we indexed, or something
-        replaced or removed our index: start over (from what is on disk)."""
+        replaced or removed our index: start over (from what is on disk).
+        ``checked``: ``inc.unchanged(b)`` holds already."""
         if inc.replaced():
             event(logging.WARNING, "index replaced or removed under tail; starting over", file=b.path)
-        elif inc.unchanged(b):
+        elif checked or inc.unchanged(b):
             return
         else:
             event(logging.WARNING, "binlog truncated or rewritten under the index; reindexing", file=b.path,
