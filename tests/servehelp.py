@@ -19,10 +19,12 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from gtidx.gtid import Position
 from tools.mariadb import MariaDB
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +126,18 @@ def start_serve(directory, port: int, server_id: int, where: Path, *extra: str):
     return proc, int(m.group(1)), log
 
 
+@contextmanager
+def serving(directory, port: int, server_id: int, where: Path, *extra: str):
+    """``start_serve``'s process for a ``with`` block, stopped (SIGTERM) at
+    its end: (the process, its port, its log)."""
+    proc, port, log = start_serve(directory, port, server_id, where, *extra)
+    try:
+        yield proc, port, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def slave_status(srv) -> dict:
     conn = srv.connect()
     try:
@@ -161,7 +175,8 @@ def replica_facts(replica, db: str) -> dict:
 
 
 def restore_backup(replica, db: str, backup: dict) -> None:
-    """The backup's tables on the replica, not binlogged there."""
+    """The backup's tables ({"tables": {table: (CREATE TABLE, rows)}}) on the
+    replica, in a database ``db`` made anew, not binlogged there."""
     replica.sql("STOP SLAVE")
     conn = replica.connect(autocommit=False)
     try:
@@ -177,7 +192,28 @@ def restore_backup(replica, db: str, backup: dict) -> None:
             conn.commit()
     finally:
         conn.close()
-    assert replica.sql(f"SELECT COUNT(*) FROM {db}.t")[0][0] == 100
+    for t, (_, rows) in backup["tables"].items():
+        assert replica.sql(f"SELECT COUNT(*) FROM {db}.{t}")[0][0] == len(rows)
+
+
+def restore_until(replica, port: int, log: Path, db: str, backup: dict) -> dict:
+    """The restore ``gtidx serve`` is for, through gtidx on ``port`` (its log
+    ``log``): the backup on the replica, then START SLAVE UNTIL
+    master_gtid_pos=``backup["until"]``. The replica stops exactly there (its
+    gtid_slave_pos is that position, asserted); {table: its CHECKSUM TABLE}."""
+    restore_backup(replica, db, backup)
+    replica.sql("RESET SLAVE ALL")
+    replica.sql("SET GLOBAL gtid_slave_pos = %s", (backup["position"],))
+    replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
+                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+    replica.sql(f"START SLAVE UNTIL master_gtid_pos = '{backup['until']}'")
+    waited = replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (backup["until"],))[0][0]
+    status = slave_status(replica)
+    assert waited == 0, (status.get("Last_IO_Error"), status.get("Last_SQL_Error"), log.read_text()[-2000:])
+    got = {t: replica.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
+    assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(backup["until"])
+    replica.sql("STOP SLAVE")
+    return got
 
 
 def dump_events(connect: dict, state: str | None, until: str, flags: int,

@@ -681,7 +681,7 @@ def test_serve_restore_recipe(tmp_path, replica):
     `seek --time` answers the recipe's position; the replica stops exactly
     there (gtid_slave_pos, CHECKSUM TABLE the source's at 0-1-26) and shows
     what the recipe says it shows."""
-    from servehelp import slave_status
+    from servehelp import restore_backup, slave_status
     from tools.mariadb import MariaDB, _free_port
     from tools.s3server import AWS_ENV, MotoServer
     (where, body, _), = [(s, b, ln) for s, lang, b, ln in readme_blocks() if s == "Restore to 10:00 from the archive"]
@@ -695,20 +695,8 @@ def test_serve_restore_recipe(tmp_path, replica):
         client = moto.bucket("backups")
         for f in sorted((source.binlog_dir).glob("master-bin.0*"))[:-1]:
             client.put_object(Bucket="backups", Key=f"db1/binlogs/{f.name}", Body=f.read_bytes())
-        replica.sql("STOP SLAVE")
+        restore_backup(replica, db, {"tables": {"t": history["backup"]}})
         replica.sql("RESET SLAVE ALL")
-        conn = replica.connect(autocommit=False)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SET sql_log_bin = 0")
-                cur.execute(f"DROP DATABASE IF EXISTS {db}")
-                cur.execute(f"CREATE DATABASE {db}")
-                cur.execute(f"USE {db}")
-                cur.execute(history["backup"][0])
-                cur.executemany(f"INSERT INTO {db}.t VALUES (%s, %s, %s)", history["backup"][1])
-            conn.commit()
-        finally:
-            conn.close()
         (tmp_path / "repl.pw").write_text("s3cret\n")
         port = _free_port()
         script = body.replace("MASTER_PORT=3307", f"MASTER_PORT={port}")

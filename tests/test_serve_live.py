@@ -22,10 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from gtidx.gtid import Position
-
 from servehelp import (PASSWORD, TABLES, dump_events, history, replica, replica_facts, replicate,  # noqa: F401
-                       restore_backup, slave_status, start_serve)
+                       restore_backup, restore_until, slave_status, serving, start_serve)
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +32,8 @@ def served(history, live_server, tmp_path_factory):
     wrote them (what it puts in the events it makes up): (its process, its
     port, its log)."""
     server_id = live_server.sql("SELECT @@server_id")[0][0]
-    proc, port, log = start_serve(history[0], 0, server_id, tmp_path_factory.mktemp("serve"))
-    try:
-        yield proc, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with serving(history[0], 0, server_id, tmp_path_factory.mktemp("serve")) as it:
+        yield it
 
 
 def test_replica_catches_up_through_gtidx(history, replica, served):
@@ -67,19 +61,8 @@ def test_restore_to_a_point_with_start_slave_until(history, replica, served):
     source's at that point."""
     d, start, end, db, checksums, backup = history
     _, port, log = served
-    restore_backup(replica, db, backup)
-    replica.sql("RESET SLAVE ALL")
-    replica.sql("SET GLOBAL gtid_slave_pos = %s", (backup["position"],))
-    replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
-                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
-    replica.sql(f"START SLAVE UNTIL master_gtid_pos = '{backup['until']}'")
-    waited = replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (backup["until"],))[0][0]
-    status = slave_status(replica)
-    assert waited == 0, (status.get("Last_IO_Error"), status.get("Last_SQL_Error"), log.read_text()[-2000:])
-    got = {t: replica.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
+    got = restore_until(replica, port, log, db, backup)
     assert got == backup["until_checksums"] != {t: checksums[t] for t in TABLES}
-    assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(backup["until"])
-    replica.sql("STOP SLAVE")
 
 
 @pytest.mark.parametrize("where, flags", [("start", 2), ("backup", 0)])

@@ -31,7 +31,7 @@ import pytest
 
 from gtidx.gtid import Position
 
-from servehelp import PASSWORD, slave_status, start_serve
+from servehelp import PASSWORD, serving, slave_status, start_serve
 from tools.mariadb import MariaDB
 from tools.mariadb118 import MariaDB118
 
@@ -91,12 +91,8 @@ def source(tmp_path_factory):
 @pytest.fixture(scope="module")
 def served(source, tmp_path_factory):
     """``gtidx serve`` on the source's own binlog directory, as server_id 1 (the source's)."""
-    proc, port, log = start_serve(source[0].binlog_dir, 0, 1, tmp_path_factory.mktemp("serve-maria"))
-    try:
-        yield proc, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with serving(source[0].binlog_dir, 0, 1, tmp_path_factory.mktemp("serve-maria")) as it:
+        yield it
 
 
 def gtidx_at(port: int) -> dict:
@@ -448,12 +444,8 @@ def source118():
 
 @pytest.fixture(scope="module")
 def served118(source118, tmp_path_factory):
-    proc, port, log = start_serve(source118[0].binlog_dir, 0, 1, tmp_path_factory.mktemp("serve-118"))
-    try:
-        yield proc, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with serving(source118[0].binlog_dir, 0, 1, tmp_path_factory.mktemp("serve-118")) as it:
+        yield it
 
 
 def test_the_stream_of_11_8_binlogs_equals_the_servers(source118, served118):

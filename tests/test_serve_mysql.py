@@ -28,7 +28,7 @@ from hypothesis import given, settings, strategies as st
 
 from gtidx.binlog.mysql import MysqlBinlog
 from gtidx.mysqlgtid import GtidSet
-from servehelp import PASSWORD, start_serve
+from servehelp import PASSWORD, serving, start_serve
 from tools.mysql97 import MySQL97, PrivateMySQL97
 
 TAG = "svmysql"
@@ -110,13 +110,9 @@ def history(source, tmp_path_factory):
 def served(history, tmp_path_factory):
     """``gtidx serve`` on the copies as the server that wrote them: its
     server_id and server_uuid. (the process, its port, its log)"""
-    proc, port, log = start_serve(history["dir"], 0, history["server_id"], tmp_path_factory.mktemp("serve"),
-                                  "--server-uuid", history["uuid"])
-    try:
-        yield proc, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with serving(history["dir"], 0, history["server_id"], tmp_path_factory.mktemp("serve"),
+                 "--server-uuid", history["uuid"]) as it:
+        yield it
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,8 @@ from gtidx import admin, api
 from gtidx.errors import GtidxError
 from gtidx.gtid import Position
 
-from servehelp import (PASSWORD, TABLES, dump_events, history, replica, replica_facts, replicate,  # noqa: F401
-                       restore_backup, slave_status, start_serve)
+from servehelp import (PASSWORD, dump_events, history, replica, replica_facts, replicate,  # noqa: F401
+                       restore_until, serving, start_serve)
 from test_s3 import FaultProxy
 from tools.s3server import MotoServer
 
@@ -73,24 +73,16 @@ def option_args(opts: dict) -> list[str]:
 @pytest.fixture(scope="module")
 def served_local(archive, live_server, tmp_path_factory):
     server_id = live_server.sql("SELECT @@server_id")[0][0]
-    proc, port, log = start_serve(archive[0], 0, server_id, tmp_path_factory.mktemp("serve-local"))
-    try:
-        yield proc, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with serving(archive[0], 0, server_id, tmp_path_factory.mktemp("serve-local")) as it:
+        yield it
 
 
 @pytest.fixture(scope="module")
 def served_s3(archive, live_server, tmp_path_factory):
     d, moto, proxy, url, opts = archive
     server_id = live_server.sql("SELECT @@server_id")[0][0]
-    proc, port, log = start_serve(url, 0, server_id, tmp_path_factory.mktemp("serve-s3"), *option_args(opts))
-    try:
-        yield proc, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with serving(url, 0, server_id, tmp_path_factory.mktemp("serve-s3"), *option_args(opts)) as it:
+        yield it
 
 
 def gets(proxy, since: int = 0) -> list[tuple[str, int, int]]:
@@ -141,20 +133,8 @@ def test_s3_restore_to_a_point_reads_only_what_it_needs(history, archive, replic
     d, start, end, db, checksums, backup = history
     _, moto, proxy, url, opts = archive
     _, port, log = served_s3
-    restore_backup(replica, db, backup)
     seen = len(proxy.set()["requests"])
-    replica.sql("RESET SLAVE ALL")
-    replica.sql("SET GLOBAL gtid_slave_pos = %s", (backup["position"],))
-    replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
-                f"MASTER_PASSWORD='{PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
-    replica.sql(f"START SLAVE UNTIL master_gtid_pos = '{backup['until']}'")
-    waited = replica.sql("SELECT MASTER_GTID_WAIT(%s, 60)", (backup["until"],))[0][0]
-    status = slave_status(replica)
-    assert waited == 0, (status.get("Last_IO_Error"), status.get("Last_SQL_Error"), log.read_text()[-2000:])
-    got = {t: replica.sql(f"CHECKSUM TABLE {db}.{t}")[0][1] for t in TABLES}
-    assert got == backup["until_checksums"]
-    assert Position.parse(replica.sql("SELECT @@gtid_slave_pos")[0][0]) == Position.parse(backup["until"])
-    replica.sql("STOP SLAVE")
+    assert restore_until(replica, port, log, db, backup) == backup["until_checksums"]
     said = log.read_text()
     assert "replica 2: the index starts the stream at offset" in said, said        # with UNTIL, from the index
     files = [Path(f).name for f in api.list_binlogs(archive[0])]

@@ -118,14 +118,18 @@ class MariaDB:
                 raise RuntimeError(f"mariadb-install-db failed: {r.stderr[-2000:]}")
         if os.path.exists(self.socket):
             os.unlink(self.socket)
-        self.proc = subprocess.Popen(
-            [find_binary("mariadbd", "mysqld"), f"--defaults-file={self.cnf}"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
+        return self.run_server([find_binary("mariadbd", "mysqld"), f"--defaults-file={self.cnf}"], timeout)
+
+    def run_server(self, cmd: list, timeout: float, what: str = "mariadbd"):
+        """Starts the server process ``cmd`` (its own session, no output) and
+        waits until it answers on its socket; raises with its error log's
+        tail if it exits or is not ready within ``timeout`` seconds."""
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"mariadbd exited with {self.proc.returncode}: {self._errtail()}")
+                raise RuntimeError(f"{what} exited with {self.proc.returncode}: {self._errtail()}")
             if os.path.exists(self.socket):
                 try:
                     self.sql("SELECT 1")
@@ -133,7 +137,7 @@ class MariaDB:
                 except Exception:
                     pass
             time.sleep(0.2)
-        raise RuntimeError(f"mariadbd did not become ready in {timeout}s: {self._errtail()}")
+        raise RuntimeError(f"{what} did not become ready in {timeout}s: {self._errtail()}")
 
     def stop(self, timeout: float = 60.0) -> None:
         pid = self._pid()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from tools.mariadb import BASE_OPTIONS, MariaDB, _free_port
@@ -68,21 +67,8 @@ class MariaDB118(MariaDB):
                 raise RuntimeError(f"mariadb-install-db (11.8) failed: {(r.stdout + r.stderr)[-2000:]}")
         if os.path.exists(self.socket):
             os.unlink(self.socket)
-        self.proc = subprocess.Popen(["chroot", str(self.chroot), "mariadbd", f"--defaults-file={self.inside}/my.cnf"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mariadbd 11.8 exited with {self.proc.returncode}: {self._errtail()}")
-            if os.path.exists(self.socket):
-                try:
-                    self.sql("SELECT 1")
-                    return self
-                except Exception:
-                    pass
-            time.sleep(0.2)
-        raise RuntimeError(f"mariadbd 11.8 did not become ready in {timeout}s: {self._errtail()}")
+        return self.run_server(["chroot", str(self.chroot), "mariadbd", f"--defaults-file={self.inside}/my.cnf"],
+                               timeout, "mariadbd 11.8")
 
     def stop(self, timeout: float = 60.0) -> None:
         super().stop(timeout)
