@@ -28,7 +28,7 @@ from ..errors import GtidxError
 from ..mysqlgtid import GtidSet
 from .archive import open_series
 from .mysqlstream import MysqlStream
-from .session import BINLOG_DUMP, COM_BINLOG_DUMP, Session, sql_value
+from .session import BINLOG_DUMP, COM_BINLOG_DUMP, Session, file_start, sql_value
 from .wire import (CLIENT_SSL, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, SERVER_CAPABILITIES,
                    U8, ProtocolError, err_packet, handshake, new_scramble, ok_packet, parse_handshake_response,
                    result_set, wants_tls)
@@ -174,14 +174,8 @@ class MysqlSession(Session):
             return result_set(["VERSION()"], [[self.version()]])
         return super().answer(query)
 
-    def heartbeat_seconds(self) -> float:
-        """The replica's heartbeat period (``@source_heartbeat_period``, older
-        replicas' ``@master_heartbeat_period``: nanoseconds), else --heartbeat."""
-        for name in ("source_heartbeat_period", "master_heartbeat_period"):
-            period = str(self.user_vars.get(name) or "")
-            if period.isdigit() and int(period) > 0:
-                return int(period) / 1e9
-        return self.settings.heartbeat_seconds
+    # ``@source_heartbeat_period``, older replicas' ``@master_heartbeat_period``
+    heartbeat_vars = ("source_heartbeat_period", "master_heartbeat_period")
 
     def declared_checksum(self) -> bool:
         """Did the replica say it handles CRC32 (``@source_binlog_checksum``,
@@ -245,14 +239,14 @@ class MysqlSession(Session):
         except GtidxError as e:
             self.refuse(replica_id, e)
             return
-        names = [f.rsplit("/", 1)[-1] for f in files]
-        if name not in names:
-            self.refuse(replica_id, GtidxError(
-                f"Could not find first log file name in binary log index file ({name!r})"))
+        try:
+            first = file_start(files, name)
+        except GtidxError as e:
+            self.refuse(replica_id, e)
             return
         self.log(f"replica {replica_id}: file start {name}:{offset}")
         self.conn.seq = 1
-        MysqlStream(self.conn, files, names.index(name), max(offset, 4), None, self.settings.server_id,
+        MysqlStream(self.conn, files, first, max(offset, 4), None, self.settings.server_id,
                     self.heartbeat_seconds(), self.log, flags=flags, declared_checksum=self.declared_checksum(),
                     store=store).run()
 

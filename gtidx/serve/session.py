@@ -68,6 +68,15 @@ def flag(value) -> bool:
     return str(value if value is not None else "0") not in ("0", "")
 
 
+def file_start(files: list[str], name: str) -> int:
+    """The index in ``files`` of the binlog a file/offset dump names, else
+    the server's refusal."""
+    names = [f.rsplit("/", 1)[-1] for f in files]
+    if name not in names:
+        raise GtidxError(f"Could not find first log file name in binary log index file ({name!r})")
+    return names.index(name)
+
+
 def sql_value(text: str, server_vars: dict):
     """The value of a SET's right side: a quoted string, a number, NULL or
     ``@@global.name`` (the source's own variable)."""
@@ -162,14 +171,23 @@ class Session:
         return [err_packet(ER_NOT_SUPPORTED_YET, f"gtidx serve does not answer this query: {query[:200]}")]
 
     # -- the dump ---------------------------------------------------------------
+    # the replica's heartbeat period variables (nanoseconds), the first set one counts
+    heartbeat_vars = ("master_heartbeat_period",)
+
+    def heartbeat_seconds(self) -> float:
+        """The replica's heartbeat period (``heartbeat_vars``), else --heartbeat."""
+        for name in self.heartbeat_vars:
+            period = str(self.user_vars.get(name) or "")
+            if period.isdigit() and int(period) > 0:
+                return int(period) / 1e9
+        return self.settings.heartbeat_seconds
+
     def dump(self, body: bytes) -> None:
         if len(body) < BINLOG_DUMP.size:
             raise ProtocolError("a COM_BINLOG_DUMP shorter than its fixed part")
         offset, flags, replica_id = BINLOG_DUMP.unpack_from(body, 0)
         name = body[BINLOG_DUMP.size:].decode("utf-8", "replace")
-        period = self.user_vars.get("master_heartbeat_period")
-        heartbeat = int(period) / 1e9 if period and str(period).isdigit() and int(period) > 0 \
-            else self.settings.heartbeat_seconds
+        heartbeat = self.heartbeat_seconds()
         logs, jump = None, None
         try:
             logs = open_series(self.settings)
@@ -187,10 +205,7 @@ class Session:
                 self.log(f"replica {replica_id}: GTID start {state or '(empty)'}: {start.file}, "
                          f"skipping to {start.skip or 'nothing'}")
             else:
-                names = [f.rsplit("/", 1)[-1] for f in files]
-                if name not in names:
-                    raise GtidxError(f"Could not find first log file name in binary log index file ({name!r})")
-                first, skipper = names.index(name), None
+                first, skipper = file_start(files, name), None
                 self.log(f"replica {replica_id}: file start {name}:{offset}")
         except GtidxError as e:
             self.log(f"replica {replica_id}: refused: {e}")
@@ -202,7 +217,7 @@ class Session:
         self.conn.seq = 1
         until = self.user_vars.get("slave_until_gtid")
         settings = self.settings
-        stream = Stream(self.conn, files, first, max(offset, 4), skipper, self.settings.server_id, heartbeat,
+        stream = Stream(self.conn, files, first, max(offset, 4), skipper, settings.server_id, heartbeat,
                         self.log, annotate=bool(flags & BINLOG_SEND_ANNOTATE_ROWS),
                         until=Until(Position.parse(str(until))) if until else None, store=store, jump=jump,
                         relist=(lambda: listed_files(settings)) if os.path.isdir(settings.path) else None)
