@@ -207,21 +207,41 @@ class PreadBuffer:
     """``[0, size)`` of a file in private memory, filled on demand.
 
     ``mem`` is an anonymous mapping of ``size`` bytes (pages the OS gives only
-    when touched); ``fill(lo, hi)`` reads the missing 16 KiB chunks of that
-    range with ``preadv`` straight into it. Code that reads ``mem`` calls
-    ``fill`` first for the range it reads; after that, reads are plain memory
-    reads that cannot fault, whatever happens to the file."""
+    when touched), made when first asked for; ``fill(lo, hi)`` reads the
+    missing 16 KiB chunks of that range with ``preadv`` straight into it.
+    Code that reads ``mem`` calls ``fill`` first for the range it reads;
+    after that, reads are plain memory reads that cannot fault, whatever
+    happens to the file."""
 
     def __init__(self, src: Source, size: int):
         self._src = src
         self.path = src.path
+        self._shift = src.CHUNK_SHIFT
+        self._mem = None                 # made by the first use (a walk or a one-off read needs none)
+        self._sized(size)
+
+    def _sized(self, size: int) -> None:
         self.size = size
-        self._shift = shift = src.CHUNK_SHIFT
-        # private, not the default shared (shmem) mapping: 4x cheaper to make and unmap
-        self.mem = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        chunks = (size + (1 << shift) - 1) >> shift
-        self._have = bytearray(chunks)
-        self._missing = chunks
+        self._missing = (size + (1 << self._shift) - 1) >> self._shift   # chunks not read yet
+        self._have = None                # per chunk: read? (made with ``_mem``)
+
+    @property
+    def mem(self) -> mmap.mmap:
+        if self._mem is None:
+            # private, not the default shared (shmem) mapping: 4x cheaper to make and unmap
+            self._mem = mmap.mmap(-1, max(self.size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            self._have = bytearray(self._missing)
+        return self._mem
+
+    def regrown(self, size: int) -> "PreadBuffer":
+        """The buffer for the same file at its new ``size`` (it grew): this
+        one when nothing was read into it (a tail's looks read through walks
+        and one-off reads), else a new one (this one closed)."""
+        if self._mem is None:
+            self._sized(size)
+            return self
+        self.close()
+        return PreadBuffer(self._src, size)
 
     def fill(self, lo: int, hi: int) -> None:
         """Make ``[lo, hi)`` (clipped to the size at open) hold the file's bytes."""
@@ -230,6 +250,8 @@ class PreadBuffer:
         hi = min(hi, self.size)
         if lo >= hi:
             return
+        if self._mem is None:
+            self.mem                     # noqa: B018 - made here, on the first fill
         have, shift = self._have, self._shift
         c = max(lo, 0) >> shift
         last = (hi - 1) >> shift
@@ -253,7 +275,7 @@ class PreadBuffer:
         bytes through a view (an event body taken before): it would see zeros."""
         shift = self._shift
         c, e = (max(lo, 0) + (1 << shift) - 1) >> shift, min(hi, self.size) >> shift
-        if e <= c:
+        if e <= c or self._mem is None:
             return
         self.mem.madvise(mmap.MADV_DONTNEED, c << shift, (e - c) << shift)
         self._missing += self._have.count(1, c, e)
@@ -272,7 +294,7 @@ class PreadBuffer:
         if lo >= hi:
             return b""
         shift = self._shift
-        if not self._missing or all(self._have[lo >> shift:((hi - 1) >> shift) + 1]):
+        if not self._missing or self._have is not None and all(self._have[lo >> shift:((hi - 1) >> shift) + 1]):
             return self.mem[lo:hi]
         return self._src.read_exact(lo, hi - lo)
 
@@ -280,8 +302,10 @@ class PreadBuffer:
         return FillingView(self)
 
     def close(self) -> None:
+        if self._mem is None:
+            return
         try:
-            self.mem.close()
+            self._mem.close()
         except BufferError:      # event bodies still point into it: freed with the last of them
             pass
 

@@ -350,6 +350,42 @@ def test_binlogs_read_only_what_they_touch(tmp_path):
         assert g.buffer[late:late + 100] == c.buffer[late:late + 100]
 
 
+def test_a_growing_binlog_read_again_keeps_its_buffer_until_something_is_kept_in_it(tmp_path):
+    """A tail's look at a growing binlog (``Binlog.refresh``) reads through
+    walks and one-off reads only: the buffer behind ``mapping`` (which the
+    open filled with the preamble) is not made again for it, and the next
+    look goes on with it at the new size. Once a read kept chunks in it, the
+    next look gets a fresh one: the bytes read before are read again, never
+    served from before (the file may have been rewritten meanwhile)."""
+    data = MIXED.read_bytes()
+    path = tmp_path / MIXED.name
+    grown = bytearray(data[:len(data) // 2])
+    grown[4 + 17] |= IN_USE_FLAG
+    path.write_bytes(grown)
+    with Binlog(path) as b:
+        assert b._private._mem is not None                 # the preamble, read at open
+        assert b.refresh(os.stat(path)) and b._private._mem is None
+        buf = b._private
+        walked = list(b.groups())
+        assert walked and b._private is buf and buf._mem is None      # the walk kept nothing
+        with open(path, "ab") as f:
+            f.write(data[len(grown):len(grown) + 50_000])
+        assert b.refresh(os.stat(path)) and b._private is buf and b.size == len(grown) + 50_000
+        with Binlog(path) as again:
+            assert [g.gtid for g in b.groups()] == [g.gtid for g in again.groups()]
+        late = walked[-1].start
+        b.fill(late, late + 19)                                  # kept in the buffer
+        assert b.mapping[late:late + 19].tobytes() == data[late:late + 19] and b._private._mem is not None
+        with open(path, "r+b") as f:                     # rewritten in place, then grown
+            f.seek(late)
+            f.write(bytes(19))
+            f.seek(0, 2)
+            f.write(data[f.tell():f.tell() + 1000])
+        assert b.refresh(os.stat(path)) and b._private is not buf
+        b.fill(late, late + 19)
+        assert b.mapping[late:late + 19].tobytes() == bytes(19)
+
+
 # -- non-regular files ----------------------------------------------------------------------------
 
 def gtidx_cli(*args, timeout: float = 20) -> subprocess.CompletedProcess:

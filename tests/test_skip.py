@@ -211,3 +211,53 @@ def test_complete_ends_equal_their_definition(monkeypatch, tmp_path_factory, len
     compiled, pure = _both(monkeypatch, ends)
     assert compiled == pure == _ends_brute(data, 0)
     os.unlink(path)
+
+
+GROWING = [p for p, _ in fixture_files() if any(k in str(p) for k in ("bigtrx", "mixed", "manydomains"))][:4]
+
+
+@pytest.mark.parametrize("window", [None, 32, 97, 4096])
+def test_a_walks_end_read_off_its_last_view_equals_walking_it_again(monkeypatch, tmp_path, window):
+    """Where a group walk ends (a growing binlog cut anywhere: inside a
+    header, an event, a GTID event, at a boundary), the end of its complete
+    events and the start of the last one are read off the walk's last view
+    (``walk._ends_in_view``), not walked again from the last cold event: the
+    same as ``complete_ends`` from there, compiled and pure, through any
+    window. Through the default windows most walks can tell; the rest (the
+    last complete event starts in an earlier view) walk again, as before."""
+    import gtidx._skip
+    from conftest import growing_copy
+    if window is not None:
+        monkeypatch.setattr(gtidx.filebuf, "WINDOW_FIRST", window)
+        monkeypatch.setattr(gtidx.filebuf, "WINDOW", window)
+    seen = []
+    real = Binlog.tail_end
+
+    def tail_end(self, mark, open_start, flags2, last_before=None, complete=None):
+        seen.append((self, mark, complete))
+        return real(self, mark, open_start, flags2, last_before, complete)
+    monkeypatch.setattr(Binlog, "tail_end", tail_end)
+    told = walks = 0
+    path = tmp_path / "master-bin.000001"
+    assert GROWING
+    for source in GROWING:
+        data = source.read_bytes()
+        for k in range(1, 41):
+            cut = max(300, len(data) * k // 41 + (k * 7919) % 97)
+            path.write_bytes(growing_copy(data, cut))
+            with Binlog(path) as b:
+                seen.clear()
+                try:
+                    for _ in b.group_batches(4096):
+                        pass
+                except GtidxError:
+                    pass
+                for _, mark, complete in seen:
+                    walks += 1
+                    if complete is None:
+                        continue
+                    told += 1
+                    compiled, pure = _both(monkeypatch, lambda: walk.complete_ends(b, mark))
+                    assert complete == compiled == pure, (source, cut, mark)
+                    monkeypatch.setattr(walk, "_skip", gtidx._skip.skip)    # back on for the next walk
+    assert walks and told >= (0.8 * walks if window is None else 1), (told, walks)

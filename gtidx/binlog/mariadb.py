@@ -83,7 +83,6 @@ class Binlog:
         if "\0" in os.fsdecode(self.path):
             raise BadInputError(f"binlog path {quoted(os.fsdecode(self.path))} contains a NUL character")
         self._file = None
-        self._mm = None
         self._private = None           # the PreadBuffer behind _mm and _fill
         self._fill = self._read_after_close
         if store is None:
@@ -95,7 +94,6 @@ class Binlog:
             if self.size == 0:
                 raise UnsupportedBinlogError("empty file, not a binlog", path=self.path)
             self._private = self._file.private()
-            self._mm = self._private.mem
             self._fill = self._private.fill
             self._read_preamble()
         except OSError as e:
@@ -122,9 +120,9 @@ class Binlog:
         preamble where open saw none of it past the FDE (a file cut inside it)."""
         if self._file is None or not hasattr(self._file, "grown") or not self._file.grown(at_path):
             return False
-        self._private.close()
-        self.size, self._private = self._file.size, self._file.private()
-        self._mm, self._fill = self._private.mem, self._private.fill
+        self.size = self._file.size
+        self._private = self._private.regrown(self.size)
+        self._fill = self._private.fill
         if self.body_start > 4 + self.fde.length:
             f, flags = self.fde, EVENT_HEADER.unpack_from(self._file.read_exact(4, HEADER_LEN))[5]
             self.fde = FormatDescription(f.binlog_version, f.server_version, f.created, f.header_length,
@@ -137,7 +135,6 @@ class Binlog:
         if self._private is not None:
             self._private.close()
             self._private = None
-        self._mm = None
         self._fill = self._read_after_close
         if self._file is not None:
             self._file.close()
@@ -163,6 +160,10 @@ class Binlog:
         """Give back the memory ``mapping`` holds for ``[lo, hi)`` (``PreadBuffer.release``)."""
         if self._private is not None:
             self._private.release(lo, hi)
+
+    @property
+    def _mm(self):
+        return None if self._private is None else self._private.mem
 
     @property
     def mapping(self):
@@ -526,10 +527,9 @@ class Binlog:
         starts at ``start``, a terminator?"""
         if last is None or last <= start:
             return False         # only the GTID event so far
-        self._fill(last, last + HEADER_LEN)
-        etype, ln = TYPE_LENGTH.unpack_from(self._mm, last)
-        self._fill(last, last + ln)
-        body = memoryview(self._mm)[last + HEADER_LEN:last + ln - self.checksum_len]
+        read = self._private.read      # one-off reads: a tail's look touches no page of the buffer
+        etype, ln = TYPE_LENGTH.unpack_from(read(last, last + HEADER_LEN))
+        body = memoryview(read(last + HEADER_LEN, last + ln - self.checksum_len))
         return is_group_terminator(etype, body, bool(flags2 & FL_STANDALONE))
 
     def _headers_between(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:

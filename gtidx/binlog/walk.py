@@ -47,29 +47,33 @@ except ImportError:                    # pragma: no cover - depends on the insta
     _groups = None
 
 _GROUP_CHUNK = 65536                      # records group_records has C write per buffer
-_CARRY_CHECK = 4096                       # OpenGroup: the bytes before ``to`` compared before a resume
+# What a walk that goes on where an earlier one stopped compares of the bytes it
+# read before (``OpenGroup``'s seal; a tail's guard, ``IncrementalIndex``): the last
+# CHECK_SPAN bytes before that point. A binlog cut and written again (a crashed
+# server's recovery) differs right there (other GTIDs, times, checksums).
+CHECK_SPAN = 4096
 
 
 class OpenGroup:
     """Where a batch walk of a growing binlog left a group not complete yet
     (``group_walk``'s ``carry``): the group's ``start`` and GTID ``head``,
     ``to`` (the end of its complete events, none of them cold), ``last``
-    (where the last of those starts) and ``seal``, the digest of the bytes
-    just before ``to`` (``digest(buffer, lo, hi)``, given by the owner of
-    that rule: ``index.meta.digest_masked``). The next walk from ``start``
+    (where the last of those starts) and ``seal``, the bytes just before
+    ``to`` as ``read(buffer, lo, hi)`` gives them (the owner of that rule:
+    ``index.meta.masked``, the FDE's IN_USE flag cleared). The next walk from ``start``
     of the same file goes on at ``to`` once ``b`` holds those bytes
     unchanged: a tail's look walks what was written since the last one, not
     the whole open group again (a transaction of many rows events spans
     many looks)."""
 
-    __slots__ = ("digest", "start", "head", "to", "last", "seal")
+    __slots__ = ("read", "start", "head", "to", "last", "seal")
 
-    def __init__(self, digest):
-        self.digest = digest
+    def __init__(self, read):
+        self.read = read
         self.start = -1                   # none
 
     def _seal(self, b, start: int, to: int):
-        return self.digest(b.buffer, max(start, to - _CARRY_CHECK), to)
+        return self.read(b.buffer, max(start, to - CHECK_SPAN), to)
 
     def take(self, b, start: int) -> bool:
         """Is this the open group at ``start`` of ``b``, its bytes unchanged?
@@ -109,17 +113,19 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
     start = off
     resumed = carry is not None and carry.take(b, start)
     at = carry.to if resumed else start
-    read_from = at
     if resumed and not per_group_of(span):
-        done, last, cold = complete_ends(b, at, _COLD_BYTES)
+        done, last, cold, w, mm, base = _chain(b, at, _COLD_BYTES)
         if not cold:                 # the open group's events alone since: walked once, here
+            w.release()
             yield from _open_group_tail(b, carry, start, span, previous, done, last)
             return
         # [at, done): the open group's events (no cold one), their lengths just followed: the
-        # loop goes on at the cold event there (it skips such events, changing nothing), each byte read once
-        read_from = done
-    w = b.window(read_from, b.size)     # the walk reads to the end
-    mm, base, off = w.view, read_from, 0
+        # loop goes on at the cold event there, in the same window (it skips such events, changing
+        # nothing), each byte read once
+        off = done - base
+    else:
+        w = b.window(at, b.size)     # the walk reads to the end
+        mm, base, off = w.view, at, 0
     rsize = b.size - base            # the file's size, relative to base
     unpack = TYPE_LENGTH.unpack_from
     gtid_head = GTID_HEAD.unpack_from
@@ -133,9 +139,9 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
     last_end = start - base   # end of the last complete group walked
     cur = carry.head if resumed else None     # GTID_HEAD fields of the open group
     cur_start = start - base
-    mark = 0            # a boundary we know is good: the tail check restarts here
+    mark = off          # a boundary we know is good: the tail check restarts here
     if resumed and skip is not None:           # compiled: straight to the next cold event
-        off = skip(mm, 0, cold_bytes)
+        off = skip(mm, off, cold_bytes)
     while True:
         try:
             while True:
@@ -175,9 +181,10 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
                 off += ln
             break
         except struct.error:                   # the end of the window: move it, or the end
-            mm = w.advance(base + off)
-            if mm is None:
-                break
+            view = w.advance(base + off)
+            if view is None:
+                break                              # (``mm``: the last view, read below)
+            mm = view
             shift = base - w.base
             base = w.base
             off += shift                        # 0
@@ -186,6 +193,7 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
             last_end += shift
             due += shift
             rsize += shift
+    walked = _ends_in_view(mm, mark, off, rsize, base) if skip is not None else None
     w.release()                                 # the walk kept numbers only (offsets, GTID_HEAD tuples)
     mark += base                                # file offsets again
     cur_start += base
@@ -195,7 +203,7 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
     # event since: the group's events before mark are complete, the last of them at carry.last)
     known = carry.last if resumed and mark == at else None
     end, cut, done, last = b.tail_end(mark, cur_start if cur is not None else None, cur[4] if cur is not None else 0,
-                                      known)
+                                      known, walked)
     if carry is not None and cur is not None and end is None and cut is None and done > cur_start:
         carry.keep(b, cur_start, cur, done, last)
     if per_group:
@@ -213,6 +221,24 @@ def group_walk(b, off: int, span: int | None, previous: int, carry: OpenGroup | 
             yield end, batch, True
             batch = []
     yield last_end, batch, False
+
+
+def _ends_in_view(mm, mark: int, stop: int, rsize: int, base: int) -> tuple | None:
+    """What ``complete_ends`` from ``mark`` would find, read off the last
+    view of the group walk that just ended, so that the end of the binlog is
+    not read again (a tail's look ended in a group of thousands of rows
+    events: all of them since its GTID). Offsets relative to the view
+    (``mark`` negative: in an earlier one); ``stop``: where the walk stopped,
+    the first boundary of the chain whose header the file does not hold
+    whole enough to read (``rsize``: the file's size), or a partial GTID
+    event. The view starts at a boundary of the chain that reaches ``stop``,
+    with every header before it. File offsets ``(end, last)``, or None where
+    the view cannot tell (the last complete event starts in an earlier one)."""
+    r = mark if mark >= 0 else 0
+    end = stop if stop <= rsize else _start_before(mm, r, stop)   # past the size: its last event is partial
+    if end > r:
+        return base + end, base + _start_before(mm, r, end)
+    return (base + end, None) if r == mark else None
 
 
 def per_group_of(span: int | None) -> bool:
@@ -375,6 +401,14 @@ def complete_ends(b, start: int, cold: bytes | None = None):
     the start of the last event it passed is found from the end back
     (``_start_before``): a tail's check of its open group (thousands of
     rows events) then costs a few calls, not a Python step per event."""
+    off, last, hit, w, _, _ = _chain(b, start, cold)
+    w.release()                                 # numbers only were read: the buffer goes on
+    return (off, last) if cold is None else (off, last, hit)
+
+
+def _chain(b, start: int, cold: bytes | None):
+    """``complete_ends``' walk, and its window: ``(end, last, stopped, w,
+    view, base)``, ``w`` not released (the group walk goes on in it)."""
     size = b.size
     w = b.window(start, size)
     mm, base = w.view, start
@@ -415,8 +449,7 @@ def complete_ends(b, start: int, cold: bytes | None = None):
             mm, base = w.move(off), off
         etype, ln = unpack(mm, off - base)
         hit = bool(follow[etype]) or ln < HEADER_LEN
-    w.release()                                 # numbers only were read: the buffer goes on
-    return (off, last) if cold is None else (off, last, hit)
+    return off, last, hit, w, mm, base
 
 
 def _start_before(mm, r: int, o: int) -> int:

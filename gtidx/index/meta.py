@@ -89,22 +89,28 @@ STATES = (Progress.COMPLETE, Progress.PARTIAL)     # META_HEAD's state byte: the
 _IN_USE_BYTE = 4 + 17
 
 
+def masked(mm, lo: int, hi: int) -> bytes:
+    """``mm[lo:hi]`` of a binlog (clipped to its end) as bytes, its FDE's
+    IN_USE flag cleared: a binlog before and after its rotation reads the
+    same. What a tail keeps of what it read, to compare (``IncrementalIndex``'s
+    guard, ``walk.OpenGroup``'s seal), and what ``digest_masked`` sums."""
+    part = bytes(mm[lo:hi])
+    if lo <= _IN_USE_BYTE < lo + len(part):
+        part = bytearray(part)
+        part[_IN_USE_BYTE - lo] &= ~IN_USE_FLAG & 0xFF
+        return bytes(part)
+    return part
+
+
 def digest_masked(mm, lo: int, hi: int) -> tuple[int, int]:
-    """(CRC32, Adler-32) of ``mm[lo:hi]`` of a binlog, its FDE's IN_USE flag
-    masked. Both, because a CRC32 alone is blind here: in a binlog with
-    checksums every event ends with the CRC32 of its own bytes, and
-    CRC32(M + CRC32(M)) is a constant, so a CRC32 over whole events depends
-    on their lengths only (a GTID's seq_no changed, its event's CRC fixed,
-    and the CRC32 of the span is the same). Adler-32 sums the bytes
-    themselves."""
-    if not lo <= _IN_USE_BYTE < hi:
-        part = mm[lo:hi]
-        return zlib.crc32(part), zlib.adler32(part)
-    crc = adler = None
-    for part in (mm[lo:_IN_USE_BYTE], bytes([mm[_IN_USE_BYTE] & ~IN_USE_FLAG & 0xFF]), mm[_IN_USE_BYTE + 1:hi]):
-        crc = zlib.crc32(part) if crc is None else zlib.crc32(part, crc)
-        adler = zlib.adler32(part) if adler is None else zlib.adler32(part, adler)
-    return crc, adler
+    """(CRC32, Adler-32) of ``masked(mm, lo, hi)``. Both, because a CRC32
+    alone is blind here: in a binlog with checksums every event ends with
+    the CRC32 of its own bytes, and CRC32(M + CRC32(M)) is a constant, so a
+    CRC32 over whole events depends on their lengths only (a GTID's seq_no
+    changed, its event's CRC fixed, and the CRC32 of the span is the same).
+    Adler-32 sums the bytes themselves."""
+    part = masked(mm, lo, hi)
+    return zlib.crc32(part), zlib.adler32(part)
 
 
 def sidecar_path(index: str) -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from . import format as fmt
 from ..binlog.walk import OpenGroup
-from .meta import digest_masked
+from .meta import masked
 from ..errors import BadInputError
 from ..gtid import LatestGtids, SeqRanges
 
@@ -264,7 +264,7 @@ class RecordPolicy:
         self.walked = offset
         self.capped = False
         self.seen = seen
-        self.carry = OpenGroup(digest_masked)   # the group open at ``walked`` as the last walk left it
+        self.carry = OpenGroup(masked)   # the group open at ``walked`` as the last walk left it
 
     def group(self, end: int, domain: int, server: int, seq: int):
         """One event group, ending at ``end``: returns the record

@@ -32,13 +32,14 @@ import os
 
 from .. import safefile
 from ..binlog.mariadb import Binlog
+from ..binlog.walk import CHECK_SPAN
 from ..errors import CorruptIndexError, GtidxError
 from ..filebuf import ReadFile
 from ..gtid import SeqRanges
 from ..index import format as fmt
 from ..index.build import build_index
 from ..index.files import MARIADB, index_path
-from ..index.meta import FINGERPRINT_SPAN, IndexMeta, Progress, digest_masked, now, seen_fields
+from ..index.meta import IndexMeta, Progress, masked, now, seen_fields
 from ..index.reader import PartialIndex
 from ..index.writer import IndexWriter
 
@@ -174,7 +175,7 @@ class IncrementalIndex:
         self.offsets: list[int] = []       # every record's offset, in order
         self.policy = flavor.policy(span_min)   # where records go; how far the binlog is read
         self.how = ""
-        self._read_guard = None            # CRC32 of the 64 KiB before ``processed``
+        self._read_guard = None            # (processed, the bytes before it: ``_guard``)
         self._prefix_fp: IndexMeta | None = None   # the fingerprint of the records on disk, while they stay
 
     # -- start: resume from disk, or fresh -------------------------------------
@@ -294,8 +295,10 @@ class IncrementalIndex:
         return self.policy.walked
 
     def _guard(self, b: Binlog) -> tuple:
-        # the server clears the FDE's IN_USE flag when it rotates: masked
-        return self.processed, digest_masked(b.buffer, max(0, self.processed - FINGERPRINT_SPAN), self.processed)
+        # the last CHECK_SPAN bytes read (walk's rule), themselves: compared on every look, a
+        # digest would cost 10 times the read (the server clears the FDE's IN_USE flag when it
+        # rotates: masked)
+        return self.processed, masked(b.buffer, max(0, self.processed - CHECK_SPAN), self.processed)
 
     def unchanged(self, b: Binlog) -> bool:
         """Is what we have read of the binlog still there, the same? False
