@@ -227,10 +227,12 @@ class PreadBuffer:
 
     @property
     def mem(self) -> mmap.mmap:
-        if self._mem is None:
-            # private, not the default shared (shmem) mapping: 4x cheaper to make and unmap
-            self._mem = mmap.mmap(-1, max(self.size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            self._have = bytearray(self._missing)
+        return self._mem if self._mem is not None else self._map()
+
+    def _map(self) -> mmap.mmap:
+        # private, not the default shared (shmem) mapping: 4x cheaper to make and unmap
+        self._mem = mmap.mmap(-1, max(self.size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._have = bytearray(self._missing)
         return self._mem
 
     def regrown(self, size: int) -> "PreadBuffer":
@@ -251,7 +253,7 @@ class PreadBuffer:
         if lo >= hi:
             return
         if self._mem is None:
-            self.mem                     # noqa: B018 - made here, on the first fill
+            self._map()                  # made here, on the first fill
         have, shift = self._have, self._shift
         c = max(lo, 0) >> shift
         last = (hi - 1) >> shift
@@ -277,7 +279,7 @@ class PreadBuffer:
         c, e = (max(lo, 0) + (1 << shift) - 1) >> shift, min(hi, self.size) >> shift
         if e <= c or self._mem is None:
             return
-        self.mem.madvise(mmap.MADV_DONTNEED, c << shift, (e - c) << shift)
+        self._mem.madvise(mmap.MADV_DONTNEED, c << shift, (e - c) << shift)
         self._missing += self._have.count(1, c, e)
         self._have[c:e] = bytes(e - c)
 
