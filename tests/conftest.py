@@ -36,6 +36,15 @@ def fixture_files() -> list[tuple[Path, dict]]:
     return out
 
 
+def private(srv, what: str = "the private MariaDB server"):
+    """``srv`` (a private server of ``tools``) started, or the test failed
+    with why (never skipped, never an error in a fixture's traceback)."""
+    try:
+        return srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"cannot start {what}: {e}", pytrace=False)
+
+
 def growing_copy(data: bytes, n: int) -> bytes:
     """The first ``n`` bytes of a binlog as its server had them while writing:
     the FDE's IN_USE flag is set (its CRC is computed with the flag clear)."""
@@ -239,11 +248,7 @@ def live_server(tmp_path_factory):
     if sock:
         yield AttachedServer(sock)
         return
-    srv = MariaDB(tmp_path_factory.mktemp("mariadb"))
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start the private MariaDB server: {e}", pytrace=False)
+    srv = private(MariaDB(tmp_path_factory.mktemp("mariadb")))
     try:
         yield srv
     finally:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import private
 from gtidx.gtid import Position
 from tools.mariadb import MariaDB
 
@@ -87,16 +88,18 @@ def history(live_server, tmp_path_factory):
     srv.sql(f"DROP DATABASE IF EXISTS {db}")
 
 
-@pytest.fixture(scope="module")
-def replica(tmp_path_factory):
-    srv = MariaDB(tmp_path_factory.mktemp("serve-replica"),
-                  {"server_id": "2", "replicate_wild_do_table": "gtidxserve%.%", "slave_parallel_threads": "4"})
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start the private MariaDB replica: {e}", pytrace=False)
+def replica_server(tmp_path_factory, name: str, **options):
+    """A private 10.11 replica (server_id 2, applying in parallel) with
+    ``options`` more, for a module's fixture (``yield from``)."""
+    srv = private(MariaDB(tmp_path_factory.mktemp(name), {"server_id": "2", "slave_parallel_threads": "4", **options}),
+                  "the private MariaDB replica")
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory):
+    yield from replica_server(tmp_path_factory, "serve-replica", replicate_wild_do_table="gtidxserve%.%")
 
 
 def start_serve(directory, port: int, server_id: int, where: Path, *extra: str):
@@ -134,8 +137,16 @@ def serving(directory, port: int, server_id: int, where: Path, *extra: str):
     try:
         yield proc, port, log
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc)
+
+
+def stop(*procs) -> None:
+    """Each ``gtidx serve`` process still running (None: never started)
+    terminated, and waited for."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.terminate()
+            p.wait(timeout=30)
 
 
 def slave_status(srv) -> dict:

@@ -33,7 +33,7 @@ from gtidx.tail.metrics import MetricsServer, health  # noqa: E402
 from gtidx.tail.tailer import TailState  # noqa: E402
 from test_mysql_catalog_s3 import forget  # noqa: E402
 from test_s3 import FaultProxy  # noqa: E402
-from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
+from tools.s3server import MotoServer, free_port  # noqa: E402
 
 BUCKET = "gtidx-archive-tail"
 MULTI = FIXTURES / "mariadb-10.11" / "multifile"
@@ -44,21 +44,13 @@ CLOSED = ["master-bin.000018", "master-bin.000019", "master-bin.000020", "master
 def s3(tmp_path_factory):
     server = MotoServer(tmp_path_factory.mktemp("moto"))
     proxy = FaultProxy(server.url)
-    saved = {k: os.environ.get(k) for k in [*AWS_ENV, "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "AWS_PROFILE"]}
-    os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
-    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(k, None)
     forget()                     # stores and file systems of another module's server (not in their keys)
     try:
-        server.client = server.bucket(BUCKET)
-        server.proxy = proxy
-        yield server
+        with server.environment():
+            server.client = server.bucket(BUCKET)
+            server.proxy = proxy
+            yield server
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         proxy.stop()
         server.stop()
         forget()

@@ -30,7 +30,7 @@ from gtidx import admin, api, storage  # noqa: E402
 from test_mysql_catalog_s3 import forget  # noqa: E402
 from test_archive import BUCKET, CLOSED, MULTI, _binlogs, _catalog, _check, _listing, _run, _tail  # noqa: E402
 from test_s3 import FaultProxy  # noqa: E402
-from tools.s3server import AWS_ENV, MotoServer  # noqa: E402
+from tools.s3server import MotoServer  # noqa: E402
 
 PART = 32 << 10
 PARTS = ["--storage-option", f"default_block_size={PART}"]
@@ -47,22 +47,14 @@ def _two_closed(tmp_path):
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     server = MotoServer(tmp_path_factory.mktemp("moto"), env={"S3_UPLOAD_PART_MIN_SIZE": "1024"})
-    saved = {k: os.environ.get(k) for k in [*AWS_ENV, "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "AWS_PROFILE"]}
-    os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
-    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(k, None)
     proxy = None
     forget()
     try:
-        server.client = server.bucket(BUCKET)
-        server.proxy = proxy = FaultProxy(server.url)
-        yield server
+        with server.environment():
+            server.client = server.bucket(BUCKET)
+            server.proxy = proxy = FaultProxy(server.url)
+            yield server
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if proxy is not None:
             proxy.stop()
         server.stop()

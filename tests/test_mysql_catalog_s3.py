@@ -18,7 +18,7 @@ pytest.importorskip("s3fs")
 import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
 from gtidx.binlog.mysql import MysqlBinlog  # noqa: E402
-from tools.s3server import AWS_ENV, MotoServer  # noqa: E402
+from tools.s3server import MotoServer  # noqa: E402
 
 BUCKET = "gtidx-mysql"
 
@@ -34,21 +34,13 @@ def forget() -> None:
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     server = MotoServer(tmp_path_factory.mktemp("moto"))
-    saved = {k: os.environ.get(k) for k in [*AWS_ENV, "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "AWS_PROFILE"]}
-    os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
-    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(k, None)
     forget()
     try:
-        server.client = server.bucket(BUCKET)
-        yield server
+        with server.environment():
+            server.client = server.bucket(BUCKET)
+            yield server
     finally:
         forget()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         server.stop()
 
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, private
 from gtidx import api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.errors import NotFoundError
@@ -38,11 +38,7 @@ ONE_FILE = [(100, 1), (None, 1), (None, 1), (50, 1), (51, 1), (None, 1), (40, 2)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A private 10.11 of our own: a clean binlog directory, gtid_strict_mode=0."""
-    srv = MariaDB(tmp_path_factory.mktemp("nonmono-srv"), {"gtid_strict_mode": "0"})
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start a private MariaDB server: {e}", pytrace=False)
+    srv = private(MariaDB(tmp_path_factory.mktemp("nonmono-srv"), {"gtid_strict_mode": "0"}), "a private MariaDB server")
     try:
         srv.sql("CREATE DATABASE t")
         srv.sql("CREATE TABLE t.a (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB")

@@ -24,6 +24,7 @@ import pytest
 
 from gtidx import admin, api
 from gtidx.index.build import build_index
+from conftest import private
 from tools.mariadb import MariaDB
 
 pytestmark = pytest.mark.live
@@ -45,11 +46,7 @@ END_FLUSH = 900          # the last FLUSH: after it the active binlog has no gro
 @pytest.fixture(scope="module")
 def binlogs(tmp_path_factory):
     """The closed binlogs written as FILES says and the active one after them."""
-    srv = MariaDB(tmp_path_factory.mktemp("pitr-srv"))
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start a private MariaDB server: {e}", pytrace=False)
+    srv = private(MariaDB(tmp_path_factory.mktemp("pitr-srv")), "a private MariaDB server")
     try:
         srv.sql("CREATE DATABASE t")
         srv.sql("CREATE TABLE t.a (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB")

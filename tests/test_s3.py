@@ -29,7 +29,7 @@ import gtidx  # noqa: E402
 from gtidx import api, storage  # noqa: E402
 from gtidx.binlog.mariadb import Binlog  # noqa: E402
 from gtidx.index.meta import IndexMeta  # noqa: E402
-from tools.s3server import AWS_ENV, MotoServer, free_port  # noqa: E402
+from tools.s3server import MotoServer, free_port  # noqa: E402
 
 BUCKET = "gtidx-archive"
 MULTI = FIXTURES / "mariadb-10.11" / "multifile"
@@ -41,25 +41,17 @@ def s3(tmp_path_factory):
     """A moto_server with the AWS_* variables (AWS_ENDPOINT_URL among them)
     pointing at it, a bucket, and the fixtures copied into it."""
     server = MotoServer(tmp_path_factory.mktemp("moto"))
-    saved = {k: os.environ.get(k) for k in [*AWS_ENV, "AWS_ENDPOINT_URL"]}
-    os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=server.url)
-    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        del os.environ[k]
     try:
-        client = server.bucket(BUCKET)               # boto3: s3fs's mkdir does not work against moto
-        for f in MULTI.iterdir():
-            if f.name.startswith("master-bin"):
-                client.put_object(Bucket=BUCKET, Key=f"multifile/{f.name}", Body=f.read_bytes())
-        client.put_object(Bucket=BUCKET, Key=f"big/{BIG.name}", Body=BIG.read_bytes())
-        server.client = client
-        server.requests()
-        yield server
+        with server.environment():
+            client = server.bucket(BUCKET)               # boto3: s3fs's mkdir does not work against moto
+            for f in MULTI.iterdir():
+                if f.name.startswith("master-bin"):
+                    client.put_object(Bucket=BUCKET, Key=f"multifile/{f.name}", Body=f.read_bytes())
+            client.put_object(Bucket=BUCKET, Key=f"big/{BIG.name}", Body=BIG.read_bytes())
+            server.client = client
+            server.requests()
+            yield server
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         server.stop()
 
 

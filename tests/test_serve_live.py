@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from servehelp import (PASSWORD, TABLES, dump_events, history, replica, replica_facts, replicate,  # noqa: F401
-                       restore_backup, restore_until, slave_status, serving, start_serve)
+                       restore_backup, restore_until, slave_status, serving, start_serve, stop)
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,4 @@ def test_kill_9_and_restart_the_replica_resumes(history, replica, live_server, t
         assert replica_facts(replica, db) == checksums
         replica.sql("STOP SLAVE")
     finally:
-        for p in (proc, again):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                p.wait(timeout=30)
+        stop(proc, again)

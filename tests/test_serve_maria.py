@@ -31,7 +31,8 @@ import pytest
 
 from gtidx.gtid import Position
 
-from servehelp import PASSWORD, serving, slave_status, start_serve
+from conftest import private
+from servehelp import PASSWORD, replica_server, serving, slave_status, start_serve, stop
 from tools.mariadb import MariaDB
 from tools.mariadb118 import MariaDB118
 
@@ -54,11 +55,8 @@ def _insert(cur, v, domain=0, server=1, seq=None):
 def source(tmp_path_factory):
     """The private source, its history written: (the server, {name: GTID position}).
     "purged": in the purged first binlog; "end": the history's end."""
-    srv = MariaDB(tmp_path_factory.mktemp("serve-maria-src"), {"gtid_strict_mode": "0"})
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start a private MariaDB source: {e}", pytrace=False)
+    srv = private(MariaDB(tmp_path_factory.mktemp("serve-maria-src"), {"gtid_strict_mode": "0"}),
+                  "a private MariaDB source")
     try:
         srv.sql("CREATE DATABASE d")
         srv.sql("CREATE TABLE d.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT, b LONGBLOB) ENGINE=InnoDB")
@@ -226,14 +224,7 @@ def test_a_bad_client_ends_its_connection_only(source, served):
 def replica(tmp_path_factory):
     """A private 10.11 replica applying in parallel, logging what it applies
     (its binlog: the GTIDs it applied, each once)."""
-    srv = MariaDB(tmp_path_factory.mktemp("serve-maria-replica"),
-                  {"server_id": "2", "slave_parallel_threads": "4", "log_slave_updates": "ON"})
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start the private MariaDB replica: {e}", pytrace=False)
-    yield srv
-    srv.stop()
+    yield from replica_server(tmp_path_factory, "serve-maria-replica", log_slave_updates="ON")
 
 
 def connect_replica(replica, port: int, position: str, tls: bool = True) -> None:
@@ -361,10 +352,7 @@ def test_kill_9_mid_group_and_the_replica_resumes(source, replica, tmp_path):
         replica.sql("STOP SLAVE")
     finally:
         replica.sql("SET GLOBAL read_binlog_speed_limit = 0")
-        for p in (proc, again):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                p.wait(timeout=30)
+        stop(proc, again)
 
 
 def rss_anon(pid: int) -> int:
@@ -403,13 +391,6 @@ def test_many_replicas_at_once_get_the_same_bytes_in_bounded_memory(source, serv
 
 
 # -- MariaDB 11.8: its binlogs (compressed events, its .idx beside them), its replicas -------------
-
-def private(srv, what: str):
-    try:
-        return srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start {what}: {e}", pytrace=False)
-
 
 COMPRESSED = range(165, 172)     # QUERY_COMPRESSED, then the compressed row events (and their V1 forms)
 

@@ -28,7 +28,7 @@ from hypothesis import given, settings, strategies as st
 
 from gtidx.binlog.mysql import MysqlBinlog
 from gtidx.mysqlgtid import GtidSet
-from servehelp import PASSWORD, serving, start_serve
+from servehelp import PASSWORD, serving, start_serve, stop
 from tools.mysql97 import MySQL97, PrivateMySQL97
 
 TAG = "svmysql"
@@ -259,10 +259,7 @@ def test_kill_9_and_restart_the_replica_resumes(history, replica, tmp_path):
         assert checksums(replica, history["db"]) == history["checksums"]
         replica.sql("STOP REPLICA")
     finally:
-        for p in (proc, again):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                p.wait(timeout=30)
+        stop(proc, again)
 
 
 def encoded(gtids: GtidSet) -> bytes:

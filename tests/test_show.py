@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, private
 from gtidx import admin, api
 from gtidx.binlog.mariadb import Binlog
 from gtidx.show import decode_group
@@ -82,11 +82,7 @@ ROW1_JSON = {"id": 1, "big": 18446744073709551615, "neg": -5, "name": "hÃ©llo ðŸ
 def row_server(tmp_path_factory):
     """A private 10.11 of this module's own: binlog_row_metadata is a global setting."""
     from tools.mariadb import MariaDB
-    srv = MariaDB(tmp_path_factory.mktemp("show-mariadb"))
-    try:
-        srv.start()
-    except RuntimeError as e:
-        pytest.fail(f"cannot start the private MariaDB server: {e}", pytrace=False)
+    srv = private(MariaDB(tmp_path_factory.mktemp("show-mariadb")))
     srv.sql("CREATE DATABASE sh")
     try:
         yield srv

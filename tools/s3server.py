@@ -12,6 +12,7 @@ request it answered), not estimated.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -70,6 +71,24 @@ class MotoServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    @contextlib.contextmanager
+    def environment(self):
+        """This process's AWS_* variables pointing its clients at this server
+        (``AWS_ENDPOINT_URL`` among them; no session token, no profile), and
+        the variables as they were given back afterwards."""
+        saved = {k: os.environ.get(k) for k in [*AWS_ENV, "AWS_ENDPOINT_URL"]}
+        os.environ.update(AWS_ENV, AWS_ENDPOINT_URL=self.url)
+        for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+            del os.environ[k]
+        try:
+            yield self
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def requests(self) -> list[tuple[str, str, int]]:
         """(method, path, status) of every request answered since the last call."""
